@@ -1,0 +1,38 @@
+"""Packaging for zitadel-beam.
+
+Installs the two packages (``pipeline`` and ``transforms``) and the ``zitadel-beam`` console
+script. The same file is what Dataflow workers install with ``--setup_file ./setup.py``.
+"""
+import setuptools
+
+REQUIRED = [
+    "apache-beam>=2.77,<3",
+    "google-cloud-storage>=2.18.2,<4",
+    # Without google-auth-httplib2, Beam's GCS client connects anonymously and private
+    # buckets fail in production (FACTS.md §4).
+    "google-auth-httplib2>=0.2",
+    "orjson>=3.9.7,<4",
+    "bcrypt>=4.1",
+    # Streaming JSON parser (C backend): reads JSON arrays and multi-GB realm exports
+    # element by element instead of loading the whole document.
+    "ijson>=3.3",
+    # JWT-profile service-account authentication (push/verify/export with --key-file).
+    "pyjwt[crypto]>=2.8",
+]
+
+TESTS = [
+    "pytest>=8",
+    "gcp-storage-emulator>=2024.8.3",
+    "argon2-cffi>=23.1",
+]
+
+setuptools.setup(
+    name="zitadel-beam",
+    version="0.1.0",
+    description="Bulk user migration into ZITADEL with Apache Beam",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "transforms", "transforms.*"]),
+    install_requires=REQUIRED,
+    extras_require={"test": TESTS},
+    entry_points={"console_scripts": ["zitadel-beam=pipeline.cli:main"]},
+)
