@@ -1,0 +1,103 @@
+"""The ``zitadel-beam`` command line.
+
+Examples::
+
+    zitadel-beam migrate auth0 --org=123 --users=users.json --passwords=passwords.json \\
+        --output=out/importBody.json
+    zitadel-beam migrate auth0 ... --runner=DataflowRunner --project=P --region=R \\
+        --temp_location=gs://B/tmp --setup_file=./setup.py
+
+Each command lives in its own module, which provides ``add_arguments(parser)`` and
+``run(known_args, pipeline_args) -> int``. Flags a command does not know are handed to Beam
+(``--runner``, ``--direct_running_mode``, Dataflow options); anything Beam does not know either
+is rejected with one readable line.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import Sequence
+
+from pipeline.errors import ConfigError
+
+__all__ = ["main", "build_parser"]
+
+# (command path, module). Commands are imported only when the parser is built.
+COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
+    (("migrate", "auth0"), "pipeline.migrate_auth0", "Auth0 users + password export → import bodies"),
+]
+
+# Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).
+_BEAM_COMMANDS = {("migrate", "auth0"), ("migrate", "keycloak"), ("migrate", "zitadel")}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors become ConfigError (one line, exit 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise ConfigError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="zitadel-beam", description="Bulk user migration into ZITADEL.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log Beam's progress (INFO)")
+    groups: dict[tuple[str, ...], argparse._SubParsersAction] = {}
+    top = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    top.required = True
+    groups[()] = top
+    for path, module_name, help_text in COMMANDS:
+        for depth in range(1, len(path)):
+            prefix = path[:depth]
+            if prefix not in groups:
+                sub = groups[path[: depth - 1]].add_parser(prefix[-1], help=f"{prefix[-1]} commands")
+                action = sub.add_subparsers(dest=f"sub{depth}", metavar="SOURCE", parser_class=_Parser)
+                action.required = True
+                groups[prefix] = action
+        cmd = groups[path[:-1]].add_parser(path[-1], help=help_text, description=help_text)
+        module = importlib.import_module(module_name)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_module=module_name, _path=path)
+    return parser
+
+
+def _check_beam_args(pipeline_args: list[str]) -> None:
+    """Reject flags that neither the command nor Beam knows (a typo must not pass silently)."""
+    if not pipeline_args:
+        return
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    beam_parser = argparse.ArgumentParser(add_help=False)
+    for cls in PipelineOptions.__subclasses__():
+        cls._add_argparse_args(beam_parser)  # pylint: disable=protected-access
+    _, unknown = beam_parser.parse_known_args(pipeline_args)
+    if unknown:
+        raise ConfigError(f"unrecognized arguments: {' '.join(unknown)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+        known_args, rest = parser.parse_known_args(argv)
+        logging.basicConfig(
+            level=logging.INFO if known_args.verbose else logging.WARNING,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+        if known_args._path in _BEAM_COMMANDS:
+            _check_beam_args(rest)
+        elif rest:
+            raise ConfigError(f"unrecognized arguments: {' '.join(rest)}")
+        module = importlib.import_module(known_args._module)
+        return int(module.run(known_args, rest) or 0)
+    except ConfigError as err:
+        print(f"zitadel-beam: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("zitadel-beam: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

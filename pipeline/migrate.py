@@ -1,0 +1,310 @@
+"""The launcher every ``migrate`` command shares: flags, Beam options, outputs, manifest, summary.
+
+A source command (``migrate_auth0``, ``migrate_keycloak``, ...) adds its own flags, matches its
+input files, and hands ``run_migration`` a function that adds its source transform to the
+pipeline. Everything after the source is shared:
+
+    source ─► rows ─ UsersToBodies ─► temporary bodies ─┐
+          └─► dead letters ──────────── WriteDeadLetterShards ─┤
+                                                        └─ finalize (launcher): final names,
+                                                           dead-letter file, manifest, summary
+
+Run locally (FnApiRunner, in-process; add ``--direct_running_mode=multi_processing
+--direct_num_workers=2`` for both cores) or on Dataflow (``--runner=DataflowRunner --project=P
+--region=R --temp_location=gs://B/tmp --setup_file=./setup.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import posixpath
+import re
+import socket
+import sys
+import time
+from typing import Any, Callable, Mapping
+
+from pipeline.durations import normalise_duration
+from pipeline.errors import ConfigError
+from pipeline.report import counters_from_result, dead_letter_totals, summary_table
+
+__all__ = [
+    "add_common_arguments",
+    "CommonArgs",
+    "common_args",
+    "OutputLayout",
+    "output_layout",
+    "build_pipeline",
+    "run_migration",
+    "check_gcs_reachable",
+    "MANIFEST_VERSION",
+]
+
+_LOGGER = logging.getLogger(__name__)
+MANIFEST_VERSION = 1
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every migrate command shares (zitadel-tools' plus ours)."""
+    parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
+    parser.add_argument("--output", default="./importBody.json",
+                        help="import body path (local or gs://); several bodies are written as "
+                             "<stem>-00001-of-0000N<ext> beside it (default ./importBody.json)")
+    parser.add_argument("--timeout", default="5m0s",
+                        help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)")
+    parser.add_argument("--multiline", action="store_true", help="pretty-print the bodies (input layout is detected)")
+    parser.add_argument("--batch-size", type=int, default=5000,
+                        help="at most this many users per body (default 5000, about what fits in 5 minutes)")
+    parser.add_argument("--dead-letter", default=None,
+                        help="NDJSON file for rejected records (default <stem>.dead-letter.ndjson)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any record was dead-lettered")
+    parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
+    parser.add_argument("--bcrypt-min-cost", type=int, default=10, help="lowest bcrypt cost the server accepts (default 10)")
+    parser.add_argument("--bcrypt-max-cost", type=int, default=16, help="highest bcrypt cost the server accepts (default 16)")
+
+
+@dataclasses.dataclass(frozen=True)
+class CommonArgs:
+    org_id: str
+    output: str
+    timeout: str
+    multiline: bool
+    batch_size: int
+    dead_letter: str | None
+    strict: bool
+    metadata: bool
+    bcrypt_min_cost: int
+    bcrypt_max_cost: int
+
+
+def common_args(args: argparse.Namespace) -> CommonArgs:
+    """Check the shared flags; every problem is one ConfigError line."""
+    org = (args.org or "").strip()
+    if not org or not re.fullmatch(r"[A-Za-z0-9_-]{1,200}", org):
+        raise ConfigError(f"--org {args.org!r} is not an organization id (digits, e.g. --org=123456789)")
+    try:
+        timeout = normalise_duration(args.timeout)
+    except ValueError as err:
+        raise ConfigError(f"--timeout: {err}") from None
+    if args.batch_size < 1:
+        raise ConfigError("--batch-size must be at least 1")
+    if not 4 <= args.bcrypt_min_cost <= args.bcrypt_max_cost <= 31:
+        raise ConfigError("--bcrypt-min-cost/--bcrypt-max-cost must satisfy 4 <= min <= max <= 31")
+    if not args.output or args.output.endswith("/"):
+        raise ConfigError(f"--output {args.output!r} must name a file")
+    return CommonArgs(org, args.output, timeout, args.multiline, args.batch_size, args.dead_letter,
+                      args.strict, args.metadata, args.bcrypt_min_cost, args.bcrypt_max_cost)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputLayout:
+    """Where a run writes: bodies, manifest, dead letters and the temporary folder."""
+
+    output: str
+    stem: str
+    ext: str
+    manifest: str
+    dead_letter: str
+    tmp_dir: str
+
+    def numbered(self, index: int, total: int) -> str:
+        return f"{self.stem}-{index:05d}-of-{total:05d}{self.ext}"
+
+
+def _split_ext(path: str) -> tuple[str, str]:
+    head, tail = posixpath.split(path)
+    stem, ext = posixpath.splitext(tail)
+    if not stem:
+        stem, ext = tail, ""
+    return (posixpath.join(head, stem) if head else stem), ext
+
+
+def output_layout(output: str, dead_letter: str | None) -> OutputLayout:
+    stem, ext = _split_ext(output)
+    head, name = posixpath.split(stem)
+    tmp = posixpath.join(head, f".{name}.zitadel-beam-tmp") if head else f".{name}.zitadel-beam-tmp"
+    return OutputLayout(output, stem, ext, f"{stem}.manifest.json",
+                        dead_letter or f"{stem}.dead-letter.ndjson", tmp)
+
+
+def check_gcs_reachable(paths: list[str], timeout: float = 5.0) -> None:
+    """Fail in seconds, not after Beam's ~120 s of retries, when gs:// cannot be reached."""
+    if not any(p.startswith("gs://") for p in paths):
+        return
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    if emulator:
+        hostport = re.sub(r"^https?://", "", emulator).rstrip("/")
+        host, _, port = hostport.rpartition(":")
+        address = (host or hostport, int(port) if port.isdigit() else 80)
+    else:
+        address = ("storage.googleapis.com", 443)
+    try:
+        socket.create_connection(address, timeout=timeout).close()
+    except OSError as err:
+        raise ConfigError(f"cannot reach Cloud Storage at {address[0]}:{address[1]} ({err.strerror or err})") from None
+
+
+def _make_pipeline(pipeline_args: list[str]):
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+    options = PipelineOptions(pipeline_args)
+    runner_name = options.view_as(StandardOptions).runner
+    if runner_name in (None, "FnApiRunner"):
+        # The plain DirectRunner tries to download Prism first and falls back to a far slower
+        # runner (FACTS.md §4); the FnApiRunner is what "the local runner" means here.
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+        options.view_as(StandardOptions).runner = None
+        return beam.Pipeline(runner=FnApiRunner(), options=options)
+    return beam.Pipeline(options=options)
+
+
+def build_pipeline(add_source: Callable[[Any], Mapping[str, Any]], common: CommonArgs,
+                   layout: OutputLayout, pipeline_args: list[str]):
+    """Build (and return, not run) the pipeline: source → bodies + dead letters."""
+    import apache_beam as beam
+
+    from transforms.bodies import BodySpec, UsersToBodies
+    from transforms.sinks import WriteDeadLetterShards
+
+    pipeline = _make_pipeline(pipeline_args)
+    source = add_source(pipeline)
+    spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
+    bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
+    dead = (source["dead"], bodies["dead"]) | "AllDeadLetters" >> beam.Flatten()
+    _ = dead | "DeadLetters" >> WriteDeadLetterShards(layout.tmp_dir)
+    return pipeline
+
+
+# --------------------------------------------------------------------------- finalize
+
+
+def _prepare_tmp(tmp_dir: str) -> None:
+    from apache_beam.io.filesystems import FileSystems
+
+    if FileSystems.exists(tmp_dir):
+        _delete_tree(tmp_dir)
+    if "://" not in tmp_dir:
+        os.makedirs(tmp_dir, mode=0o700, exist_ok=True)
+
+
+def _delete_tree(path: str) -> None:
+    from apache_beam.io.filesystems import FileSystems
+
+    matched = FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list
+    if matched:
+        FileSystems.delete([m.path for m in matched])
+    if "://" not in path and os.path.isdir(path):
+        os.rmdir(path)
+
+
+def _finalize(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
+    """Rename temporary bodies to final names, assemble the dead-letter file; return bodies."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.bodies import parse_body_temp_name
+    from transforms.sinks import DEAD_SHARDS, dead_shard_name, open_private
+
+    tmp = layout.tmp_dir
+    found = FileSystems.match([FileSystems.join(tmp, "body-*")])[0].metadata_list
+    parsed = sorted((parse_body_temp_name(posixpath.basename(m.path)), m.path) for m in found)
+    total = len(parsed)
+    finals = [layout.output] if total == 1 else [layout.numbered(i + 1, total) for i in range(total)]
+    stale_pattern = f"{layout.stem}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]{layout.ext}"
+    stale = [m.path for m in FileSystems.match([stale_pattern])[0].metadata_list if m.path not in finals]
+    if total != 1 and FileSystems.exists(layout.output):
+        stale.append(layout.output)
+    if stale:
+        FileSystems.delete(stale)
+    if parsed:
+        FileSystems.rename([path for _, path in parsed], finals)
+    manifest_dir = posixpath.dirname(layout.manifest)
+    bodies = [
+        {"path": _relative(manifest_dir, final), "users": users, "sha256": digest, "after": []}
+        for ((_, users, digest), _), final in zip(parsed, finals)
+    ]
+    count = 0
+    with open_private(layout.dead_letter) as out:
+        for shard in range(DEAD_SHARDS):
+            path = FileSystems.join(tmp, dead_shard_name(shard))
+            if not FileSystems.exists(path):
+                continue
+            with FileSystems.open(path) as handle:
+                for line in handle:
+                    out.write(line)
+                    count += 1
+    _delete_tree(tmp)
+    return bodies, count
+
+
+def _relative(directory: str, path: str) -> str:
+    if "://" in path:
+        return posixpath.basename(path) if posixpath.dirname(path) == directory else path
+    rel = os.path.relpath(path, directory or ".")
+    return path if rel.startswith("..") else rel
+
+
+def run_migration(*, source_name: str, add_source: Callable[[Any], Mapping[str, Any]], common: CommonArgs,
+                  pipeline_args: list[str], input_paths: list[str],
+                  summary_lines: Callable[[Mapping[str, int]], list[tuple[str, Any]]],
+                  invariant: Callable[[Mapping[str, int]], tuple[bool, str]],
+                  extra_manifest: Mapping[str, Any] | None = None) -> int:
+    """Run the pipeline, finalize the outputs, write the manifest, print the summary.
+
+    ``invariant(counts)`` returns ``(holds, text)``: the run's accounting (every input record
+    written or dead-lettered). A broken invariant is reported and exits 3: it is a bug.
+    """
+    import orjson
+
+    from transforms.sinks import open_private
+
+    layout = output_layout(common.output, common.dead_letter)
+    check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
+    _prepare_tmp(layout.tmp_dir)
+    pipeline = build_pipeline(add_source, common, layout, pipeline_args)
+    started = time.monotonic()
+    result = pipeline.run()
+    result.wait_until_finish()
+    elapsed = time.monotonic() - started
+    counts = counters_from_result(result)
+    bodies, dead_count = _finalize(layout)
+    holds, invariant_text = invariant(counts)
+    manifest_dir = posixpath.dirname(layout.manifest)
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "tool": "zitadel-beam",
+        "source": source_name,
+        "org_id": common.org_id,
+        "timeout": common.timeout,
+        "batch_size": common.batch_size,
+        "bodies": bodies,
+        "dead_letter": {"path": _relative(manifest_dir, layout.dead_letter), "count": dead_count},
+        "counts": counts,
+        "dead_letters_by_reason": dead_letter_totals(counts),
+        "invariant": {"holds": holds, "text": invariant_text},
+        "seconds": round(elapsed, 3),
+        **(extra_manifest or {}),
+    }
+    with open_private(layout.manifest) as handle:
+        handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+
+    lines = summary_lines(counts)
+    lines += [("", ""), ("bodies written", len(bodies)), ("dead letters written", dead_count),
+              ("seconds", f"{elapsed:.1f}")]
+    print(summary_table(f"zitadel-beam migrate {source_name}: summary", lines))
+    print(f"accounting: {invariant_text} [{'ok' if holds else 'BROKEN'}]")
+    print(f"manifest: {layout.manifest}")
+    if bodies:
+        print(f"bodies: {bodies[0]['path']}" + (f" ... {bodies[-1]['path']}" if len(bodies) > 1 else ""))
+    if dead_count:
+        print(f"dead letters: {layout.dead_letter}")
+    sys.stdout.flush()
+    if not holds:
+        return 3
+    if common.strict and dead_count:
+        print(f"zitadel-beam: --strict: {dead_count} record(s) dead-lettered", file=sys.stderr)
+        return 1
+    return 0

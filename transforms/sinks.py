@@ -1,0 +1,104 @@
+"""Writing outputs that hold password hashes: private files, dead-letter shards, final renames.
+
+Local files are created with mode 0600 (they carry hashes); ``gs://`` objects go through Beam's
+FileSystems, where access is the bucket's IAM. The dead-letter shards and the final file keep a
+deterministic order (input order within a shard, shards in order).
+
+Example::
+
+    dead | 'WriteDeadLetters' >> WriteDeadLetterShards(tmp_dir)
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import os
+from typing import IO, Iterable, Iterator
+
+import apache_beam as beam
+import orjson
+from apache_beam.metrics import Metrics
+
+from transforms.records import NAMESPACE, SortKey
+
+__all__ = [
+    "open_private",
+    "is_local",
+    "WriteDeadLetterShards",
+    "DEAD_SHARDS",
+    "dead_shard_name",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+DEAD_SHARDS = 8
+
+
+def is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def open_private(path: str) -> IO[bytes]:
+    """Open ``path`` for writing; a local file gets mode 0600 from the start (not after)."""
+    if is_local(path):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_CREAT
+        return os.fdopen(fd, "wb")
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.create(path, mime_type="application/json")
+
+
+def dead_shard_name(shard: int) -> str:
+    return f"dead-{shard:03d}.ndjson"
+
+
+def _shard_of(sortkey: SortKey) -> int:
+    return (sortkey[0] * 1_000_003 + sortkey[1]) % DEAD_SHARDS
+
+
+class _WriteDeadShardFn(beam.DoFn):
+    """Write one shard of dead letters in input order and count them by source and reason."""
+
+    def __init__(self, tmp_dir: str):
+        self._tmp_dir = tmp_dir
+
+    def process(self, element: tuple[int, Iterable[tuple[SortKey, bytes]]]) -> Iterator[str]:
+        from apache_beam.io.filesystems import FileSystems
+
+        shard, letters = element
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            items = sorted(letters, key=lambda kv: (kv[0][0], kv[0][1]))
+            counts: dict[str, int] = {}
+            path = FileSystems.join(self._tmp_dir, dead_shard_name(shard))
+            with open_private(path) as handle:
+                for _, line in items:
+                    handle.write(line + b"\n")
+                    letter = orjson.loads(line)
+                    name = f"dead_letter.{letter['source']}.{letter['reason']}"
+                    counts[name] = counts.get(name, 0) + 1
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        for name, count in counts.items():
+            Metrics.counter(NAMESPACE, name).inc(count)
+        yield path
+
+
+class WriteDeadLetterShards(beam.PTransform):
+    """Dead letters ``(sortkey, line)`` → up to ``DEAD_SHARDS`` NDJSON files in ``tmp_dir``."""
+
+    def __init__(self, tmp_dir: str):
+        super().__init__()
+        self._tmp_dir = tmp_dir
+
+    def expand(self, dead):
+        return (
+            dead
+            | "ShardDeadLetters" >> beam.Map(lambda kv: (_shard_of(kv[0]), kv))
+            | "GroupDeadLetters" >> beam.GroupByKey()
+            | "WriteDeadShards" >> beam.ParDo(_WriteDeadShardFn(self._tmp_dir))
+        )

@@ -1,0 +1,208 @@
+"""The import API's request validation, applied to every user before anything is written.
+
+One invalid user makes ZITADEL reject a whole import request (FACTS.md §1, zitadel/zitadel#10417),
+so every entry is checked here with the same rules and rejected entries become dead letters with a
+stable reason code. Fields whose problem does not change who can log in (a phone without ``+``, a
+too-long language tag) are dropped and counted instead of rejecting the user.
+
+Example::
+
+    >>> opts = ValidationOptions()
+    >>> result = validate_user({"userId": "1", "user": {"userName": "a@b.co",
+    ...     "profile": {"firstName": "A", "lastName": "B"},
+    ...     "email": {"email": "a@b.co", "isEmailVerified": True}}}, opts)
+    >>> result.reason is None
+    True
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+__all__ = [
+    "Reason",
+    "ValidationOptions",
+    "ValidationResult",
+    "validate_user",
+    "hash_problem",
+    "valid_email",
+    "base_language",
+    "MAX_NAME",
+]
+
+MAX_NAME = 200
+MAX_PHONE = 50
+MAX_LANGUAGE = 10
+MAX_METADATA_KEY = 200
+MAX_METADATA_VALUE = 500_000
+
+
+class Reason:
+    """Stable, machine-readable dead-letter reason codes (documented in the README)."""
+
+    MALFORMED_JSON = "malformed-json"
+    NOT_AN_OBJECT = "not-an-object"
+    MISSING_USER_ID = "missing-user-id"
+    MISSING_EMAIL = "missing-email"
+    INVALID_EMAIL = "invalid-email"
+    INVALID_USERNAME = "invalid-username"
+    INVALID_FIRST_NAME = "invalid-first-name"
+    INVALID_LAST_NAME = "invalid-last-name"
+    INVALID_USER_ID = "invalid-user-id"
+    INVALID_HASH = "invalid-hash"
+    BCRYPT_COST = "bcrypt-cost-out-of-range"
+    DUPLICATE_USER_ID = "duplicate-user-id"
+    DUPLICATE_USERNAME = "duplicate-username"
+    BLOCKED = "blocked"
+    ORPHAN_PASSWORD = "orphan-password"
+    PASSWORD_SUPERSEDED = "password-superseded"
+    AMBIGUOUS_PASSWORD = "ambiguous-password"
+    MISSING_PASSWORD_HASH = "missing-password-hash"
+    PROFILE_REJECTED = "profile-rejected"
+    UNREADABLE_INPUT = "unreadable-input"
+    # Keycloak source (issue 3).
+    UNSUPPORTED_HASH = "unsupported-hash"
+    PLAINTEXT_PASSWORD = "plaintext-password"
+    DISABLED = "disabled"
+    SERVICE_ACCOUNT = "service-account"
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationOptions:
+    """Limits that can differ between ZITADEL instances."""
+
+    bcrypt_min_cost: int = 10
+    bcrypt_max_cost: int = 16
+    # Hash families a source may produce; bcrypt is the only one Auth0 exports.
+    allowed_hash_families: tuple[str, ...] = ("bcrypt",)
+
+
+@dataclasses.dataclass
+class ValidationResult:
+    """``reason`` is None when the user passes; ``notes`` lists fields dropped (counted)."""
+
+    reason: str | None = None
+    detail: str = ""
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+# The e-mail rule ZITADEL's domain layer applies (domain.EmailRegex) plus RFC 5321 lengths.
+_EMAIL_RE = re.compile(
+    r"^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$"
+)
+_BCRYPT_RE = re.compile(r"^\$2[aby]\$(\d\d)\$[./A-Za-z0-9]{53}$")
+_ARGON2_RE = re.compile(
+    r"^\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$"
+)
+_PBKDF2_RE = re.compile(
+    r"^\$pbkdf2(?:-sha(?:1|224|256|384|512))?\$\d+\$[A-Za-z0-9+/.=]+\$[A-Za-z0-9+/.=]+$"
+)
+_LANGUAGE_RE = re.compile(r"^[a-zA-Z]{2,8}$")
+
+
+def valid_email(email: str) -> bool:
+    """True when ZITADEL accepts ``email`` as a user's address."""
+    if not email or len(email) > 254:
+        return False
+    local, _, _ = email.rpartition("@")
+    return len(local) <= 64 and _EMAIL_RE.match(email) is not None
+
+
+def base_language(locale: Any) -> str | None:
+    """``fr-FR`` → ``fr``, ``en-u-rg-uszzzz`` → ``en``; None when nothing valid remains."""
+    if not isinstance(locale, str):
+        return None
+    base = re.split(r"[-_]", locale.strip(), maxsplit=1)[0]
+    if not _LANGUAGE_RE.match(base) or len(base) > MAX_LANGUAGE:
+        return None
+    return base.lower()
+
+
+def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
+    """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None.
+
+    The detail never contains the hash itself (hashes must not reach logs or reports).
+    """
+    if not isinstance(value, str) or not value:
+        return Reason.INVALID_HASH, "password hash is empty or not a string"
+    if value.startswith("$2"):
+        if "bcrypt" not in opts.allowed_hash_families:
+            return Reason.INVALID_HASH, "bcrypt hashes are not expected from this source"
+        match = _BCRYPT_RE.match(value)
+        if not match:
+            return Reason.INVALID_HASH, (
+                "not a well-formed bcrypt hash ($2a$/$2b$/$2y$, two-digit cost, 53 characters)"
+            )
+        cost = int(match.group(1))
+        if not opts.bcrypt_min_cost <= cost <= opts.bcrypt_max_cost:
+            return Reason.BCRYPT_COST, (
+                f"bcrypt cost {cost} outside {opts.bcrypt_min_cost}..{opts.bcrypt_max_cost}"
+            )
+        return None
+    if value.startswith("$argon2") and "argon2" in opts.allowed_hash_families:
+        return None if _ARGON2_RE.match(value) else (
+            Reason.INVALID_HASH, "not a well-formed argon2 PHC string")
+    if value.startswith("$pbkdf2") and "pbkdf2" in opts.allowed_hash_families:
+        return None if _PBKDF2_RE.match(value) else (
+            Reason.INVALID_HASH, "not a well-formed pbkdf2 MCF string")
+    prefix = value.split("$")[1] if value.startswith("$") and value.count("$") > 1 else ""
+    label = f"'${prefix}$' hashes" if prefix and len(prefix) <= 20 else "this hash format"
+    return Reason.INVALID_HASH, f"{label} cannot be imported from this source"
+
+
+def _check_len(value: Any, what: str, reason: str) -> tuple[str, str] | None:
+    if not isinstance(value, str) or not value:
+        return reason, f"{what} is empty"
+    if len(value) > MAX_NAME:
+        return reason, f"{what} is {len(value)} characters (at most {MAX_NAME})"
+    return None
+
+
+def validate_user(entry: dict[str, Any], opts: ValidationOptions) -> ValidationResult:
+    """Check one ``humanUsers`` entry in place against the import API's rules.
+
+    Rejections return a reason; fixable fields (phone, preferred language) are removed from
+    ``entry`` and named in ``notes`` (``phone-dropped``, ``language-dropped``).
+    """
+    result = ValidationResult()
+    user = entry.get("user") or {}
+    user_id = entry.get("userId")
+    if user_id is not None and (not isinstance(user_id, str) or len(user_id) > MAX_NAME):
+        result.reason, result.detail = Reason.INVALID_USER_ID, "userId is not a string of at most 200 characters"
+        return result
+    problem = _check_len(user.get("userName"), "userName", Reason.INVALID_USERNAME)
+    profile = user.get("profile") or {}
+    problem = problem or _check_len(profile.get("firstName"), "firstName", Reason.INVALID_FIRST_NAME)
+    problem = problem or _check_len(profile.get("lastName"), "lastName", Reason.INVALID_LAST_NAME)
+    if problem is None:
+        email = (user.get("email") or {}).get("email")
+        if not email:
+            problem = Reason.MISSING_EMAIL, "no e-mail address"
+        elif not valid_email(email):
+            problem = Reason.INVALID_EMAIL, f"'{email}' is not a valid e-mail address"
+    if problem is None and "hashedPassword" in user:
+        problem = hash_problem(user["hashedPassword"].get("value"), opts)
+    if problem is not None:
+        result.reason, result.detail = problem
+        return result
+    for key in ("nickName", "displayName"):
+        if isinstance(profile.get(key), str) and len(profile[key]) > MAX_NAME:
+            del profile[key]
+            result.notes.append(f"{key.lower()}-dropped")
+    language = profile.get("preferredLanguage")
+    if language is not None:
+        base = base_language(language)
+        if base is None:
+            del profile["preferredLanguage"]
+            result.notes.append("language-dropped")
+        elif base != language:
+            profile["preferredLanguage"] = base
+    phone = user.get("phone")
+    if phone is not None:
+        number = phone.get("phone")
+        if not isinstance(number, str) or not number.startswith("+") or len(number) > MAX_PHONE:
+            del user["phone"]
+            result.notes.append("phone-dropped")
+    return result
