@@ -62,7 +62,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
         ("phones dropped (not +..., or > 50 chars)", counts.get("notes.phone-dropped", 0)),
         ("languages dropped (no valid base language)", counts.get("notes.language-dropped", 0)),
     ]
-    if counts.get("auth0.metadata_entries") or counts.get("auth0.metadata_dropped"):
+    if counts.get("metadata_written") or counts.get("auth0.metadata_dropped"):
         lines.append(("metadata entries written", counts.get("metadata_written", 0)))
         lines.append(("metadata entries dropped (limits)", counts.get("auth0.metadata_dropped", 0)))
     dead = {k: v for k, v in counts.items() if k.startswith("dead_letter.")}

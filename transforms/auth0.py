@@ -3,12 +3,14 @@
 Shape of the work (few, large elements; see ``transforms/records.py``)::
 
     files ─ PlanUnits ─ Reshuffle ─ ParseUnits ──► (partition, (kind, blob)) ─ GroupByKey
-                                       └─► dead letters (malformed lines)
+                                       └─► dead letters (malformed, rejected profiles)
     (partition, [(PROFILES, blob), (PASSWORDS, blob), ...]) ─ JoinPartition ─► (partition, rows_blob)
                                                                      └─► dead letters
 
-The partition is a stable hash of the e-mail trimmed and case-folded, so a profile and its
-password records always meet in the same partition and the join is linear in the input size.
+ParseUnits does all per-record work (parse, map, validate, encode) in parallel over 32 MB units;
+JoinPartition only matches small tuples and splices the chosen hash into the encoded user. The
+partition is a stable hash of the e-mail trimmed and case-folded, so a profile and its password
+records always meet in the same partition and the join is linear in the input size.
 
 Example::
 
@@ -17,10 +19,9 @@ Example::
 """
 from __future__ import annotations
 
-import base64
 import dataclasses
-import gc
 import logging
+import pickle
 from typing import Any, Iterable, Iterator, Sequence
 
 import apache_beam as beam
@@ -28,14 +29,16 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from transforms import fileio
-from transforms.records import NAMESPACE, dead_letter, encode_rows, partition_of
-from transforms.validate import (
-    MAX_METADATA_KEY,
-    MAX_METADATA_VALUE,
-    Reason,
-    ValidationOptions,
-    validate_user,
+from transforms.records import NAMESPACE, dead_letter, no_gc, partition_of, user_name_key
+from transforms.auth0_mapping import (
+    map_profile,
+    metadata_entries,
+    normalise_email,
+    password_date,
+    password_oid,
+    pick_profile,
 )
+from transforms.validate import Reason, ValidationOptions, hash_problem, validate_user
 
 __all__ = [
     "Auth0Options",
@@ -45,6 +48,7 @@ __all__ = [
     "normalise_email",
     "password_oid",
     "password_date",
+    "with_password",
     "PROFILE_SOURCE",
     "PASSWORD_SOURCE",
 ]
@@ -72,102 +76,6 @@ def _counter(name: str):
     return Metrics.counter(NAMESPACE, name)
 
 
-# --------------------------------------------------------------------------- pure functions
-
-
-def normalise_email(value: Any) -> str:
-    """The join key: the e-mail trimmed and case-folded ('' when there is none)."""
-    return value.strip().casefold() if isinstance(value, str) else ""
-
-
-def _text(record: dict[str, Any], key: str) -> str:
-    value = record.get(key)
-    return value.strip() if isinstance(value, str) else ""
-
-
-def password_oid(record: dict[str, Any]) -> str:
-    """The user id suffix a password record names (``_id``/``_ID``, ``$oid`` or plain string)."""
-    for key in ("_id", "_ID"):
-        value = record.get(key)
-        if isinstance(value, dict):
-            value = value.get("$oid")
-        if isinstance(value, str) and value:
-            return value.rsplit("|", 1)[-1]
-    return ""
-
-
-def password_date(record: dict[str, Any]) -> str:
-    """When the password was set (ISO text sorts chronologically), '' when unknown."""
-    for key in ("password_set_date", "last_password_reset"):
-        value = record.get(key)
-        if isinstance(value, dict):
-            value = value.get("$date")
-        if isinstance(value, str):
-            return value
-    return ""
-
-
-def map_profile(profile: dict[str, Any], password_hash: str | None, email_verified_flag: bool) -> dict[str, Any]:
-    """An Auth0 profile (+ the chosen password hash) → a ``humanUsers`` entry.
-
-    Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (FACTS.md §2), except that
-    the source's ``email_verified`` is kept when ``--email-verified`` is not given.
-    """
-    email = profile.get("email") if isinstance(profile.get("email"), str) else ""
-    email = email.strip()
-    user_name = _text(profile, "username") or email
-    name = _text(profile, "name")
-    first = _text(profile, "given_name") or name or user_name
-    last = _text(profile, "family_name") or name or user_name or first
-    person: dict[str, Any] = {"firstName": first, "lastName": last}
-    if _text(profile, "nickname"):
-        person["nickName"] = _text(profile, "nickname")
-    if name:
-        person["displayName"] = name
-    if _text(profile, "locale"):
-        person["preferredLanguage"] = _text(profile, "locale")
-    verified = True if email_verified_flag else profile.get("email_verified") is True
-    user: dict[str, Any] = {
-        "userName": user_name,
-        "profile": person,
-        "email": {"email": email, "isEmailVerified": verified} if verified else {"email": email},
-    }
-    phone = _text(profile, "phone_number")
-    if phone:
-        user["phone"] = {"phone": phone, "isPhoneVerified": True} if profile.get("phone_verified") is True else {"phone": phone}
-    if password_hash is not None:
-        user["hashedPassword"] = {"value": password_hash}
-    entry: dict[str, Any] = {"user": user}
-    user_id = profile.get("user_id")
-    entry = {"userId": user_id, **entry} if user_id is not None else entry
-    return entry
-
-
-def metadata_entries(profile: dict[str, Any]) -> tuple[list[dict[str, str]], int]:
-    """``user_metadata`` / ``app_metadata`` top-level keys → ``[{key, value(base64 JSON)}]``.
-
-    A key present in both keeps ``user_metadata``'s under its name and ``app_metadata``'s as
-    ``app_metadata.<key>``. Returns the entries and how many were dropped for ZITADEL's limits
-    (key 1-200 characters, value at most 500000 bytes).
-    """
-    entries: list[dict[str, str]] = []
-    dropped = 0
-    seen: set[str] = set()
-    for field in ("user_metadata", "app_metadata"):
-        block = profile.get(field)
-        if not isinstance(block, dict):
-            continue
-        for key, value in block.items():
-            name = key if key not in seen else f"{field}.{key}"
-            encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-            if not name or len(name) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
-                dropped += 1
-                continue
-            seen.add(name)
-            entries.append({"key": name, "value": base64.b64encode(encoded).decode("ascii")})
-    return entries, dropped
-
-
 # --------------------------------------------------------------------------- DoFns
 
 
@@ -180,27 +88,38 @@ class _PlanUnitsFn(beam.DoFn):
             yield kind, unit
 
 
-class _ParseUnitFn(beam.DoFn):
-    """Parse one unit; emit one ``(partition, (kind, blob))`` per partition it touches.
+# What the parse step sends to the join, per record (pickled lists; bytes are never re-parsed).
+# Profile: (file_index, position, email_key, user_id, name_key, problem, entry_json, meta_json,
+#           notes, raw). ``problem`` is None or (reason, detail); a rejected profile is
+#           dead-lettered by the parse step and still sent (without entry) so that its password
+#           records are accounted for as ``profile-rejected`` instead of ``orphan-password``.
+# Password: (file_index, position, email_key, oid, date, hash, raw).
+_ProfileItem = tuple[int, int, str, str, str, Any, bytes, bytes, tuple, bytes]
+_PasswordItem = tuple[int, int, str, str, str, str, bytes]
 
-    The blob is a JSON array of ``[file_index, position, record]`` built from the lines' own
-    bytes, so a record is parsed here only to find its e-mail and never re-encoded.
+
+class _ParseUnitFn(beam.DoFn):
+    """Parse, map and validate one unit; emit one ``(partition, (kind, blob))`` per partition.
+
+    Everything that needs only one record happens here, in parallel over units: JSON parsing,
+    the zitadel-tools mapping, the import API's profile rules, the metadata. The join that
+    follows then only matches small tuples and splices the chosen hash into the encoded user.
     """
 
-    def __init__(self, partitions: int):
+    def __init__(self, partitions: int, options: Auth0Options):
         self._partitions = partitions
+        self._options = options
 
     def setup(self):
         self._read = {k: _counter(f"auth0.{_SOURCES[k].split('-')[1]}s_read") for k in _SOURCES}
+        self._metadata_dropped = _counter("auth0.metadata_dropped")
 
     def process(self, element: tuple[int, fileio.Unit]):
         kind, unit = element
         source = _SOURCES[kind]
-        parts: dict[int, list[bytes]] = {}
+        parts: dict[int, list[tuple]] = {}
         count = 0
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # millions of small dicts: the cyclic GC would rescan them all, for nothing
-        try:
+        with no_gc():
             for position, raw, value, error in fileio.read_unit(unit):
                 count += 1
                 sortkey = (unit.index, position)
@@ -215,142 +134,157 @@ class _ParseUnitFn(beam.DoFn):
                     continue
                 if raw is None:
                     raw = orjson.dumps(value)
-                part = partition_of(normalise_email(value.get("email")), self._partitions)
-                parts.setdefault(part, []).append(b"[%d,%d,%s]" % (unit.index, position, raw))
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+                email = normalise_email(value.get("email"))
+                if kind == PROFILES:
+                    item = self._profile(sortkey, email, value, raw)
+                    if item[5] is not None:
+                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
+                            sortkey, item[5][0], item[5][1], source, orjson.Fragment(raw)))
+                else:
+                    problem = _password_problem(value, email)
+                    if problem is not None:
+                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
+                            sortkey, problem[0], problem[1], source, orjson.Fragment(raw)))
+                        continue
+                    item = (sortkey[0], sortkey[1], email, password_oid(value), password_date(value),
+                            value["passwordHash"], raw)
+                parts.setdefault(partition_of(email, self._partitions), []).append(item)
         self._read[kind].inc(count)
         for part, items in parts.items():
-            yield part, (kind, b"[" + b",".join(items) + b"]")
+            yield part, (kind, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _profile(self, sortkey, email: str, profile: dict[str, Any], raw: bytes) -> _ProfileItem:
+        opts = self._options
+        user_id = profile.get("user_id") if isinstance(profile.get("user_id"), str) else ""
+        problem = _profile_problem(profile, email, opts.include_blocked)
+        entry_json, meta_json, notes, name_key = b"", b"", (), ""
+        if problem is None:
+            entry = map_profile(profile, None, opts.email_verified)
+            result = validate_user(entry, opts.validation)
+            if result.reason is not None:
+                problem = (result.reason, result.detail)
+            else:
+                notes = tuple(result.notes)
+                name_key = user_name_key(entry["user"]["userName"])
+                entry_json = orjson.dumps(entry)
+                if opts.metadata:
+                    metadata, dropped = metadata_entries(profile)
+                    self._metadata_dropped.inc(dropped)
+                    if metadata:
+                        meta_json = orjson.dumps([{"id": user_id, **m} for m in metadata])[1:-1]
+        return (sortkey[0], sortkey[1], email, user_id, name_key, problem, entry_json, meta_json, notes, raw)
+
+
+def _profile_problem(profile: dict[str, Any], email: str, include_blocked: bool) -> tuple[str, str] | None:
+    user_id = profile.get("user_id")
+    if not isinstance(user_id, str) or not user_id.strip():
+        return Reason.MISSING_USER_ID, "profile has no user_id"
+    if not email:
+        return Reason.MISSING_EMAIL, "profile has no e-mail address"
+    if profile.get("blocked") is True and not include_blocked:
+        return Reason.BLOCKED, "user is blocked in Auth0 (use --include-blocked to import anyway)"
+    return None
+
+
+def _password_problem(record: dict[str, Any], email: str) -> tuple[str, str] | None:
+    if not email:
+        return Reason.MISSING_EMAIL, "password record has no e-mail"
+    if not isinstance(record.get("passwordHash"), str) or not record["passwordHash"]:
+        return Reason.MISSING_PASSWORD_HASH, "password record has no passwordHash"
+    return None
+
+
+def with_password(entry_json: bytes, password_hash: str) -> bytes:
+    """Append ``hashedPassword`` as the last field of ``user`` in an encoded entry.
+
+    ``map_profile`` puts ``user`` last in the entry and ``hashedPassword`` last in the user, so
+    this gives exactly the bytes of encoding the entry with the hash (tested against it).
+    """
+    return entry_json[:-2] + b',"hashedPassword":{"value":' + orjson.dumps(password_hash) + b"}}}"
 
 
 class _JoinPartitionFn(beam.DoFn):
-    """Join, map and validate the profiles and password records of one partition."""
+    """Match the password records of one partition to their profiles; emit encoded rows."""
 
     def __init__(self, options: Auth0Options):
         self._options = options
 
     def setup(self):
-        self._c = {name: _counter(name) for name in (
-            "auth0.password_conflicts", "auth0.metadata_dropped", "auth0.metadata_entries")}
+        self._conflicts = _counter("auth0.password_conflicts")
+        self._notes: dict[str, Any] = {}
 
     def process(self, element: tuple[int, Iterable[tuple[int, bytes]]]):
         part, blobs = element
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with no_gc():
             yield from self._join(part, blobs)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+
+    def _note(self, note: str) -> None:
+        if note not in self._notes:
+            self._notes[note] = _counter(f"notes.{note}")
+        self._notes[note].inc()
 
     def _join(self, part: int, blobs: Iterable[tuple[int, bytes]]):
-        profiles: list[list[Any]] = []
-        passwords: list[list[Any]] = []
+        profiles: list[_ProfileItem] = []
+        passwords: list[_PasswordItem] = []
         for kind, blob in blobs:
-            (profiles if kind == PROFILES else passwords).extend(orjson.loads(blob))
+            (profiles if kind == PROFILES else passwords).extend(pickle.loads(blob))
         profiles.sort(key=lambda r: (r[0], r[1]))
         passwords.sort(key=lambda r: (r[0], r[1]))
 
-        by_email: dict[str, list[list[Any]]] = {}
-        for row in profiles:
-            by_email.setdefault(normalise_email(row[2].get("email")), []).append(row)
+        by_email: dict[str, list[int]] = {}
+        for index, item in enumerate(profiles):
+            by_email.setdefault(item[2], []).append(index)
 
-        # Password records → the profile they belong to (index into `profiles` rows by id()).
-        assigned: dict[int, list[list[Any]]] = {}
-        pw_groups: dict[str, list[list[Any]]] = {}
-        for row in passwords:
-            pw_groups.setdefault(normalise_email(row[2].get("email")), []).append(row)
-        for email, group in pw_groups.items():
-            candidates = by_email.get(email, []) if email else []
-            for row in group:
-                sortkey, record = (row[0], row[1]), row[2]
-                if not email:
-                    yield _dl(sortkey, Reason.MISSING_EMAIL, "password record has no e-mail", PASSWORDS, record)
-                    continue
-                if not isinstance(record.get("passwordHash"), str) or not record["passwordHash"]:
-                    yield _dl(sortkey, Reason.MISSING_PASSWORD_HASH, "password record has no passwordHash", PASSWORDS, record)
-                    continue
-                target = _pick_profile(record, candidates)
-                if target is None:
-                    reason = Reason.ORPHAN_PASSWORD if not candidates else Reason.AMBIGUOUS_PASSWORD
-                    detail = ("no profile has this e-mail" if not candidates else
-                              f"{len(candidates)} profiles share this e-mail and none matches the record's id")
-                    yield _dl(sortkey, reason, detail, PASSWORDS, record)
-                    continue
-                assigned.setdefault(id(target), []).append(row)
-
-        opts = self._options
-        out_rows: list[list[Any]] = []
-        for row in profiles:
-            sortkey, profile = (row[0], row[1]), row[2]
-            chosen = None
-            pw_rows = assigned.get(id(row), [])
-            if pw_rows:
-                pw_rows.sort(key=lambda r: (password_date(r[2]), r[0], r[1]))
-                chosen = pw_rows[-1]
-                for older in pw_rows[:-1]:
-                    self._c["auth0.password_conflicts"].inc()
-                    yield _dl((older[0], older[1]), Reason.PASSWORD_SUPERSEDED,
-                              "a newer password record exists for this e-mail", PASSWORDS, older[2])
-            companions = [[[chosen[0], chosen[1]], PASSWORD_SOURCE, chosen[2]]] if chosen else []
-            problem = self._profile_problem(profile)
-            entry = None
-            if problem is None:
-                entry = map_profile(profile, chosen[2]["passwordHash"] if chosen else None, opts.email_verified)
-                result = validate_user(entry, opts.validation)
-                if result.reason is not None:
-                    problem = (result.reason, result.detail)
-                for note in result.notes:
-                    _counter(f"notes.{note}").inc()
-            if problem is not None:
-                yield _dl(sortkey, problem[0], problem[1], PROFILES, profile)
-                for c in companions:
-                    yield _dl(tuple(c[0]), Reason.PROFILE_REJECTED,
-                              f"its profile was dead-lettered ({problem[0]})", PASSWORDS, c[2])
+        assigned: dict[int, list[_PasswordItem]] = {}
+        for pw in passwords:
+            candidates = by_email.get(pw[2], [])
+            choice = pick_profile(pw[3], [profiles[i][3] for i in candidates])
+            if choice is None:
+                reason = Reason.ORPHAN_PASSWORD if not candidates else Reason.AMBIGUOUS_PASSWORD
+                detail = ("no profile has this e-mail" if not candidates else
+                          f"{len(candidates)} profiles share this e-mail and none matches the record's id")
+                yield _dl(pw, reason, detail, PASSWORDS, pw[6])
                 continue
-            metadata: list[dict[str, str]] = []
-            if opts.metadata:
-                metadata, dropped = metadata_entries(profile)
-                self._c["auth0.metadata_dropped"].inc(dropped)
-                self._c["auth0.metadata_entries"].inc(len(metadata))
-            out_rows.append([list(sortkey), entry, metadata, profile, PROFILE_SOURCE, companions])
-        if out_rows:
-            yield part, encode_rows(out_rows)
+            assigned.setdefault(candidates[choice], []).append(pw)
 
-    def _profile_problem(self, profile: dict[str, Any]) -> tuple[str, str] | None:
-        user_id = profile.get("user_id")
-        if not isinstance(user_id, str) or not user_id.strip():
-            return Reason.MISSING_USER_ID, "profile has no user_id"
-        if not normalise_email(profile.get("email")):
-            return Reason.MISSING_EMAIL, "profile has no e-mail address"
-        if profile.get("blocked") is True and not self._options.include_blocked:
-            return Reason.BLOCKED, "user is blocked in Auth0 (use --include-blocked to import anyway)"
-        return None
+        rows = []
+        for index, item in enumerate(profiles):
+            chosen = None
+            pws = assigned.get(index)
+            if pws:
+                pws.sort(key=lambda r: (r[4], r[0], r[1]))
+                chosen = pws[-1]
+                for older in pws[:-1]:
+                    self._conflicts.inc()
+                    yield _dl(older, Reason.PASSWORD_SUPERSEDED, "a newer password record exists for this e-mail",
+                              PASSWORDS, older[6])
+            problem = item[5]
+            entry_json = item[6]
+            if problem is None and chosen is not None:
+                problem = hash_problem(chosen[5], self._options.validation)
+                if problem is not None:  # the profile was fine; the hash is not: reject both
+                    yield _dl(item, problem[0], problem[1], PROFILES, item[9])
+                else:
+                    entry_json = with_password(entry_json, chosen[5])
+            if problem is not None:
+                if chosen is not None:
+                    yield _dl(chosen, Reason.PROFILE_REJECTED, f"its profile was dead-lettered ({problem[0]})",
+                              PASSWORDS, chosen[6])
+                continue
+            for note in item[8]:
+                self._note(note)
+            companions = b""
+            if chosen is not None:
+                companions = orjson.dumps([[[chosen[0], chosen[1]], PASSWORD_SOURCE, orjson.Fragment(chosen[6])]])
+            rows.append((item[0], item[1], item[3], item[4], entry_json, item[7], chosen is not None,
+                         PROFILE_SOURCE, item[9], companions))
+        if rows:
+            yield part, pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _dl(sortkey, reason: str, detail: str, kind: int, record: Any):
-    return beam.pvalue.TaggedOutput(_DEAD, dead_letter(sortkey, reason, detail, _SOURCES[kind], record))
-
-
-def _pick_profile(record: dict[str, Any], candidates: list[list[Any]]) -> list[Any] | None:
-    """Which profile a password record belongs to.
-
-    The record's ``_id`` names the database user (``auth0|<oid>``); only when it names none of
-    the candidates do we fall back to the e-mail: the single profile with that e-mail, or the
-    single database (``auth0|``) profile among several (the others are social logins).
-    """
-    oid = password_oid(record)
-    if oid:
-        for row in candidates:
-            user_id = row[2].get("user_id")
-            if isinstance(user_id, str) and user_id.rsplit("|", 1)[-1] == oid:
-                return row
-    if len(candidates) == 1:
-        return candidates[0]
-    database = [r for r in candidates if str(r[2].get("user_id", "")).startswith("auth0|")]
-    return database[0] if len(database) == 1 else None
+def _dl(item, reason: str, detail: str, kind: int, raw: bytes):
+    return beam.pvalue.TaggedOutput(_DEAD, dead_letter(
+        (item[0], item[1]), reason, detail, _SOURCES[kind], orjson.Fragment(raw)))
 
 
 # --------------------------------------------------------------------------- PTransform
@@ -377,7 +311,8 @@ class ReadAuth0Users(beam.PTransform):
             | "PlanUnits" >> beam.ParDo(_PlanUnitsFn())
             | "SpreadUnits" >> beam.Reshuffle()
         )
-        parsed = units | "ParseUnits" >> beam.ParDo(_ParseUnitFn(self._partitions)).with_outputs(_DEAD, main="parts")
+        parsed = units | "ParseUnits" >> beam.ParDo(_ParseUnitFn(self._partitions, self._options)).with_outputs(
+            _DEAD, main="parts")
         joined = (
             parsed.parts
             | "GroupPartitions" >> beam.GroupByKey()

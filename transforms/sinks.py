@@ -10,7 +10,6 @@ Example::
 """
 from __future__ import annotations
 
-import gc
 import logging
 import os
 from typing import IO, Iterable, Iterator
@@ -19,7 +18,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.records import NAMESPACE, SortKey
+from transforms.records import NAMESPACE, SortKey, no_gc
 
 __all__ = [
     "open_private",
@@ -68,9 +67,7 @@ class _WriteDeadShardFn(beam.DoFn):
         from apache_beam.io.filesystems import FileSystems
 
         shard, letters = element
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with no_gc():
             items = sorted(letters, key=lambda kv: (kv[0][0], kv[0][1]))
             counts: dict[str, int] = {}
             path = FileSystems.join(self._tmp_dir, dead_shard_name(shard))
@@ -80,9 +77,6 @@ class _WriteDeadShardFn(beam.DoFn):
                     letter = orjson.loads(line)
                     name = f"dead_letter.{letter['source']}.{letter['reason']}"
                     counts[name] = counts.get(name, 0) + 1
-        finally:
-            if gc_was_enabled:
-                gc.enable()
         for name, count in counts.items():
             Metrics.counter(NAMESPACE, name).inc(count)
         yield path

@@ -1,0 +1,139 @@
+"""Auth0 records → ZITADEL ``humanUsers`` entries: pure functions, no Beam.
+
+Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (FACTS.md §2), with its bugs fixed
+(the source's ``email_verified`` is kept unless ``--email-verified`` is given). Used by the
+pipeline (``transforms/auth0.py``) and by the plain benchmark baseline.
+
+Example::
+
+    >>> map_profile({"user_id": "auth0|1", "email": "ann@example.com", "name": "Ann Lee"}, None, True)["user"]["profile"]
+    {'firstName': 'Ann Lee', 'lastName': 'Ann Lee', 'displayName': 'Ann Lee'}
+"""
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+from transforms.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE
+
+__all__ = [
+    "map_profile",
+    "metadata_entries",
+    "normalise_email",
+    "password_oid",
+    "password_date",
+    "pick_profile",
+]
+
+
+
+
+def normalise_email(value: Any) -> str:
+    """The join key: the e-mail trimmed and case-folded ('' when there is none)."""
+    return value.strip().casefold() if isinstance(value, str) else ""
+
+
+def _text(record: dict[str, Any], key: str) -> str:
+    value = record.get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def password_oid(record: dict[str, Any]) -> str:
+    """The user id suffix a password record names (``_id``/``_ID``, ``$oid`` or plain string)."""
+    for key in ("_id", "_ID"):
+        value = record.get(key)
+        if isinstance(value, dict):
+            value = value.get("$oid")
+        if isinstance(value, str) and value:
+            return value.rsplit("|", 1)[-1]
+    return ""
+
+
+def password_date(record: dict[str, Any]) -> str:
+    """When the password was set (ISO text sorts chronologically), '' when unknown."""
+    for key in ("password_set_date", "last_password_reset"):
+        value = record.get(key)
+        if isinstance(value, dict):
+            value = value.get("$date")
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def map_profile(profile: dict[str, Any], password_hash: str | None, email_verified_flag: bool) -> dict[str, Any]:
+    """An Auth0 profile (+ the chosen password hash) → a ``humanUsers`` entry.
+
+    Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (FACTS.md §2), except that
+    the source's ``email_verified`` is kept when ``--email-verified`` is not given.
+    """
+    email = profile.get("email") if isinstance(profile.get("email"), str) else ""
+    email = email.strip()
+    user_name = _text(profile, "username") or email
+    name = _text(profile, "name")
+    first = _text(profile, "given_name") or name or user_name
+    last = _text(profile, "family_name") or name or user_name or first
+    person: dict[str, Any] = {"firstName": first, "lastName": last}
+    if _text(profile, "nickname"):
+        person["nickName"] = _text(profile, "nickname")
+    if name:
+        person["displayName"] = name
+    if _text(profile, "locale"):
+        person["preferredLanguage"] = _text(profile, "locale")
+    verified = True if email_verified_flag else profile.get("email_verified") is True
+    user: dict[str, Any] = {
+        "userName": user_name,
+        "profile": person,
+        "email": {"email": email, "isEmailVerified": verified} if verified else {"email": email},
+    }
+    phone = _text(profile, "phone_number")
+    if phone:
+        user["phone"] = {"phone": phone, "isPhoneVerified": True} if profile.get("phone_verified") is True else {"phone": phone}
+    if password_hash is not None:
+        user["hashedPassword"] = {"value": password_hash}
+    entry: dict[str, Any] = {"user": user}
+    user_id = profile.get("user_id")
+    entry = {"userId": user_id, **entry} if user_id is not None else entry
+    return entry
+
+
+def metadata_entries(profile: dict[str, Any]) -> tuple[list[dict[str, str]], int]:
+    """``user_metadata`` / ``app_metadata`` top-level keys → ``[{key, value(base64 JSON)}]``.
+
+    A key present in both keeps ``user_metadata``'s under its name and ``app_metadata``'s as
+    ``app_metadata.<key>``. Returns the entries and how many were dropped for ZITADEL's limits
+    (key 1-200 characters, value at most 500000 bytes).
+    """
+    entries: list[dict[str, str]] = []
+    dropped = 0
+    seen: set[str] = set()
+    for field in ("user_metadata", "app_metadata"):
+        block = profile.get(field)
+        if not isinstance(block, dict):
+            continue
+        for key, value in block.items():
+            name = key if key not in seen else f"{field}.{key}"
+            encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            if not name or len(name) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
+                dropped += 1
+                continue
+            seen.add(name)
+            entries.append({"key": name, "value": base64.b64encode(encoded).decode("ascii")})
+    return entries, dropped
+
+def pick_profile(oid: str, user_ids: list[str]) -> int | None:
+    """Which of the profiles sharing an e-mail a password record belongs to (an index).
+
+    The record's ``_id`` names the database user (``auth0|<oid>``); only when it names none of
+    the candidates do we fall back to the e-mail: the single profile with that e-mail, or the
+    single database (``auth0|``) profile among several (the others are social logins).
+    """
+    if oid:
+        for index, user_id in enumerate(user_ids):
+            if user_id and user_id.rsplit("|", 1)[-1] == oid:
+                return index
+    if len(user_ids) == 1:
+        return 0
+    database = [i for i, user_id in enumerate(user_ids) if user_id.startswith("auth0|")]
+    return database[0] if len(database) == 1 else None
