@@ -27,6 +27,9 @@ __all__ = ["main", "build_parser"]
 # (command path, module). Commands are imported only when the parser is built.
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("migrate", "auth0"), "pipeline.migrate_auth0", "Auth0 users + password export → import bodies"),
+    (("migrate", "keycloak"), "pipeline.migrate_keycloak", "Keycloak realm export → import bodies"),
+    (("push",), "pipeline.push", "send a manifest's import bodies to ZITADEL (retries, ledger, resume)"),
+    (("verify",), "pipeline.verify", "check through events search that a manifest's users were added"),
 ]
 
 # Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).
@@ -76,15 +79,22 @@ def _check_beam_args(pipeline_args: list[str]) -> None:
         raise ConfigError(f"unrecognized arguments: {' '.join(unknown)}")
 
 
+def _not_beam_import_noise(record: logging.LogRecord) -> bool:
+    # `import apache_beam` logs this on the root logger without the optional BigQuery client
+    # (which we don't use); it would break "errors are one line on stderr".
+    return "apitools not found" not in record.getMessage()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # Configure logging before the commands import Beam: a root-logger warning logged during
+    # that import would otherwise install its own handler and make basicConfig a no-op.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().addFilter(_not_beam_import_noise)
     try:
         parser = build_parser()
         known_args, rest = parser.parse_known_args(argv)
-        logging.basicConfig(
-            level=logging.INFO if known_args.verbose else logging.WARNING,
-            format="%(levelname)s %(name)s: %(message)s",
-        )
+        logging.getLogger().setLevel(logging.INFO if known_args.verbose else logging.WARNING)
         if known_args._path in _BEAM_COMMANDS:
             _check_beam_args(rest)
         elif rest:

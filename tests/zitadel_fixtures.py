@@ -1,0 +1,131 @@
+"""Fixtures for the push / verify / admin API tests: a running test server and manifests.
+
+Test modules import what they use (the shared tests/conftest.py belongs to the pipeline tests)::
+
+    from zitadel_fixtures import PAT, write_manifest, zitadel_fixture  # noqa: F401  (the `zitadel` fixture)
+
+    def test_something(zitadel, tmp_path):
+        manifest, users = write_manifest(tmp_path, users=40, bodies=2)
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import pathlib
+from typing import Iterator, Sequence
+
+import bcrypt
+import pytest
+
+from zitadel_server import ZitadelServer
+
+__all__ = ["PAT", "zitadel_fixture", "write_manifest", "make_user", "hash_pool", "leaked_secrets", "fast_client"]
+
+# Recognisable fake secrets: any of them in captured output is a leak.
+PAT = "pat-7Hq2SECRETvalueXyZ0987654321abcdef"
+
+_HASHES: list[str] = []
+
+
+def hash_pool(size: int = 8) -> list[str]:
+    """A few real bcrypt hashes (cost 4), made once: the server only checks their shape."""
+    while len(_HASHES) < size:
+        _HASHES.append(bcrypt.hashpw(f"pw-{len(_HASHES)}".encode(), bcrypt.gensalt(4)).decode())
+    return _HASHES[:size]
+
+
+def make_user(user_id: str, hashed: str | None = None, **profile: str) -> dict:
+    """One humanUsers entry as the migrate pipeline writes it."""
+    name = user_id.replace("|", "-") + "@example.com"
+    user: dict = {
+        "userName": name,
+        "profile": {"firstName": "First", "lastName": "Last", **profile},
+        "email": {"email": name, "isEmailVerified": True},
+    }
+    if hashed:
+        user["hashedPassword"] = {"value": hashed}
+    return {"userId": user_id, "user": user}
+
+
+def write_manifest(
+    directory: pathlib.Path | str,
+    users: int = 20,
+    bodies: int = 2,
+    org_id: str = "123",
+    timeout: str = "5m0s",
+    stem: str = "importBody",
+    prefix: str = "auth0|",
+    metadata: bool = True,
+    invalid: Sequence[int] = (),
+    after: Sequence[Sequence[int]] | None = None,
+    body_orgs: Sequence[dict] | None = None,
+) -> tuple[pathlib.Path, list[str]]:
+    """Write ``users`` users into ``bodies`` bodies plus ``<stem>.manifest.json``.
+
+    ``invalid`` lists user numbers given a 14-character preferredLanguage (rejected by the API).
+    ``body_orgs`` optionally gives an extra first body per entry (e.g. ``{"org": {"name": "Acme"}}``)
+    that the user bodies must follow (``after``). Returns the manifest path and the user ids.
+    """
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    hashes = hash_pool()
+    ids = [f"{prefix}{i:05d}" for i in range(users)]
+    per_body = -(-users // bodies) if bodies else 0
+    entries: list[dict] = []
+    documents: list[dict] = []
+    for extra in body_orgs or ():
+        documents.append({"dataOrgs": {"orgs": [{"orgId": org_id, **extra}]}, "timeout": timeout})
+    for b in range(bodies):
+        chunk = list(range(b * per_body, min(users, (b + 1) * per_body)))
+        human = []
+        for i in chunk:
+            extra = {"preferredLanguage": "en-u-rg-uszzzz"} if i in invalid else {}
+            human.append(make_user(ids[i], hashes[i % len(hashes)], **extra))
+        org: dict = {"orgId": org_id, "humanUsers": human}
+        if metadata:
+            org["userMetadata"] = [{"id": ids[i], "key": "auth0_app_metadata",
+                                    "value": base64.b64encode(b'{"plan":"pro"}').decode()} for i in chunk]
+        documents.append({"dataOrgs": {"orgs": [org]}, "timeout": timeout})
+    n_docs = len(documents)
+    for i, doc in enumerate(documents):
+        name = f"{stem}.json" if n_docs == 1 else f"{stem}-{i + 1:05d}-of-{n_docs:05d}.json"
+        data = json.dumps(doc).encode()
+        path = directory / name
+        path.write_bytes(data)
+        os.chmod(path, 0o600)
+        deps = list(after[i]) if after else ([0] if body_orgs and i >= len(body_orgs) else [])
+        entries.append({"path": name, "users": sum(len(o.get("humanUsers", [])) for o in doc["dataOrgs"]["orgs"]),
+                        "sha256": hashlib.sha256(data).hexdigest(), "org_ids": [org_id], "after": deps})
+    manifest = {
+        "version": 1, "tool": "zitadel-beam", "source": "auth0", "org_id": org_id, "timeout": timeout,
+        "batch_size": per_body, "bodies": entries, "dead_letter": {"path": "dead-letter.ndjson", "count": 0},
+        "counts": {"users_written": users},
+    }
+    manifest_path = directory / f"{stem}.manifest.json"
+    manifest_path.write_text(json.dumps(manifest, indent=2))
+    return manifest_path, ids
+
+
+def leaked_secrets(text: str, extra: Sequence[str] = ()) -> list[str]:
+    """The secrets (PAT, test hashes, ``extra``) that appear in ``text``."""
+    return [s for s in [PAT, *hash_pool(), *extra] if s and s in text]
+
+
+def fast_client(url: str, credentials, **options):
+    """An AdminClient with millisecond backoff, so fault tests stay fast."""
+    from transforms.admin_api import AdminClient
+
+    settings = {"backoff_base": 0.01, "backoff_cap": 0.05, "max_attempts": 10, **options}
+    return AdminClient(url, credentials, **settings)
+
+
+@pytest.fixture(name="zitadel")
+def zitadel_fixture() -> Iterator[ZitadelServer]:
+    """A running test server that accepts ``PAT``."""
+    server = ZitadelServer(tokens={PAT}).start()
+    try:
+        yield server
+    finally:
+        server.stop()

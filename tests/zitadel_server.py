@@ -1,0 +1,685 @@
+"""A ZITADEL admin API test server: real HTTP on 127.0.0.1, in-memory state, fault injection.
+
+It implements the part of the contract the tool relies on (FACTS.md §1): bearer-token auth,
+``POST /admin/v1/import`` (``dataOrgs`` and ``dataOrgsv1`` bodies, request validation, per-item
+errors, the server-side ``timeout``), ``POST /admin/v1/events/_search``, ``POST /admin/v1/export``
+and ``POST /oauth/v2/token`` (client credentials and JWT profile).
+
+In tests::
+
+    server = ZitadelServer(tokens={"secret-pat"}).start()
+    server.faults.per_user_delay = 0.002            # 2 ms of "work" per imported user
+    server.faults.inject("429", count=2)            # the next two import calls are throttled
+    server.faults.randomize(0.3, seed=7)            # or: 30% of calls fail in some way
+    ... call server.url ...
+    server.stop()
+
+Standalone (e.g. from run_local.sh)::
+
+    python tests/zitadel_server.py --port 8089 --token-file /tmp/pat --per-user-delay-ms 2
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import datetime as dt
+import json
+import logging
+import random
+import re
+import secrets
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterable
+
+import jwt
+
+__all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "main"]
+
+_LOGGER = logging.getLogger(__name__)
+
+# Kinds of injected faults. "slow" and "drop_after" happen *after* the import did its work, which
+# is what makes retries non-idempotent in real life (the client never saw the answer); "deadline"
+# imports half of the users, then answers like an elapsed server-side timeout.
+FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadline")
+
+_BCRYPT = re.compile(r"^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$")
+_PHC = re.compile(r"^\$(argon2id|argon2i|scrypt|pbkdf2(-sha(1|224|256|384|512))?|md5|1|5|6|P|H)\$\S+$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_go_duration(text: str) -> float:
+    """Parse a Go duration string (``5m0s``, ``1.5s``, ``300ms``) into seconds.
+
+    >>> parse_go_duration("5m0s")
+    300.0
+    """
+    if not text or text in ("0",):
+        if text == "0":
+            return 0.0
+        raise ValueError("empty duration")
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            raise ValueError(f"invalid duration {text!r}")
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(text):
+        raise ValueError(f"invalid duration {text!r}")
+    return total
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _normalise_keys(value: Any) -> Any:
+    """protojson accepts snake_case field names on input: fold them into lowerCamel."""
+    if isinstance(value, dict):
+        return {_camel(k): _normalise_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise_keys(v) for v in value]
+    return value
+
+
+def _now_rfc3339() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class _InvalidArgument(Exception):
+    """Request validation failed: the whole request is rejected (gRPC code 3, HTTP 400)."""
+
+
+def _check_len(value: Any, field: str, low: int, high: int) -> None:
+    if not isinstance(value, str) or not low <= len(value) <= high:
+        raise _InvalidArgument(
+            f"invalid ImportHumanUserRequest.{field}: value length must be between {low} and {high} runes, inclusive"
+        )
+
+
+def validate_human_user(entry: dict) -> None:
+    """The import API's request validation for one humanUsers entry (raises _InvalidArgument)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("user"), dict):
+        raise _InvalidArgument("invalid DataHumanUser.User: value is required")
+    user = entry["user"]
+    _check_len(user.get("userName"), "UserName", 1, 200)
+    profile = user.get("profile")
+    if not isinstance(profile, dict):
+        raise _InvalidArgument("invalid ImportHumanUserRequest.Profile: value is required")
+    _check_len(profile.get("firstName"), "Profile.FirstName", 1, 200)
+    _check_len(profile.get("lastName"), "Profile.LastName", 1, 200)
+    lang = profile.get("preferredLanguage")
+    if lang is not None and len(str(lang)) > 10:
+        raise _InvalidArgument(
+            "invalid ImportHumanUserRequest_Profile.PreferredLanguage: value length must be at most 10 runes"
+        )
+    email = user.get("email")
+    if not isinstance(email, dict) or not _EMAIL.match(str(email.get("email", ""))):
+        raise _InvalidArgument("invalid ImportHumanUserRequest_Email.Email: value must be a valid email address")
+    phone = user.get("phone")
+    if phone:
+        number = str(phone.get("phone", ""))
+        if not number.startswith("+") or len(number) > 50:
+            raise _InvalidArgument("invalid ImportHumanUserRequest_Phone.Phone: value must start with +, at most 50")
+    hashed = user.get("hashedPassword")
+    if hashed:
+        value = str(hashed.get("value", ""))
+        if not (_BCRYPT.match(value) or _PHC.match(value)):
+            # The real server fails later with a hash-verifier error; the tool must never get here.
+            raise _InvalidArgument("invalid ImportHumanUserRequest.HashedPassword: unsupported hash format")
+
+
+@dataclasses.dataclass
+class _Fault:
+    kind: str
+    path: str
+
+
+class Faults:
+    """Switchable fault injection. All methods are thread-safe; tests flip them while serving.
+
+    Scheduled faults (``inject``) fire first, in order; then ``randomize`` picks a random kind for
+    the given fraction of matching calls. ``per_user_delay`` is the simulated import work per user.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: list[_Fault] = []
+        self._rate = 0.0
+        self._kinds: tuple[str, ...] = FAULT_KINDS
+        self._paths: tuple[str, ...] = ("/admin/v1/import",)
+        self._rng = random.Random(0)
+        self.per_user_delay = 0.0
+        self.retry_after = "0"
+        self.slow_seconds = 1.0
+        self.dropped_user_ids: set[str] = set()
+        self.auth_as_500 = False
+        self.fired: list[str] = []
+
+    def inject(self, kind: str, count: int = 1, path: str = "/admin/v1/import") -> None:
+        """Make the next ``count`` calls to ``path`` fail with ``kind`` (one of FAULT_KINDS)."""
+        if kind not in FAULT_KINDS:
+            raise ValueError(kind)
+        with self._lock:
+            self._queue.extend(_Fault(kind, path) for _ in range(count))
+
+    def randomize(
+        self,
+        rate: float,
+        kinds: Iterable[str] = FAULT_KINDS,
+        paths: Iterable[str] = ("/admin/v1/import",),
+        seed: int = 0,
+    ) -> None:
+        """Fail ``rate`` of the calls to ``paths`` with a random kind from ``kinds``."""
+        with self._lock:
+            self._rate, self._kinds, self._paths = rate, tuple(kinds), tuple(paths)
+            self._rng = random.Random(seed)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._rate = 0.0
+
+    def drop_user(self, user_id: str) -> None:
+        """Accept ``user_id`` in imports (reported as created) but never store it or emit its event."""
+        with self._lock:
+            self.dropped_user_ids.add(user_id)
+
+    def next_fault(self, path: str) -> str | None:
+        with self._lock:
+            for i, fault in enumerate(self._queue):
+                if fault.path == path:
+                    del self._queue[i]
+                    self.fired.append(fault.kind)
+                    return fault.kind
+            if path in self._paths and self._rate and self._rng.random() < self._rate:
+                kind = self._rng.choice(self._kinds)
+                self.fired.append(kind)
+                return kind
+        return None
+
+
+@dataclasses.dataclass
+class _Event:
+    sequence: int
+    event_type: str
+    aggregate_id: str
+    aggregate_type: str
+    resource_owner: str
+    created: str
+    payload: dict
+
+    def to_json(self) -> dict:
+        key = f"EventTypes.{self.event_type}"
+        return {
+            "editor": {"userId": "import-service-user", "displayName": "importer"},
+            "aggregate": {"id": self.aggregate_id, "type": self.aggregate_type, "resourceOwner": self.resource_owner},
+            "sequence": str(self.sequence),
+            "creationDate": self.created,
+            "payload": self.payload,
+            "type": {"type": self.event_type, "localized": {"key": key, "localizedMessage": key}},
+        }
+
+
+class _State:
+    """Orgs, users, metadata and the event log. Guarded by one lock; imports sleep outside it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.orgs: dict[str, dict] = {}
+        self.users: dict[str, tuple[str, dict]] = {}  # userId -> (orgId, ImportHumanUserRequest)
+        self.user_names: set[str] = set()
+        self.metadata: dict[tuple[str, str], str] = {}
+        self.events: list[_Event] = []
+        self.import_calls = 0
+        self.created_count: dict[str, int] = {}
+        # (start, end, org ids, first user id, users) per finished import call: ordering checks.
+        self.import_log: list[tuple[float, float, tuple[str, ...], str, int]] = []
+
+    def emit(self, event_type: str, agg_id: str, agg_type: str, owner: str, payload: dict) -> None:
+        self.events.append(
+            _Event(len(self.events) + 1, event_type, agg_id, agg_type, owner, _now_rfc3339(), payload)
+        )
+
+
+class _DeadlineExceeded(Exception):
+    pass
+
+
+class ZitadelServer:
+    """The server: ``start()`` serves on an ephemeral port in a daemon thread, ``stop()`` ends it.
+
+    ``tokens`` are PATs (never expire). ``clients`` maps client id → secret for client
+    credentials, ``keys`` maps key id → (user id, public key PEM) for the JWT profile; tokens issued
+    by ``/oauth/v2/token`` live ``token_ttl`` seconds.
+    """
+
+    def __init__(
+        self,
+        tokens: Iterable[str] = (),
+        clients: dict[str, str] | None = None,
+        keys: dict[str, tuple[str, bytes]] | None = None,
+        token_ttl: int = 3600,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.faults = Faults()
+        self.state = _State()
+        self.token_ttl = token_ttl
+        self.clients = dict(clients or {})
+        self.keys = dict(keys or {})
+        self._tokens: dict[str, float] = {t: float("inf") for t in tokens}
+        self._tokens_lock = threading.Lock()
+        self.issued_tokens: list[str] = []
+        self.requests: list[tuple[str, int]] = []  # (path, status) of every answered request
+        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "ZitadelServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="zitadel-test-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "ZitadelServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- tokens -----------------------------------------------------------------------------
+    def add_token(self, token: str, ttl: float | None = None) -> None:
+        with self._tokens_lock:
+            self._tokens[token] = float("inf") if ttl is None else time.time() + ttl
+
+    def revoke_all_tokens(self) -> None:
+        with self._tokens_lock:
+            self._tokens.clear()
+
+    def token_state(self, token: str) -> str:
+        with self._tokens_lock:
+            expiry = self._tokens.get(token)
+        if expiry is None:
+            return "invalid"
+        return "valid" if time.time() < expiry else "expired"
+
+    def issue_token(self) -> dict:
+        token = "tok_" + secrets.token_urlsafe(24)
+        self.add_token(token, self.token_ttl)
+        self.issued_tokens.append(token)
+        return {"access_token": token, "token_type": "Bearer", "expires_in": self.token_ttl}
+
+    # --- views for tests ---------------------------------------------------------------------
+    def user_ids(self, org_id: str | None = None) -> set[str]:
+        with self.state.lock:
+            return {uid for uid, (org, _) in self.state.users.items() if org_id is None or org == org_id}
+
+    def added_event_counts(self) -> dict[str, int]:
+        """user id → number of ``user.human.added`` events (exactly-once checks)."""
+        counts: dict[str, int] = {}
+        with self.state.lock:
+            for event in self.state.events:
+                if event.event_type == "user.human.added":
+                    counts[event.aggregate_id] = counts.get(event.aggregate_id, 0) + 1
+        return counts
+
+    # --- endpoints ---------------------------------------------------------------------------
+    def import_data(self, request: dict, stop_after: int | None = None) -> dict:
+        """Process an ImportDataRequest; raises _InvalidArgument or _DeadlineExceeded.
+
+        ``stop_after`` simulates the server timeout elapsing after that many users.
+        """
+        started = time.monotonic()
+        request = _normalise_keys(request)
+        data = request.get("dataOrgs") or request.get("dataOrgsv1")
+        if data is None:
+            raise _InvalidArgument("invalid ImportDataRequest: only inline dataOrgs / dataOrgsv1 are supported here")
+        try:
+            timeout = parse_go_duration(str(request.get("timeout", "")))
+        except ValueError as err:
+            raise _InvalidArgument(f"invalid ImportDataRequest.Timeout: {err}") from None
+        orgs = data.get("orgs") or []
+        for org in orgs:
+            for entry in org.get("humanUsers") or []:
+                validate_human_user(entry)
+        deadline = started + timeout
+        errors: list[dict] = []
+        success: list[dict] = []
+        with self.state.lock:
+            self.state.import_calls += 1
+        users = [str(u.get("userId", "")) for org in orgs for u in org.get("humanUsers") or []]
+        budget = [len(users) if stop_after is None else stop_after]
+        try:
+            for org in orgs:
+                success.append(self._import_org(org, errors, started, deadline, budget))
+        finally:
+            with self.state.lock:
+                self.state.import_log.append((started, time.monotonic(), tuple(str(o.get("orgId", "")) for o in orgs),
+                                              users[0] if users else "", len(users)))
+        response: dict[str, Any] = {}
+        if errors:
+            response["errors"] = errors
+        response["success"] = {"orgs": success}
+        return response
+
+    def _import_org(self, org: dict, errors: list[dict], started: float, deadline: float,
+                    budget: list[int]) -> dict:
+        org_id = str(org.get("orgId", ""))
+        result: dict[str, Any] = {"orgId": org_id}
+        with self.state.lock:
+            if org_id in self.state.orgs:
+                errors.append({"type": "org", "id": org_id, "message": "ID=ORG-lapo2m Message=Errors.Org.AlreadyExisting"})
+            else:
+                self.state.orgs[org_id] = {"name": (org.get("org") or {}).get("name", org_id)}
+                self.state.emit("org.added", org_id, "org", org_id, {"name": self.state.orgs[org_id]["name"]})
+        created: list[str] = []
+        delay = self.faults.per_user_delay
+        for i, entry in enumerate(org.get("humanUsers") or []):
+            # Sleep to a schedule (not per call) so thousands of 2 ms "users" add up accurately.
+            if delay:
+                wait = started + (i + 1) * delay - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+            if time.monotonic() > deadline or budget[0] <= 0:
+                raise _DeadlineExceeded()
+            budget[0] -= 1
+            user_id = str(entry.get("userId", ""))
+            user = entry["user"]
+            with self.state.lock:
+                if user_id in self.state.users:
+                    errors.append({"type": "human_user", "id": user_id,
+                                   "message": "ID=COMMAND-ziuna Message=Errors.User.AlreadyExisting"})
+                    continue
+                if user["userName"] in self.state.user_names:
+                    errors.append({"type": "human_user", "id": user_id,
+                                   "message": "ID=V3-DKcYh Message=Errors.User.AlreadyExists"})
+                    continue
+                created.append(user_id)
+                if user_id in self.faults.dropped_user_ids:
+                    continue  # accepted and reported, but lost: what verify must catch
+                self.state.users[user_id] = (org_id, user)
+                self.state.user_names.add(user["userName"])
+                self.state.created_count[user_id] = self.state.created_count.get(user_id, 0) + 1
+                profile = user.get("profile", {})
+                self.state.emit("user.human.added", user_id, "user", org_id, {
+                    "userName": user["userName"], "firstName": profile.get("firstName"),
+                    "lastName": profile.get("lastName"), "email": user.get("email", {}).get("email"),
+                })
+        if created:
+            result["humanUserIds"] = created
+        metadata_ok: list[dict] = []
+        for item in org.get("userMetadata") or []:
+            user_id, key = str(item.get("id", "")), str(item.get("key", ""))
+            with self.state.lock:
+                if user_id in self.faults.dropped_user_ids:
+                    metadata_ok.append({"userId": user_id, "key": key})
+                    continue
+                if user_id not in self.state.users:
+                    errors.append({"type": "user_metadata", "id": f"{user_id}_{key}",
+                                   "message": "ID=COMMAND-fsf43 Message=Errors.User.NotFound"})
+                    continue
+                self.state.metadata[(user_id, key)] = str(item.get("value", ""))
+                self.state.emit("user.metadata.set", user_id, "user", org_id, {"key": key})
+            metadata_ok.append({"userId": user_id, "key": key})
+        if metadata_ok:
+            result["userMetadata"] = metadata_ok
+        return result
+
+    def search_events(self, request: dict) -> dict:
+        request = _normalise_keys(request)
+        types = set(request.get("eventTypes") or [])
+        if len(types) > 30:
+            raise _InvalidArgument("invalid ListEventsRequest.EventTypes: at most 30 items")
+        agg_types = set(request.get("aggregateTypes") or [])
+        owner = request.get("resourceOwner") or ""
+        agg_id = request.get("aggregateId") or ""
+        sequence = int(request.get("sequence") or 0)
+        asc = bool(request.get("asc"))
+        limit = min(int(request.get("limit") or 100), 1000)
+        with self.state.lock:
+            events = list(self.state.events)
+        if not asc:
+            events.reverse()
+        out: list[dict] = []
+        for event in events:
+            if sequence and (event.sequence <= sequence if asc else event.sequence >= sequence):
+                continue
+            if types and event.event_type not in types:
+                continue
+            if agg_types and event.aggregate_type not in agg_types:
+                continue
+            if owner and event.resource_owner != owner:
+                continue
+            if agg_id and event.aggregate_id != agg_id:
+                continue
+            out.append(event.to_json())
+            if len(out) >= limit:
+                break
+        return {"events": out}
+
+    def export(self, request: dict) -> dict:
+        request = _normalise_keys(request)
+        if not request.get("responseOutput"):
+            raise _InvalidArgument("only responseOutput is supported by the test server")
+        wanted = set(request.get("orgIds") or [])
+        excluded = set(request.get("excludedOrgIds") or [])
+        with_passwords = bool(request.get("withPasswords"))
+        orgs: list[dict] = []
+        with self.state.lock:
+            for org_id, org in self.state.orgs.items():
+                if (wanted and org_id not in wanted) or org_id in excluded:
+                    continue
+                users = []
+                for user_id, (owner, user) in self.state.users.items():
+                    if owner != org_id:
+                        continue
+                    copy = json.loads(json.dumps(user))
+                    if not with_passwords:
+                        copy.pop("hashedPassword", None)
+                    users.append({"userId": user_id, "user": copy})
+                metadata = [
+                    {"id": uid, "key": key, "value": value}
+                    for (uid, key), value in self.state.metadata.items()
+                    if self.state.users.get(uid, ("",))[0] == org_id
+                ]
+                entry: dict[str, Any] = {"orgId": org_id, "org": {"name": org["name"]}}
+                if users:
+                    entry["humanUsers"] = users
+                if metadata:
+                    entry["userMetadata"] = metadata
+                orgs.append(entry)
+        return {"orgs": orgs}
+
+    def token(self, form: dict[str, str], authorization: str) -> tuple[int, dict]:
+        grant = form.get("grant_type", "")
+        if grant == "client_credentials":
+            if not authorization.startswith("Basic "):
+                return 401, {"error": "invalid_client", "error_description": "client authentication required"}
+            try:
+                client_id, _, secret = base64.b64decode(authorization[6:]).decode().partition(":")
+            except (ValueError, UnicodeDecodeError):
+                return 401, {"error": "invalid_client", "error_description": "malformed basic auth"}
+            if client_id not in self.clients or not secrets.compare_digest(self.clients[client_id], secret):
+                return 401, {"error": "invalid_client", "error_description": "client authentication failed"}
+            return 200, self.issue_token()
+        if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            return self._jwt_profile(form.get("assertion", ""))
+        return 400, {"error": "unsupported_grant_type", "error_description": f"grant_type {grant!r}"}
+
+    def _jwt_profile(self, assertion: str) -> tuple[int, dict]:
+        try:
+            header = jwt.get_unverified_header(assertion)
+            user_id, public_pem = self.keys[header.get("kid", "")]
+            claims = jwt.decode(
+                assertion, public_pem, algorithms=["RS256"], audience=[self.url, self.url + "/"],
+                options={"require": ["iss", "sub", "aud", "iat", "exp"]},
+            )
+        except (KeyError, jwt.PyJWTError) as err:
+            return 400, {"error": "invalid_grant", "error_description": f"assertion invalid: {type(err).__name__}"}
+        if claims["iss"] != user_id or claims["sub"] != user_id or claims["exp"] - claims["iat"] > 3600:
+            return 400, {"error": "invalid_grant", "error_description": "assertion claims invalid"}
+        return 200, self.issue_token()
+
+
+def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            _LOGGER.debug("%s " + format, self.address_string(), *args)
+
+        def _send(self, status: int, body: dict | bytes, headers: dict[str, str] | None = None) -> None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout): nothing to answer
+            self.close_connection = True
+            server.requests.append((self.path, status))
+
+        def _error(self, status: int, code: int, message: str) -> None:
+            self._send(status, {"code": code, "message": message, "details": []})
+
+        def _drop(self) -> None:
+            # Close without a response: the client sees a reset / "remote end closed".
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.close_connection = True
+            server.requests.append((self.path, 0))
+
+        def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            fault = server.faults.next_fault(self.path)
+            if fault in ("429", "502", "503", "504", "drop"):
+                self._pre_fault(fault)
+                return
+            if self.path == "/oauth/v2/token":
+                form = dict(p.split("=", 1) if "=" in p else (p, "") for p in raw.decode().split("&") if p)
+                from urllib.parse import unquote_plus
+
+                form = {unquote_plus(k): unquote_plus(v) for k, v in form.items()}
+                status, body = server.token(form, self.headers.get("Authorization", ""))
+                self._send(status, body)
+                return
+            if not self._authorised():
+                return
+            try:
+                request = json.loads(raw or b"{}")
+                if not isinstance(request, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                self._error(400, 3, "proto: syntax error (line 1:1): invalid JSON")
+                return
+            try:
+                if self.path == "/admin/v1/import":
+                    users = sum(len(o.get("humanUsers") or o.get("human_users") or [])
+                                for o in (request.get("dataOrgs") or request.get("dataOrgsv1") or {}).get("orgs") or [])
+                    body = server.import_data(request, users // 2 if fault == "deadline" else None)
+                elif self.path == "/admin/v1/events/_search":
+                    body = server.search_events(request)
+                elif self.path == "/admin/v1/export":
+                    body = server.export(request)
+                else:
+                    self._error(404, 5, "Not Found")
+                    return
+            except _InvalidArgument as err:
+                self._error(400, 3, str(err))
+                return
+            except _DeadlineExceeded:
+                self._error(504, 4, "context deadline exceeded")
+                return
+            if fault == "drop_after":
+                self._drop()
+                return
+            if fault == "slow":
+                time.sleep(server.faults.slow_seconds)
+            self._send(200, body)
+
+        def _pre_fault(self, fault: str) -> None:
+            if fault == "drop":
+                self._drop()
+            elif fault == "429":
+                self._send(429, {"code": 8, "message": "rate limit exceeded", "details": []},
+                           {"Retry-After": server.faults.retry_after})
+            else:
+                # What a load balancer in front of ZITADEL answers: not a gRPC-gateway body.
+                self._send(int(fault), b"<html><body>upstream error</body></html>")
+
+        def _authorised(self) -> bool:
+            header = self.headers.get("Authorization", "")
+            if not header.startswith("Bearer "):
+                reason = "auth header missing"
+            else:
+                state = server.token_state(header[7:])
+                if state == "valid":
+                    return True
+                reason = "Errors.Token.Invalid (AUTH-7fs1e)" if state == "invalid" else "Errors.Token.Expired"
+            if server.faults.auth_as_500:
+                # ZITADEL Cloud around v4.11 (zitadel/zitadel#11730).
+                self._error(500, 2, f"rpc error: code = Unauthenticated desc = {reason} ()")
+            else:
+                self._error(401, 16, reason)
+            return False
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server in the foreground until interrupted."""
+    parser = argparse.ArgumentParser(description="ZITADEL admin API test server (loopback only)")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--token-file", help="file holding a PAT the server accepts")
+    parser.add_argument("--client-id", help="a client id accepted for client credentials")
+    parser.add_argument("--client-secret-file", help="file holding that client's secret")
+    parser.add_argument("--per-user-delay-ms", type=float, default=0.0, help="simulated import work per user")
+    parser.add_argument("--token-ttl", type=int, default=3600, help="lifetime of issued tokens (seconds)")
+    args = parser.parse_args(argv)
+    tokens = []
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as handle:
+            tokens.append(handle.read().strip())
+    clients = {}
+    if args.client_id and args.client_secret_file:
+        with open(args.client_secret_file, encoding="utf-8") as handle:
+            clients[args.client_id] = handle.read().strip()
+    server = ZitadelServer(tokens=tokens, clients=clients, token_ttl=args.token_ttl, port=args.port)
+    server.faults.per_user_delay = args.per_user_delay_ms / 1000.0
+    print(server.url, flush=True)
+    try:
+        server._httpd.serve_forever()  # pylint: disable=protected-access
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()  # pylint: disable=protected-access
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

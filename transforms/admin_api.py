@@ -1,0 +1,552 @@
+"""The ZITADEL admin API client: credentials, token refresh, retries, error classification.
+
+It knows nothing of Beam; ``pipeline/push.py`` and ``pipeline/verify.py`` use it, and a DoFn can
+open one in ``setup()``. Example::
+
+    creds = load_credentials(token_file="pat.txt")
+    client = AdminClient("https://my-instance.zitadel.cloud", creds, max_attempts=6)
+    client.probe()                                   # one cheap authenticated call: fail fast
+    answer = client.import_data(body_bytes, timeout=330.0)
+    for event in client.iter_events(["user.human.added"], resource_owner="123"):
+        ...
+
+Failures are classified by the HTTP status *and* the gRPC ``code``/``message`` of the body
+(FACTS.md §1: ZITADEL Cloud once answered a missing token with HTTP 500 and code 2
+"Unauthenticated"): auth failures and invalid requests are never retried; 429, 502, 503, 504
+(other than the server's own ``context deadline exceeded``), dropped connections and client
+timeouts are retried with exponential backoff, full jitter and ``Retry-After``. No token, secret or
+password hash ever reaches a log line or an exception message: response texts are scrubbed.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import email.utils
+import http.client
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+import urllib.parse
+from typing import Any, Callable, Iterator, Mapping
+
+__all__ = [
+    "AdminApiError",
+    "AuthError",
+    "InvalidRequest",
+    "DeadlineExceeded",
+    "RetriesExhausted",
+    "CredentialError",
+    "Credentials",
+    "load_credentials",
+    "normalise_base_url",
+    "TokenSource",
+    "AdminClient",
+    "classify",
+    "scrub",
+    "ZITADEL_SCOPE",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+ZITADEL_SCOPE = "openid urn:zitadel:iam:org:project:id:zitadel:aud"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+_MAX_ERROR_TEXT = 300
+_RETRYABLE_STATUS = {429, 502, 503, 504}
+
+# Password hashes (MCF / PHC), bearer tokens, JWTs and token fields in echoed bodies.
+_SCRUB_PATTERNS = [
+    re.compile(r"\$(?:2[aby]|argon2(?:id|i|d)?|pbkdf2[-\w]*|scrypt|md5|[156PH])\$[^\s\"',}]*"),
+    re.compile(r"(?i)bearer\s+[^\s\"',}]+"),
+    re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]*"),
+    re.compile(r"(?i)(\"?(?:access_token|client_secret|assertion|password|token|key)\"?\s*[:=]\s*\"?)[^\s\"',}&]+"),
+]
+
+
+def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """Remove hashes, tokens and known secrets from ``text`` and cut it to a readable length.
+
+    >>> scrub('bad {"hashedPassword":{"value":"$2b$10$abc"}}')
+    'bad {"hashedPassword":{"value":"[redacted]"}}'
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    for pattern in _SCRUB_PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: m.group(1) + "[redacted]", text)
+        else:
+            text = pattern.sub("[redacted]", text)
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_ERROR_TEXT else text[:_MAX_ERROR_TEXT] + "…"
+
+
+# --- errors ---------------------------------------------------------------------------------
+class AdminApiError(Exception):
+    """A failed call. ``status`` (0 for no answer), gRPC ``code`` and a scrubbed ``message``."""
+
+    def __init__(self, message: str, status: int = 0, code: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class AuthError(AdminApiError):
+    """Unauthenticated or permission denied: a bad or expired credential. Never retried."""
+
+
+class InvalidRequest(AdminApiError):
+    """The server rejected the request (gRPC InvalidArgument and other 4xx). Never retried."""
+
+
+class DeadlineExceeded(AdminApiError):
+    """The server's own import ``timeout`` elapsed; work done so far is kept (split and retry)."""
+
+
+class RetriesExhausted(AdminApiError):
+    """A retryable failure persisted through ``max_attempts`` attempts."""
+
+
+class CredentialError(ValueError):
+    """Credentials could not be loaded (missing file, malformed key file)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Failure:
+    kind: str  # "auth" | "invalid" | "deadline" | "retry" | "fatal"
+    status: int
+    code: int | None
+    message: str
+    retry_after: float | None = None
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def classify(status: int, body: bytes, retry_after: str | None = None) -> _Failure:
+    """Classify a non-2xx answer by its status and its gRPC-gateway body.
+
+    >>> classify(500, b'{"code":2,"message":"rpc error: code = Unauthenticated desc = auth header missing ()"}').kind
+    'auth'
+    >>> classify(503, b"<html>upstream</html>").kind
+    'retry'
+    """
+    code: int | None = None
+    message = ""
+    try:
+        parsed = json.loads(body or b"{}")
+        if isinstance(parsed, dict):
+            code = parsed.get("code") if isinstance(parsed.get("code"), int) else None
+            message = str(parsed.get("message") or parsed.get("error_description") or parsed.get("error") or "")
+    except ValueError:
+        message = body[:200].decode("utf-8", "replace")
+    message = scrub(message) or f"HTTP {status}"
+    lowered = message.lower()
+    auth_words = ("unauthenticated", "permissiondenied", "permission denied", "auth header missing")
+    if status in (401, 403) or code in (7, 16) or any(w in lowered for w in auth_words):
+        return _Failure("auth", status, code, message)
+    if code == 4 and "deadline exceeded" in lowered:
+        return _Failure("deadline", status, code, message)
+    if status in _RETRYABLE_STATUS or code in (8, 14):
+        return _Failure("retry", status, code, message, _parse_retry_after(retry_after))
+    if 400 <= status < 500 or code in (3, 5, 9):
+        return _Failure("invalid", status, code, message)
+    return _Failure("fatal", status, code, message)
+
+
+# --- credentials ----------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """One of: a bearer ``token`` (PAT / access token), ``client_id`` + ``client_secret``, or a
+    service-account ``key`` (the parsed JSON key file). ``repr`` never shows a secret."""
+
+    kind: str  # "token" | "client" | "key"
+    token: str = dataclasses.field(default="", repr=False)
+    client_id: str = ""
+    client_secret: str = dataclasses.field(default="", repr=False)
+    key: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
+
+    def secrets(self) -> tuple[str, ...]:
+        """Strings to scrub from anything that is logged."""
+        return tuple(s for s in (self.token, self.client_secret, self.key.get("key", "")) if s)
+
+
+def _read_secret(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = handle.read().strip()
+    except OSError as err:
+        raise CredentialError(f"cannot read {what} {path}: {err.strerror}") from None
+    if not value:
+        raise CredentialError(f"{what} {path} is empty")
+    return value
+
+
+def load_credentials(
+    token_file: str | None = None,
+    client_id: str | None = None,
+    client_secret_file: str | None = None,
+    key_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Credentials:
+    """Pick the credential from the flags (at most one kind) or env ``ZITADEL_TOKEN``.
+
+    >>> load_credentials(environ={"ZITADEL_TOKEN": "pat"}).kind
+    'token'
+    """
+    environ = os.environ if environ is None else environ
+    given = [name for name, v in (("--token-file", token_file), ("--client-id", client_id),
+                                  ("--key-file", key_file)) if v]
+    if len(given) > 1:
+        raise CredentialError(f"give one credential, not {' and '.join(given)}")
+    if client_secret_file and not client_id:
+        raise CredentialError("--client-secret-file needs --client-id")
+    if token_file:
+        return Credentials("token", token=_read_secret(token_file, "token file"))
+    if client_id:
+        if not client_secret_file:
+            raise CredentialError("--client-id needs --client-secret-file")
+        return Credentials("client", client_id=client_id,
+                           client_secret=_read_secret(client_secret_file, "client secret file"))
+    if key_file:
+        text = _read_secret(key_file, "key file")
+        try:
+            key = json.loads(text)
+        except ValueError:
+            raise CredentialError(f"key file {key_file} is not JSON") from None
+        missing = [f for f in ("keyId", "key", "userId") if not isinstance(key, dict) or not key.get(f)]
+        if missing:
+            raise CredentialError(f"key file {key_file} lacks {', '.join(missing)}")
+        return Credentials("key", key={k: str(key[k]) for k in ("keyId", "key", "userId")})
+    token = environ.get("ZITADEL_TOKEN", "").strip()
+    if token:
+        return Credentials("token", token=token)
+    raise CredentialError("no credentials: give --token-file, --client-id/--client-secret-file, "
+                          "--key-file or set ZITADEL_TOKEN")
+
+
+def normalise_base_url(url: str) -> str:
+    """Check and normalise the instance URL (``https://x.zitadel.cloud/`` → without the slash)."""
+    parsed = urllib.parse.urlsplit(url or "")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    if parsed.query or parsed.fragment:
+        raise ValueError(f"the URL must not have a query or fragment: {url!r}")
+    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Answer:
+    status: int
+    body: bytes
+    retry_after: str | None
+
+
+class _Transport:
+    """One request per connection: imports are slow, and a fresh socket never reuses a dead one."""
+
+    def __init__(self, base_url: str) -> None:
+        parsed = urllib.parse.urlsplit(base_url)
+        self._https = parsed.scheme == "https"
+        self._host = parsed.hostname or ""
+        self._port = parsed.port
+        self._prefix = parsed.path
+
+    def post(self, path: str, body: bytes, headers: dict[str, str], timeout: float) -> _Answer:
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=timeout)
+        try:
+            conn.request("POST", self._prefix + path, body=body, headers=headers)
+            response = conn.getresponse()
+            return _Answer(response.status, response.read(), response.getheader("Retry-After"))
+        finally:
+            conn.close()
+
+
+_CONNECTION_ERRORS = (OSError, http.client.HTTPException)  # socket.timeout is an OSError
+
+
+class _Retrier:
+    """Bounded attempts with exponential backoff and full jitter, at least ``Retry-After``."""
+
+    def __init__(self, max_attempts: int, base: float, cap: float,
+                 sleep: Callable[[float], None], rng: Callable[[], float]) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.max_attempts, self.base, self.cap = max_attempts, base, cap
+        self._sleep, self._rng = sleep, rng
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        backoff = self._rng() * min(self.cap, self.base * 2 ** (attempt - 1))
+        return max(backoff, retry_after or 0.0)
+
+    def wait(self, attempt: int, retry_after: float | None) -> None:
+        self._sleep(self.delay(attempt, retry_after))
+
+
+@dataclasses.dataclass
+class CallStats:
+    """Counters, read by the push report (requests, retries, throttled, failed)."""
+
+    requests: int = 0
+    retries: int = 0
+    throttled: int = 0
+    failures: int = 0
+    token_fetches: int = 0
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+    def bump(self, name: str) -> None:
+        with self.lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+
+def _send_with_retries(
+    transport: _Transport, retrier: _Retrier, stats: CallStats, path: str, body: bytes,
+    headers: Callable[[], dict[str, str]], timeout: float, secrets: Callable[[], tuple[str, ...]],
+    on_auth_failure: Callable[[], bool] | None = None, on_attempt: Callable[[], None] | None = None,
+) -> bytes:
+    """POST until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body."""
+    attempt = 0
+    refreshed = False
+    while True:
+        attempt += 1
+        stats.bump("requests")
+        if on_attempt is not None:
+            on_attempt()
+        try:
+            answer = transport.post(path, body, headers(), timeout)
+        except _CONNECTION_ERRORS as err:
+            failure = _Failure("retry", 0, None, scrub(f"{type(err).__name__}: {err}", secrets()))
+        else:
+            if 200 <= answer.status < 300:
+                return answer.body
+            failure = classify(answer.status, answer.body, answer.retry_after)
+            failure = dataclasses.replace(failure, message=scrub(failure.message, secrets()))
+        if failure.kind == "auth" and on_auth_failure and not refreshed and on_auth_failure():
+            # A token that expired early (clock skew, revocation race): one fresh token, one retry.
+            refreshed = True
+            attempt -= 1
+            continue
+        if failure.kind != "retry" or attempt >= retrier.max_attempts:
+            stats.bump("failures")
+            raise _error_for(failure, path, attempt)
+        if failure.status == 429:
+            stats.bump("throttled")
+        stats.bump("retries")
+        _LOGGER.info("POST %s: %s (HTTP %s); retry %d of %d", path, failure.message, failure.status,
+                     attempt, retrier.max_attempts - 1)
+        retrier.wait(attempt, failure.retry_after)
+
+
+def _error_for(failure: _Failure, path: str, attempts: int) -> AdminApiError:
+    status = f"HTTP {failure.status}" if failure.status else "no answer"
+    text = f"POST {path}: {failure.message} ({status}"
+    text += f", code {failure.code})" if failure.code is not None else ")"
+    cls = {"auth": AuthError, "invalid": InvalidRequest, "deadline": DeadlineExceeded,
+           "fatal": AdminApiError}.get(failure.kind)
+    if cls is None:
+        return RetriesExhausted(f"{text} after {attempts} attempts", failure.status, failure.code)
+    return cls(text, failure.status, failure.code)
+
+
+class TokenSource:
+    """Bearer tokens for the credentials: a static token as is; OAuth tokens fetched from
+    ``/oauth/v2/token`` and refreshed before they expire (thread-safe)."""
+
+    def __init__(self, base_url: str, credentials: Credentials, transport: _Transport,
+                 retrier: _Retrier, stats: CallStats, timeout: float = 30.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._base_url = base_url
+        self._creds = credentials
+        self._transport = transport
+        self._retrier = retrier
+        self._stats = stats
+        self._timeout = timeout
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._token = credentials.token if credentials.kind == "token" else ""
+        self._refresh_at = float("inf") if credentials.kind == "token" else 0.0
+        self._issued: list[str] = []
+
+    @property
+    def refreshable(self) -> bool:
+        return self._creds.kind != "token"
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credential's secrets and every token fetched so far (for scrubbing)."""
+        return self._creds.secrets() + tuple(self._issued)
+
+    def get(self) -> str:
+        with self._lock:
+            if self._clock() >= self._refresh_at:
+                self._fetch()
+            return self._token
+
+    def invalidate(self) -> bool:
+        """Forget the current token; True if a new one can be fetched."""
+        if not self.refreshable:
+            return False
+        with self._lock:
+            self._refresh_at = 0.0
+        return True
+
+    def _fetch(self) -> None:
+        form: dict[str, str] = {"scope": ZITADEL_SCOPE}
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+        if self._creds.kind == "client":
+            form["grant_type"] = "client_credentials"
+            pair = f"{urllib.parse.quote(self._creds.client_id)}:{urllib.parse.quote(self._creds.client_secret)}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        else:
+            form["grant_type"] = JWT_BEARER
+            form["assertion"] = self._assertion()
+        body = urllib.parse.urlencode(form).encode()
+        try:
+            raw = _send_with_retries(self._transport, self._retrier, self._stats, "/oauth/v2/token", body,
+                                     lambda: headers, self._timeout, self.secrets)
+        except RetriesExhausted:
+            raise
+        except AdminApiError as err:
+            raise AuthError(f"token request rejected: {err.message}", err.status, err.code) from None
+        self._stats.bump("token_fetches")
+        answer = json.loads(raw)
+        token, lifetime = str(answer.get("access_token", "")), float(answer.get("expires_in") or 3600)
+        if not token:
+            raise AuthError("token endpoint answered without an access_token")
+        self._token = token
+        self._issued.append(token)
+        # Refresh early: a fifth of the lifetime, at most a minute, so no request carries a token
+        # that expires while it waits in a queue.
+        self._refresh_at = self._clock() + lifetime - min(60.0, lifetime * 0.2)
+        _LOGGER.info("fetched an access token valid for %.0f s", lifetime)
+
+    def _assertion(self) -> str:
+        import jwt  # pyjwt[crypto]; imported here so token/PAT users need no cryptography
+
+        now = int(self._clock())
+        key = self._creds.key
+        claims = {"iss": key["userId"], "sub": key["userId"], "aud": self._base_url,
+                  "iat": now, "exp": now + 3600}
+        try:
+            return jwt.encode(claims, key["key"], algorithm="RS256", headers={"kid": key["keyId"]})
+        except (ValueError, TypeError, jwt.PyJWTError) as err:
+            raise AuthError(f"cannot sign with the key file's key: {type(err).__name__}") from None
+
+
+class AdminClient:
+    """The admin API calls the tool needs. Thread-safe: share one client between push threads.
+
+    ``timeout`` is the client-side timeout for calls other than import (import takes its own).
+    """
+
+    def __init__(self, base_url: str, credentials: Credentials, *, timeout: float = 30.0,
+                 max_attempts: int = 6, backoff_base: float = 0.5, backoff_cap: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep,
+                 rng: Callable[[], float] = random.random) -> None:
+        self.base_url = normalise_base_url(base_url)
+        self.timeout = timeout
+        self.stats = CallStats()
+        self._transport = _Transport(self.base_url)
+        self._retrier = _Retrier(max_attempts, backoff_base, backoff_cap, sleep, rng)
+        self.tokens = TokenSource(self.base_url, credentials, self._transport, self._retrier,
+                                  self.stats, timeout)
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens.get()}", "Content-Type": "application/json",
+                "Accept": "application/json"}
+
+    def _post_json(self, path: str, body: bytes, timeout: float,
+                   on_attempt: Callable[[], None] | None = None, retrier: _Retrier | None = None) -> Any:
+        raw = _send_with_retries(self._transport, retrier or self._retrier, self.stats, path, body,
+                                 self._headers, timeout, self.tokens.secrets, self.tokens.invalidate, on_attempt)
+        try:
+            answer = json.loads(raw or b"{}")
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            # A proxy or a wrong base URL answering 200 with a page: not the admin API.
+            raise AdminApiError(f"POST {path}: the answer is not a JSON object "
+                                f"({scrub(raw[:80].decode('utf-8', 'replace'))!r})", 200)
+        return answer
+
+    def import_data(self, body_bytes: bytes, timeout: float,
+                    on_attempt: Callable[[], None] | None = None) -> dict:
+        """POST /admin/v1/import with a complete ImportDataRequest body; returns the response.
+
+        Raises DeadlineExceeded when the server's own ``timeout`` elapsed (split the body),
+        InvalidRequest for a rejected request, AuthError, or RetriesExhausted. ``on_attempt`` is
+        called before every HTTP attempt (the caller's per-body request count).
+        """
+        return self._post_json("/admin/v1/import", body_bytes, timeout, on_attempt)
+
+    def search_events(self, event_types: list[str] | None = None, resource_owner: str = "",
+                      sequence: int = 0, limit: int = 1000, asc: bool = True,
+                      aggregate_types: list[str] | None = None, aggregate_id: str = "") -> list[dict]:
+        """POST /admin/v1/events/_search; one page of events."""
+        request: dict[str, Any] = {"asc": asc, "limit": limit}
+        if event_types:
+            request["eventTypes"] = event_types
+        if resource_owner:
+            request["resourceOwner"] = resource_owner
+        if sequence:
+            request["sequence"] = str(sequence)
+        if aggregate_types:
+            request["aggregateTypes"] = aggregate_types
+        if aggregate_id:
+            request["aggregateId"] = aggregate_id
+        answer = self._post_json("/admin/v1/events/_search", json.dumps(request).encode(), self.timeout)
+        return list(answer.get("events") or [])
+
+    def iter_events(self, event_types: list[str], resource_owner: str = "",
+                    page_size: int = 1000) -> Iterator[dict]:
+        """All matching events, oldest first, paged by sequence (each event once)."""
+        sequence, seen = 0, set()
+        while True:
+            page = self.search_events(event_types, resource_owner, sequence, page_size, asc=True)
+            fresh = 0
+            for event in page:
+                ident = (event.get("aggregate", {}).get("id"), event.get("sequence"),
+                         event.get("type", {}).get("type"))
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                fresh += 1
+                yield event
+            last = max((int(e.get("sequence") or 0) for e in page), default=0)
+            # Stop at a short page, or when paging stops advancing (a server whose sequences are
+            # per aggregate would otherwise loop forever).
+            if len(page) < page_size or fresh == 0 or last <= sequence:
+                if page and last <= sequence:
+                    _LOGGER.warning("events search: sequence paging did not advance; stopped")
+                return
+            sequence = last
+
+    def export(self, org_ids: list[str] | None = None, with_passwords: bool = False,
+               timeout: str = "10m0s", client_timeout: float | None = None) -> dict:
+        """POST /admin/v1/export with responseOutput; returns ``{"orgs": [...]}``."""
+        request: dict[str, Any] = {"responseOutput": True, "timeout": timeout}
+        if org_ids:
+            request["orgIds"] = org_ids
+        if with_passwords:
+            request["withPasswords"] = True
+        return self._post_json("/admin/v1/export", json.dumps(request).encode(),
+                               client_timeout or self.timeout)
+
+    def probe(self, timeout: float = 10.0) -> None:
+        """One cheap authenticated call (events search, limit 1) so a bad URL or token fails now."""
+        quick = _Retrier(2, 0.2, 1.0, time.sleep, random.random)
+        answer = self._post_json("/admin/v1/events/_search", b'{"limit":1,"asc":false}', timeout, retrier=quick)
+        if "events" not in answer and answer:
+            raise AdminApiError("POST /admin/v1/events/_search: the answer has no 'events'", 200)
