@@ -2,6 +2,8 @@
 # Set-up and entry point for local use and CI.
 #   ./run_local.sh          create .venv, install, run the Auth0 sample migration, print the summary
 #   ./run_local.sh test     same set-up (with test extras), then the whole test suite
+#   ./run_local.sh demo-push   start the loopback admin API test server, migrate the sample
+#                              with --push-url, verify through events search, stop the server
 # Extra arguments after `test` go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,7 +15,7 @@ fi
 stamp=.venv/.installed-$(cat setup.py | sha256sum | cut -c1-16)
 mode=${1:-run}
 want=""
-[ "$mode" = test ] && want="[test]"
+[ "$mode" = test ] || [ "$mode" = demo-push ] && want="[test]"
 if [ ! -f "$stamp$want" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".$want"
@@ -34,8 +36,25 @@ case "$mode" in
       --dead-letter=out/dead-letter.ndjson \
       --batch-size=20
     ;;
+  demo-push)
+    mkdir -p out
+    token_file=$(mktemp)
+    trap 'rm -f "$token_file"; [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null || true' EXIT
+    head -c 24 /dev/urandom | base64 > "$token_file"
+    port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    .venv/bin/python tests/zitadel_server.py --port "$port" --token-file "$token_file" --per-user-delay-ms 1 > out/demo-server.log 2>&1 &
+    server_pid=$!
+    for _ in $(seq 50); do grep -q http out/demo-server.log 2>/dev/null && break; sleep 0.1; done
+    .venv/bin/zitadel-beam migrate auth0 \
+      --org=123456789 \
+      --users=examples/auth0/users.json \
+      --passwords=examples/auth0/passwords.json \
+      --output=out/demo/importBody.json \
+      --batch-size=10 \
+      --push-url="http://127.0.0.1:$port" --token-file="$token_file" --push-verify
+    ;;
   *)
-    echo "usage: ./run_local.sh [test [pytest args...]]" >&2
+    echo "usage: ./run_local.sh [test [pytest args...] | demo-push]" >&2
     exit 2
     ;;
 esac

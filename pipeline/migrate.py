@@ -63,6 +63,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
     parser.add_argument("--bcrypt-min-cost", type=int, default=10, help="lowest bcrypt cost the server accepts (default 10)")
     parser.add_argument("--bcrypt-max-cost", type=int, default=16, help="highest bcrypt cost the server accepts (default 16)")
+    push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
+    push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
+    push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
+    push.add_argument("--push-verify", action="store_true", help="verify through events search after the push")
+    from pipeline.push import add_credential_arguments
+
+    add_credential_arguments(parser)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +84,10 @@ class CommonArgs:
     metadata: bool
     bcrypt_min_cost: int
     bcrypt_max_cost: int
+    push_url: str | None = None
+    push_concurrency: int = 1
+    push_verify: bool = False
+    push_credentials: Any = None
 
 
 def common_args(args: argparse.Namespace) -> CommonArgs:
@@ -94,8 +105,18 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         raise ConfigError("--bcrypt-min-cost/--bcrypt-max-cost must satisfy 4 <= min <= max <= 31")
     if not args.output or args.output.endswith("/"):
         raise ConfigError(f"--output {args.output!r} must name a file")
+    credentials = None
+    if args.push_url:
+        from pipeline.push import connect, credentials_from_args
+
+        if args.push_concurrency < 1:
+            raise ConfigError("--push-concurrency must be at least 1")
+        credentials = credentials_from_args(args)
+        # Probe now: a bad URL or token must fail before an hour of conversion, not after it.
+        connect(args.push_url, credentials, max_attempts=2)
     return CommonArgs(org, args.output, timeout, args.multiline, args.batch_size, args.dead_letter,
-                      args.strict, args.metadata, args.bcrypt_min_cost, args.bcrypt_max_cost)
+                      args.strict, args.metadata, args.bcrypt_min_cost, args.bcrypt_max_cost,
+                      args.push_url, args.push_concurrency, args.push_verify, credentials)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +167,24 @@ def check_gcs_reachable(paths: list[str], timeout: float = 5.0) -> None:
         raise ConfigError(f"cannot reach Cloud Storage at {address[0]}:{address[1]} ({err.strerror or err})") from None
 
 
+def _check_local_outputs(paths: Mapping[str, str]) -> None:
+    """Fail before the run, in one line, when a local output cannot be written (not after it)."""
+    for flag, path in paths.items():
+        if "://" in path:
+            continue
+        if os.path.isdir(path):
+            raise ConfigError(f"{flag} {path!r} is a directory, not a file")
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ConfigError(f"{flag} {path!r}: {folder!r} is a file, not a folder")
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"{flag} {path!r}: cannot create folder {folder!r} ({err.strerror or err})") from None
+        if not os.access(folder, os.W_OK):
+            raise ConfigError(f"{flag} {path!r}: folder {folder!r} is not writable")
+
+
 def _make_pipeline(pipeline_args: list[str]):
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -159,19 +198,26 @@ def _make_pipeline(pipeline_args: list[str]):
 
         options.view_as(StandardOptions).runner = None
         return beam.Pipeline(runner=FnApiRunner(), options=options)
-    return beam.Pipeline(options=options)
+    try:
+        return beam.Pipeline(options=options)
+    except ValueError as err:  # e.g. an unknown --runner: Beam lists the valid ones
+        raise ConfigError(f"--runner: {str(err).splitlines()[0]}") from None
 
 
-def build_pipeline(add_source: Callable[[Any], Mapping[str, Any]], common: CommonArgs,
+def build_pipeline(add_source: Callable[[Any, str], Mapping[str, Any]], common: CommonArgs,
                    layout: OutputLayout, pipeline_args: list[str]):
-    """Build (and return, not run) the pipeline: source → bodies + dead letters."""
+    """Build (and return, not run) the pipeline: source → bodies + dead letters.
+
+    ``add_source(pipeline, tmp_dir)`` adds the source and returns ``{'rows', 'dead'}``;
+    ``tmp_dir`` is the run's temporary folder for spill files (removed when the run ends).
+    """
     import apache_beam as beam
 
     from transforms.bodies import BodySpec, UsersToBodies
     from transforms.sinks import WriteDeadLetterShards
 
     pipeline = _make_pipeline(pipeline_args)
-    source = add_source(pipeline)
+    source = add_source(pipeline, layout.tmp_dir)
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
     bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
     dead = (source["dead"], bodies["dead"]) | "AllDeadLetters" >> beam.Flatten()
@@ -247,7 +293,7 @@ def _relative(directory: str, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def run_migration(*, source_name: str, add_source: Callable[[Any], Mapping[str, Any]], common: CommonArgs,
+def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[str, Any]], common: CommonArgs,
                   pipeline_args: list[str], input_paths: list[str],
                   summary_lines: Callable[[Mapping[str, int]], list[tuple[str, Any]]],
                   invariant: Callable[[Mapping[str, int]], tuple[bool, str]],
@@ -263,14 +309,23 @@ def run_migration(*, source_name: str, add_source: Callable[[Any], Mapping[str, 
 
     layout = output_layout(common.output, common.dead_letter)
     check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
-    _prepare_tmp(layout.tmp_dir)
+    _check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
+    try:
+        _prepare_tmp(layout.tmp_dir)
+    except OSError as err:
+        raise ConfigError(f"--output {common.output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})") from None
     pipeline = build_pipeline(add_source, common, layout, pipeline_args)
     started = time.monotonic()
-    result = pipeline.run()
-    result.wait_until_finish()
-    elapsed = time.monotonic() - started
-    counts = counters_from_result(result)
-    bodies, dead_count = _finalize(layout)
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+        elapsed = time.monotonic() - started
+        counts = counters_from_result(result)
+        bodies, dead_count = _finalize(layout)
+    except BaseException:
+        # Spill files and temporary bodies hold password hashes: don't leave them behind.
+        _delete_tree(layout.tmp_dir)
+        raise
     holds, invariant_text = invariant(counts)
     manifest_dir = posixpath.dirname(layout.manifest)
     manifest = {
@@ -304,6 +359,14 @@ def run_migration(*, source_name: str, add_source: Callable[[Any], Mapping[str, 
     sys.stdout.flush()
     if not holds:
         return 3
+    if common.push_url:
+        from pipeline.push import push_manifest
+
+        report = push_manifest(layout.manifest, common.push_url, common.push_credentials,
+                               concurrency=common.push_concurrency, verify=common.push_verify)
+        print(report.table())
+        if not report.ok:
+            return 1
     if common.strict and dead_count:
         print(f"zitadel-beam: --strict: {dead_count} record(s) dead-lettered", file=sys.stderr)
         return 1

@@ -14,7 +14,7 @@ import argparse
 from typing import Any, Mapping
 
 from pipeline.errors import ConfigError
-from pipeline.migrate import add_common_arguments, common_args, run_migration
+from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
 
@@ -81,6 +81,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
 
     common = common_args(known_args)
     patterns = {"--users": known_args.users, "--passwords": known_args.passwords}
+    # Before matching: a gs:// match with Cloud Storage unreachable retries for ~120 s.
+    check_gcs_reachable(list(patterns.values()) + [common.output] + ([common.dead_letter] if common.dead_letter else []))
     try:
         profiles = fileio.match_inputs([known_args.users], 0, "--users")
         passwords = fileio.match_inputs([known_args.passwords], len(profiles), "--passwords")
@@ -93,8 +95,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         validation=ValidationOptions(common.bcrypt_min_cost, common.bcrypt_max_cost, ("bcrypt",)),
     )
 
-    def add_source(pipeline):
-        return pipeline | "ReadAuth0" >> ReadAuth0Users(profiles, passwords, options, NUM_PARTITIONS)
+    def add_source(pipeline, tmp_dir: str):
+        return pipeline | "ReadAuth0" >> ReadAuth0Users(profiles, passwords, options, NUM_PARTITIONS, tmp_dir)
 
     return run_migration(
         source_name="auth0",

@@ -29,7 +29,8 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from transforms import fileio
-from transforms.records import NAMESPACE, dead_letter, no_gc, partition_of, user_name_key
+from transforms.records import NAMESPACE, dead_letter, no_gc, pack_rows, partition_of, user_name_key
+from transforms.spill import load_blob, write_spill
 from transforms.auth0_mapping import (
     map_profile,
     metadata_entries,
@@ -106,9 +107,10 @@ class _ParseUnitFn(beam.DoFn):
     follows then only matches small tuples and splices the chosen hash into the encoded user.
     """
 
-    def __init__(self, partitions: int, options: Auth0Options):
+    def __init__(self, partitions: int, options: Auth0Options, tmp_dir: str):
         self._partitions = partitions
         self._options = options
+        self._tmp_dir = tmp_dir
 
     def setup(self):
         self._read = {k: _counter(f"auth0.{_SOURCES[k].split('-')[1]}s_read") for k in _SOURCES}
@@ -151,7 +153,8 @@ class _ParseUnitFn(beam.DoFn):
                 parts.setdefault(partition_of(email, self._partitions), []).append(item)
         self._read[kind].inc(count)
         for part, items in parts.items():
-            yield part, (kind, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL))
+            name = f"parse-{kind}-{unit.index:06d}-{unit.start:013d}-p{part:03d}.pkl"
+            yield part, (kind, write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))
 
     def _profile(self, sortkey, email: str, profile: dict[str, Any], raw: bytes) -> _ProfileItem:
         opts = self._options
@@ -206,8 +209,9 @@ def with_password(entry_json: bytes, password_hash: str) -> bytes:
 class _JoinPartitionFn(beam.DoFn):
     """Match the password records of one partition to their profiles; emit encoded rows."""
 
-    def __init__(self, options: Auth0Options):
+    def __init__(self, options: Auth0Options, tmp_dir: str):
         self._options = options
+        self._tmp_dir = tmp_dir
 
     def setup(self):
         self._conflicts = _counter("auth0.password_conflicts")
@@ -226,8 +230,8 @@ class _JoinPartitionFn(beam.DoFn):
     def _join(self, part: int, blobs: Iterable[tuple[int, bytes]]):
         profiles: list[_ProfileItem] = []
         passwords: list[_PasswordItem] = []
-        for kind, blob in blobs:
-            (profiles if kind == PROFILES else passwords).extend(pickle.loads(blob))
+        for kind, spilled in blobs:
+            (profiles if kind == PROFILES else passwords).extend(pickle.loads(load_blob(spilled)))
         profiles.sort(key=lambda r: (r[0], r[1]))
         passwords.sort(key=lambda r: (r[0], r[1]))
 
@@ -279,7 +283,7 @@ class _JoinPartitionFn(beam.DoFn):
             rows.append((item[0], item[1], item[3], item[4], entry_json, item[7], chosen is not None,
                          PROFILE_SOURCE, item[9], companions))
         if rows:
-            yield part, pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+            yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))
 
 
 def _dl(item, reason: str, detail: str, kind: int, raw: bytes):
@@ -291,18 +295,21 @@ def _dl(item, reason: str, detail: str, kind: int, raw: bytes):
 
 
 class ReadAuth0Users(beam.PTransform):
-    """Auth0 profile + password files → ``{'rows': (partition, rows_blob), 'dead': dead letters}``.
+    """Auth0 profile + password files → ``{'rows': (partition, rows spill path), 'dead': dead letters}``.
+
+    Intermediate data goes to spill files under ``tmp_dir`` (see ``transforms/spill.py``).
 
     ``profile_files`` and ``password_files`` come from ``fileio.match_inputs`` (run in the
     launcher, so a missing file fails before the pipeline starts).
     """
 
     def __init__(self, profile_files: Sequence[fileio.InputFile], password_files: Sequence[fileio.InputFile],
-                 options: Auth0Options, partitions: int):
+                 options: Auth0Options, partitions: int, tmp_dir: str):
         super().__init__()
         self._files = [(PROFILES, f) for f in profile_files] + [(PASSWORDS, f) for f in password_files]
         self._options = options
         self._partitions = partitions
+        self._tmp_dir = tmp_dir
 
     def expand(self, pbegin):
         units = (
@@ -311,12 +318,12 @@ class ReadAuth0Users(beam.PTransform):
             | "PlanUnits" >> beam.ParDo(_PlanUnitsFn())
             | "SpreadUnits" >> beam.Reshuffle()
         )
-        parsed = units | "ParseUnits" >> beam.ParDo(_ParseUnitFn(self._partitions, self._options)).with_outputs(
+        parsed = units | "ParseUnits" >> beam.ParDo(_ParseUnitFn(self._partitions, self._options, self._tmp_dir)).with_outputs(
             _DEAD, main="parts")
         joined = (
             parsed.parts
             | "GroupPartitions" >> beam.GroupByKey()
-            | "JoinPartitions" >> beam.ParDo(_JoinPartitionFn(self._options)).with_outputs(_DEAD, main="rows")
+            | "JoinPartitions" >> beam.ParDo(_JoinPartitionFn(self._options, self._tmp_dir)).with_outputs(_DEAD, main="rows")
         )
         dead = (parsed[_DEAD], joined[_DEAD]) | "MergeDeadLetters" >> beam.Flatten()
         return {"rows": joined.rows, "dead": dead}

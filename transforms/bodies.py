@@ -45,8 +45,18 @@ from transforms.batching import (
     render_fragments,
     to_fragment,
 )
-from transforms.records import NAMESPACE, EncodedRow, dead_letter, decode_rows, no_gc, partition_of
+from transforms.records import (
+    NAMESPACE,
+    EncodedRow,
+    claims_size,
+    dead_letter,
+    decode_claims,
+    decode_rows,
+    no_gc,
+    partition_of,
+)
 from transforms.sinks import open_private
+from transforms.spill import load_blob, read_spill_head
 from transforms.validate import Reason
 
 __all__ = [
@@ -73,12 +83,14 @@ def _sortkey(row: EncodedRow) -> tuple[int, int]:
 class _ClaimsFn(beam.DoFn):
     """Each row claims its user id and user name, grouped by a hash of the claimed value."""
 
-    def process(self, element: tuple[int, bytes]) -> Iterator[tuple[int, bytes]]:
-        _, blob = element
+    def process(self, element: tuple[int, bytes | str]) -> Iterator[tuple[int, bytes]]:
+        _, value = element
+        if isinstance(value, str):  # a spill file: read only its claims header
+            value = read_spill_head(value, claims_size(read_spill_head(value, 8)))
         claims: dict[int, list[list[Any]]] = {}
         with no_gc():
-            for row in decode_rows(blob):
-                sortkey, user_id, name = [row[0], row[1]], row[2], row[3]
+            for user_id, name, file_index, position in decode_claims(value):
+                sortkey = [file_index, position]
                 if user_id:
                     claims.setdefault(partition_of("i" + user_id), []).append([_ID, user_id, sortkey])
                 claims.setdefault(partition_of("n" + name), []).append([_NAME, name, sortkey])
@@ -143,7 +155,7 @@ class _ChunkPartitionFn(_BodyWriterFn):
     def process(self, element: tuple[int, Iterable[bytes]], losers: dict):
         _, blobs = element
         with no_gc():
-            rows = [row for blob in blobs for row in decode_rows(blob)]
+            rows = [row for blob in blobs for row in decode_rows(load_blob(blob))]
             rows.sort(key=_sortkey)
             kept: list[Fragment] = []
             for row in rows:
@@ -177,7 +189,11 @@ class _ChunkRemaindersFn(_BodyWriterFn):
 
 
 class UsersToBodies(beam.PTransform):
-    """``(partition, rows_blob)`` → ``{'bodies': temp body paths, 'dead': duplicate dead letters}``."""
+    """``(partition, rows)`` → ``{'bodies': temp body paths, 'dead': duplicate dead letters}``.
+
+    ``rows`` is a blob from ``records.encode_rows``/``pack_rows`` or the path of a spill file
+    holding one; a partition may arrive as several elements.
+    """
 
     def __init__(self, spec: BodySpec, tmp_dir: str):
         super().__init__()
