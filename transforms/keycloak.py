@@ -1,0 +1,565 @@
+"""Keycloak realm exports → user rows: stream the ``users`` array, map, convert hashes, validate.
+
+Shape of the work (few, large elements; see ``transforms/records.py``)::
+
+    RealmSource per file ─ Reshuffle ─ ReadRealmFile ──► (partition, rows_blob or spill path)
+                                            │                   one per partition and ~20,000 users
+                                            └─► dead letters (sortkey, line)
+
+Each file is read by one worker with ijson's C backend straight from ``FileSystems.open``
+(local or gs://), so a 1 GB realm never sits in memory whole and the ``<realm>-users-N.json``
+files of a split export (``kc.sh export --users different_files``) are read in parallel.
+
+Which files to read is decided in the launcher by :func:`plan_realm_sources`, which accepts a
+single realm export, a multi-realm array (``realm_name`` picks one), or a directory / glob of a
+split export, and raises :class:`RealmInputError` (one line) when the input cannot be used.
+
+Example::
+
+    sources = plan_realm_sources("exports/", realm_name="acme")
+    result = pipeline | "ReadKeycloak" >> ReadKeycloakUsers(sources, KeycloakOptions(), 32, tmp_dir)
+    rows, dead = result["rows"], result["dead"]
+"""
+from __future__ import annotations
+
+import base64
+import collections
+import dataclasses
+import logging
+import os
+import re
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import apache_beam as beam
+import ijson
+import orjson
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from transforms.hashes import ConvertedHash, HashFailure, convert_credential
+from transforms.records import NAMESPACE, EncodedRow, dead_letter, encode_row, no_gc, pack_rows, partition_of
+from transforms.spill import write_spill
+from transforms.validate import (
+    MAX_METADATA_KEY,
+    MAX_METADATA_VALUE,
+    Reason,
+    ValidationOptions,
+    validate_user,
+)
+
+__all__ = [
+    "KeycloakOptions",
+    "MappedUser",
+    "Rejection",
+    "RealmSource",
+    "RealmInputError",
+    "ReadKeycloakUsers",
+    "plan_realm_sources",
+    "map_user",
+    "attribute_metadata",
+    "other_credential_types",
+    "iter_users",
+    "SOURCE",
+    "FILE_SOURCE",
+    "ON_UNSUPPORTED_HASH",
+    "DEAD_LETTER",
+    "IMPORT_WITHOUT_PASSWORD",
+    "CHUNK_USERS",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+SOURCE = "keycloak-user"
+# Dead letters about a file rather than a user (a syntax error ends the file), so that
+# "users read = written + dead-lettered users" stays exact.
+FILE_SOURCE = "keycloak-file"
+_DEAD = "dead"
+
+# Users read before the buffered rows are flushed as one blob per partition: large enough that
+# Beam moves few elements, small enough that a worker holds only a slice of a 1 GB realm.
+CHUNK_USERS = 20_000
+
+# --on-unsupported-hash choices.
+DEAD_LETTER, IMPORT_WITHOUT_PASSWORD = "dead-letter", "import-without-password"
+ON_UNSUPPORTED_HASH = (DEAD_LETTER, IMPORT_WITHOUT_PASSWORD)
+
+_PHONE_ATTRIBUTES = ("phoneNumber", "phone_number")
+_PHONE_VERIFIED_ATTRIBUTES = ("phoneNumberVerified", "phone_number_verified")
+_COUNTER_SAFE = re.compile(r"[^a-z0-9_-]+")
+# <realm>-realm.json and <realm>-users-<n>.json, as `kc.sh export --users different_files` names them.
+_SPLIT_NAME = re.compile(r"^(?P<realm>.+)-(?:realm|users-(?P<n>\d+))\.json(?:\.gz)?$")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_IJSON_BUF = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class KeycloakOptions:
+    """Mapping choices from the command line (all picklable, no clients)."""
+
+    include_disabled: bool = False
+    metadata: bool = False
+    on_unsupported_hash: str = DEAD_LETTER
+    validation: ValidationOptions = ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"))
+
+
+@dataclasses.dataclass(frozen=True)
+class RealmSource:
+    """One file to read: ``item`` is the realm's position in a multi-realm array, else None."""
+
+    index: int
+    path: str
+    item: int | None = None
+
+
+class RealmInputError(ValueError):
+    """The realm input cannot be used (missing, not JSON, no users, ambiguous realm); one line."""
+
+
+@dataclasses.dataclass
+class MappedUser:
+    """A user that passed mapping and validation, plus what the summary counts about it."""
+
+    entry: dict[str, Any]
+    metadata: list[dict[str, str]]
+    password: str | None  # hash algorithm label, None when imported without a password
+    federated: bool = False
+    dropped_hash: HashFailure | None = None  # set with --on-unsupported-hash=import-without-password
+    notes: list[str] = dataclasses.field(default_factory=list)
+    metadata_dropped: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Rejection:
+    reason: str
+    detail: str
+
+
+# --------------------------------------------------------------------------- pure functions
+
+
+def _text(record: Mapping[str, Any], key: str) -> str:
+    value = record.get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _first_attribute(attributes: Mapping[str, Any], names: Sequence[str]) -> str:
+    """Keycloak exports attributes as lists of strings; a hand-written file may use a string."""
+    for name in names:
+        value = attributes.get(name)
+        if isinstance(value, list):
+            value = next((v for v in value if isinstance(v, str) and v.strip()), None)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def attribute_metadata(attributes: Any) -> tuple[list[dict[str, str]], int]:
+    """``attributes`` → ``[{key, value(base64)}]`` and how many were dropped for ZITADEL's limits.
+
+    A single value is stored as its text, several values as a JSON list (Keycloak has no other
+    way to tell them apart, and a list round-trips). Empty attributes are skipped.
+    """
+    if not isinstance(attributes, Mapping):
+        return [], 0
+    entries: list[dict[str, str]] = []
+    dropped = 0
+    for key, value in attributes.items():
+        if isinstance(value, list):
+            if not value:
+                continue
+            value = value[0] if len(value) == 1 else value
+        if isinstance(value, str):
+            encoded = value.encode("utf-8", "surrogatepass")
+        else:
+            encoded = orjson.dumps(value)
+        if not key or len(key) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
+            dropped += 1
+            continue
+        entries.append({"key": key, "value": base64.b64encode(encoded).decode("ascii")})
+    return entries, dropped
+
+
+def _password_credential(credentials: Any) -> Mapping[str, Any] | None:
+    """The first credential of type ``password`` (what Keycloak itself checks at login)."""
+    if not isinstance(credentials, list):
+        return None
+    for credential in credentials:
+        if isinstance(credential, Mapping) and credential.get("type") == "password":
+            return credential
+    return None
+
+
+def other_credential_types(credentials: Any) -> list[str]:
+    """Counter-safe names of the non-password credentials (``otp``, ``webauthn``, ...)."""
+    if not isinstance(credentials, list):
+        return []
+    names = []
+    for credential in credentials:
+        if isinstance(credential, Mapping) and credential.get("type") != "password":
+            kind = credential.get("type")
+            name = _COUNTER_SAFE.sub("_", kind.lower())[:40] if isinstance(kind, str) and kind else "unknown"
+            names.append(name or "unknown")
+    return names
+
+
+def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
+    """One element of a realm's ``users`` array → a validated ``humanUsers`` entry, or why not.
+
+    Same mapping as ``zitadel-tools migrate keycloak`` for the fields it reads (FACTS.md §2),
+    plus name fallbacks, phone, preferred language, metadata and every password algorithm.
+    """
+    if not isinstance(user, Mapping):
+        return Rejection(Reason.NOT_AN_OBJECT, "user is not a JSON object")
+    if user.get("serviceAccountClientId"):
+        return Rejection(Reason.SERVICE_ACCOUNT, "service-account user of a client (a machine user)")
+    if user.get("enabled") is not True and not options.include_disabled:
+        # Keycloak imports a user without `enabled` as disabled, so a missing flag means disabled.
+        state = "disabled" if user.get("enabled") is False else "not marked enabled"
+        return Rejection(Reason.DISABLED, f"user is {state} in Keycloak (use --include-disabled to import anyway)")
+
+    user_name = _text(user, "username")
+    attributes = user.get("attributes") if isinstance(user.get("attributes"), Mapping) else {}
+    profile: dict[str, Any] = {
+        "firstName": _text(user, "firstName") or user_name,
+        "lastName": _text(user, "lastName") or user_name,
+    }
+    locale = _first_attribute(attributes, ("locale",))
+    if locale:
+        profile["preferredLanguage"] = locale
+    email = _text(user, "email")
+    verified = user.get("emailVerified") is True
+    body: dict[str, Any] = {
+        "userName": user_name,
+        "profile": profile,
+        # protojson omits false, like zitadel-tools' output.
+        "email": {"email": email, "isEmailVerified": True} if verified else {"email": email},
+    }
+    phone = _first_attribute(attributes, _PHONE_ATTRIBUTES)
+    if phone:
+        phone_verified = _first_attribute(attributes, _PHONE_VERIFIED_ATTRIBUTES).lower() == "true"
+        body["phone"] = {"phone": phone, "isPhoneVerified": True} if phone_verified else {"phone": phone}
+
+    federated = bool(user.get("federationLink"))
+    password: str | None = None
+    dropped_hash: HashFailure | None = None
+    credential = None if federated else _password_credential(user.get("credentials"))
+    if credential is not None:
+        converted = convert_credential(credential)
+        if isinstance(converted, ConvertedHash):
+            body["hashedPassword"] = {"value": converted.value}
+            password = converted.algorithm
+        elif options.on_unsupported_hash == IMPORT_WITHOUT_PASSWORD:
+            dropped_hash = converted
+        else:
+            return Rejection(converted.reason, converted.detail)
+
+    user_id = user.get("id")
+    # No id: the server assigns one. A non-string id goes to validation, which rejects it.
+    entry: dict[str, Any] = {"userId": user_id, "user": body} if user_id not in (None, "") else {"user": body}
+    result = validate_user(entry, options.validation)
+    if result.reason is not None:
+        return Rejection(result.reason, result.detail)
+    metadata, dropped = attribute_metadata(attributes) if options.metadata else ([], 0)
+    return MappedUser(entry, metadata, password, federated, dropped_hash, result.notes, dropped)
+
+
+# --------------------------------------------------------------------------- planning (launcher)
+
+
+def _open(path: str):
+    return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+
+
+def _first_line(err: BaseException) -> str:
+    # yajl's messages continue with a snippet of the input (which may hold hashes): keep line 1.
+    lines = str(err).strip().splitlines()
+    return lines[0][:200] if lines else type(err).__name__
+
+
+@dataclasses.dataclass
+class _TopLevel:
+    """What the launcher learns from the top of a file without reading its users."""
+
+    array: bool
+    has_users: bool = False
+    realm: str | None = None
+    realms: list[str] = dataclasses.field(default_factory=list)
+
+
+def _scan(path: str) -> _TopLevel:
+    """Read a realm file's top level up to its ``users`` array (Keycloak writes it before the
+    large ``clients`` section, and a users file has it second), or the realm names of an array."""
+    name = os.path.basename(path)
+    try:
+        with _open(path) as handle:
+            events = ijson.parse(handle, buf_size=64 * 1024)
+            try:
+                first = next(events, None)
+            except ijson.JSONError as err:
+                if "premature EOF" not in str(err):
+                    raise
+                first = None
+            if first is None:
+                raise RealmInputError(f"{name}: the file is empty")
+            if first[1] not in ("start_array", "start_map"):
+                raise RealmInputError(f"{name}: not a Keycloak realm export (expected a JSON object)")
+            if first[1] == "start_map":
+                top = _TopLevel(array=False)
+                expect_users = False
+                for prefix, event, value in events:
+                    if expect_users:
+                        top.has_users = event == "start_array"
+                        return top
+                    if prefix == "" and event == "map_key":
+                        expect_users = value == "users"
+                    elif prefix == "realm" and event == "string":
+                        top.realm = value
+                return top
+        # A multi-realm export: read again for the realm names (the C backend skips the rest).
+        # Keycloak writes `realm` in every realm, so the list lines up with the array items.
+        with _open(path) as handle:
+            realms = [r if isinstance(r, str) else "" for r in ijson.items(handle, "item.realm")]
+        return _TopLevel(array=True, has_users=True, realms=realms)
+    except ijson.JSONError as err:
+        raise RealmInputError(f"{name}: not valid JSON ({_first_line(err)})") from None
+    except (OSError, ValueError) as err:
+        if isinstance(err, RealmInputError):
+            raise
+        raise RealmInputError(f"cannot read {path}: {_first_line(err)}") from None
+
+
+def _match(pattern: str) -> list[str]:
+    try:
+        result = FileSystems.match([pattern])[0]
+    except Exception as err:  # Beam wraps every backend error in BeamIOError
+        raise RealmInputError(f"cannot read realm {pattern!r}: {_first_line(err)}") from None
+    return sorted(m.path for m in result.metadata_list if not m.path.endswith("/"))
+
+
+def _match_directory(directory: str) -> list[str]:
+    base = directory.rstrip("/")
+    return _match(base + "/*.json") + _match(base + "/*.json.gz")
+
+
+def _expand(realm: str) -> list[str]:
+    """A file, a directory (its ``*.json`` files) or a glob → the matched paths."""
+    if _GLOB_CHARS.search(realm):
+        paths = _match(realm)
+    elif realm.endswith("/") or (not realm.startswith("gs://") and os.path.isdir(realm)):
+        paths = _match_directory(realm)
+    else:
+        paths = _match(realm)
+        if not paths and realm.startswith("gs://"):
+            paths = _match_directory(realm)  # a gs:// "directory" given without '/'
+    if not paths:
+        raise RealmInputError(f"realm {realm!r}: no such file")
+    return paths
+
+
+def _sort_key(path: str) -> tuple[str, int, int, str]:
+    match = _SPLIT_NAME.match(os.path.basename(path))
+    if not match:
+        return ("", 0, 0, path)
+    users_n = match.group("n")
+    return (match.group("realm"), 1 if users_n is not None else 0, int(users_n or 0), path)
+
+
+def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmSource]:
+    """The files (and realms) to read for ``--realm``/``--realm-name``, in sort-key order.
+
+    Raises RealmInputError when nothing matches, a file is not a realm export, several realms
+    are present without ``realm_name``, or no file holds a ``users`` array.
+    """
+    paths = _expand(realm)
+    if len(paths) == 1:
+        match = _SPLIT_NAME.match(os.path.basename(paths[0]))
+        if match and match.group("n") is None:
+            # `<realm>-realm.json` given on its own: its users may sit next to it.
+            base = paths[0][: len(paths[0]) - len(os.path.basename(paths[0]))]
+            paths += _match(f"{base}{match.group('realm')}-users-*.json")
+    paths.sort(key=_sort_key)
+
+    candidates: list[tuple[str, int | None, str]] = []  # (path, array item, realm name)
+    without_users: list[str] = []
+    for path in paths:
+        top = _scan(path)
+        if top.array:
+            candidates += [(path, i, name) for i, name in enumerate(top.realms)]
+            continue
+        match = _SPLIT_NAME.match(os.path.basename(path))
+        name = top.realm or (match.group("realm") if match else "")
+        if top.has_users:
+            candidates.append((path, None, name))
+        else:
+            without_users.append(name)
+
+    names = sorted({name for _, _, name in candidates} | set(without_users))
+    if realm_name is not None:
+        if realm_name not in names:
+            raise RealmInputError(f"no realm named {realm_name!r} in {realm} (found: {', '.join(names) or 'none'})")
+        candidates = [c for c in candidates if c[2] == realm_name]
+    elif len(names) > 1:
+        raise RealmInputError(
+            f"{realm} holds several realms ({', '.join(n or '?' for n in names)}): choose one with --realm-name")
+    if not candidates:
+        raise RealmInputError(
+            f"{realm}: no \"users\" array (and no <realm>-users-N.json files of a split export)")
+    return [RealmSource(index, path, item) for index, (path, item, _) in enumerate(candidates)]
+
+
+# --------------------------------------------------------------------------- reading (workers)
+
+
+def _only_item(events: Iterable[tuple[str, str, Any]], item: int) -> Iterator[tuple[str, str, Any]]:
+    """The parse events of one realm of a multi-realm array (stops after it)."""
+    current = -1
+    for prefix, event, value in events:
+        if prefix == "item" and event == "start_map":
+            current += 1
+        if current == item:
+            yield prefix, event, value
+        elif current > item:
+            return
+
+
+def iter_users(source: RealmSource, handle) -> Iterator[Any]:
+    """Stream the users of ``source`` from an open binary ``handle``."""
+    if source.item is None:
+        return ijson.items(handle, "users.item", use_float=True, buf_size=_IJSON_BUF)
+    events = _only_item(ijson.parse(handle, buf_size=_IJSON_BUF), source.item)
+    return ijson.items(events, "item.users.item", use_float=True)
+
+
+class _ReadRealmFileFn(beam.DoFn):
+    """Stream one file's users; emit ``(partition, rows_blob)`` per partition every chunk."""
+
+    def __init__(self, options: KeycloakOptions, partitions: int, chunk_users: int, tmp_dir: str | None):
+        self._options = options
+        self._partitions = partitions
+        self._chunk = chunk_users
+        self._tmp_dir = tmp_dir
+
+    def process(self, source: RealmSource):
+        counts: collections.Counter[str] = collections.Counter()
+        parts: dict[int, list[EncodedRow]] = {}
+        position = 0
+        try:
+            # no_gc: many small dicts per chunk, and the cyclic GC would rescan them all.
+            with no_gc(), _open(source.path) as handle:
+                users = iter_users(source, handle)
+                while True:
+                    try:
+                        user = next(users)
+                    except StopIteration:
+                        break
+                    except (ijson.JSONError, ValueError) as err:  # ValueError: bad UTF-8, numbers
+                        # Nothing after a syntax error can be located reliably: one dead letter
+                        # for the rest of the file, and the run goes on with the other files.
+                        detail = (f"{os.path.basename(source.path)}: JSON syntax error after user {position} "
+                                  f"({_first_line(err)}); the rest of the file was not read")
+                        _LOGGER.error("%s", detail)
+                        counts["keycloak.unreadable_files"] += 1
+                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
+                            (source.index, position), Reason.UNREADABLE_INPUT, detail, FILE_SOURCE,
+                            {"file": source.path, "position": position}))
+                        break
+                    dead = self._one(user, (source.index, position), parts, counts)
+                    position += 1
+                    if dead is not None:
+                        yield beam.pvalue.TaggedOutput(_DEAD, dead)
+                    if position % self._chunk == 0:
+                        yield from self._flush(source, position, parts)
+            yield from self._flush(source, position, parts)
+        finally:
+            counts["keycloak.users_read"] += 0  # always reported, even for an empty realm
+            for name, value in counts.items():
+                Metrics.counter(NAMESPACE, name).inc(value)
+
+    def _one(self, user: Any, sortkey: tuple[int, int], parts: dict[int, list[EncodedRow]],
+             counts: collections.Counter[str]) -> tuple[tuple[int, int], bytes] | None:
+        counts["keycloak.users_read"] += 1
+        if isinstance(user, Mapping):
+            for kind in other_credential_types(user.get("credentials")):
+                counts[f"keycloak.other_credentials.{kind}"] += 1
+        mapped = map_user(user, self._options)
+        if isinstance(mapped, Rejection):
+            return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
+        try:
+            # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
+            # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
+            row = encode_row([list(sortkey), mapped.entry, mapped.metadata, user, SOURCE, []])
+        except orjson.JSONEncodeError as err:
+            return _dead_letter(sortkey, Reason.UNREADABLE_INPUT,
+                                f"user holds a value JSON output cannot carry ({_first_line(err)})", user)
+        if mapped.password is not None:
+            counts[f"keycloak.with_password.{mapped.password}"] += 1
+        else:
+            counts["keycloak.without_password"] += 1
+        if mapped.federated:
+            counts["keycloak.federated"] += 1
+        if mapped.dropped_hash is not None:
+            counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
+        for note in mapped.notes:
+            counts[f"notes.{note}"] += 1
+        if self._options.metadata:
+            counts["keycloak.metadata_entries"] += len(mapped.metadata)
+            counts["keycloak.metadata_dropped"] += mapped.metadata_dropped
+        key = mapped.entry.get("userId") or mapped.entry["user"]["userName"]
+        parts.setdefault(partition_of(key, self._partitions), []).append(row)
+        return None
+
+    def _flush(self, source: RealmSource, position: int,
+               parts: dict[int, list[EncodedRow]]) -> Iterator[tuple[int, bytes | str]]:
+        """One blob per partition (rows already encoded one by one in ``_one``), or the path of
+        its spill file. Names are deterministic, so a retried bundle overwrites its own files."""
+        for part, rows in parts.items():
+            blob = pack_rows(rows)
+            if self._tmp_dir is None:
+                yield part, blob
+            else:
+                name = f"keycloak-{source.index:05d}-{source.item or 0:03d}-{position:010d}-p{part:03d}.pkl"
+                yield part, write_spill(self._tmp_dir, name, blob)
+        parts.clear()
+
+
+def _dead_letter(sortkey: tuple[int, int], reason: str, detail: str, user: Any) -> tuple[tuple[int, int], bytes]:
+    try:
+        return dead_letter(sortkey, reason, detail, SOURCE, user)
+    except orjson.JSONEncodeError:
+        # The record itself cannot be written as JSON: point at it instead.
+        return dead_letter(sortkey, reason, detail, SOURCE, {"unencodable_record": True, "position": sortkey[1]})
+
+
+# --------------------------------------------------------------------------- PTransform
+
+
+class ReadKeycloakUsers(beam.PTransform):
+    """Realm files → ``{'rows': (partition, rows_blob), 'dead': (sortkey, line)}``.
+
+    ``sources`` come from :func:`plan_realm_sources` (run in the launcher, so a missing or
+    unusable realm fails before the pipeline starts). With ``tmp_dir``, each blob is written to
+    a spill file there and the element carries its path (``transforms/spill.py``), which keeps
+    the runner's memory small; without it, the blobs themselves are the elements.
+    """
+
+    def __init__(self, sources: Sequence[RealmSource], options: KeycloakOptions, partitions: int,
+                 tmp_dir: str | None = None, chunk_users: int = CHUNK_USERS):
+        super().__init__()
+        if options.on_unsupported_hash not in ON_UNSUPPORTED_HASH:
+            raise ValueError(f"on_unsupported_hash must be one of {', '.join(ON_UNSUPPORTED_HASH)}")
+        self._sources = list(sources)
+        self._options = options
+        self._partitions = partitions
+        self._chunk = chunk_users
+        self._tmp_dir = tmp_dir
+
+    def expand(self, pbegin):
+        read = (
+            pbegin
+            | "ListRealmFiles" >> beam.Create(self._sources)
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadRealmFiles" >> beam.ParDo(
+                _ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir)).with_outputs(_DEAD, main="rows")
+        )
+        return {"rows": read.rows, "dead": read[_DEAD]}
