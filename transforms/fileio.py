@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from typing import Any, Iterator, Sequence
 
 import orjson
@@ -81,6 +82,9 @@ def match_inputs(patterns: Sequence[str], first_index: int = 0, what: str = "inp
             raise FileNotFoundError(f"cannot read {what} {pattern!r}: {_first_line(err)}") from None
         metadata = sorted(result.metadata_list, key=lambda m: m.path)
         metadata = [m for m in metadata if not m.path.endswith("/")]
+        folders = [m.path for m in metadata if "://" not in m.path and os.path.isdir(m.path)]
+        if folders:
+            raise FileNotFoundError(f"{what} {pattern!r}: {folders[0]!r} is a directory, not a file")
         if not metadata:
             raise FileNotFoundError(f"{what} {pattern!r}: no such file")
         for m in metadata:

@@ -1,0 +1,69 @@
+"""Shared fixtures: the shared reference data and an in-process GCS emulator.
+
+The emulator is started once per session (Beam caches the credentials it finds per process, and
+each test gets a wiped storage with the bucket kept). Credentials: an authorized-user file whose
+token never expires, plus GOOGLE_CLOUD_PROJECT and NO_GCE_CHECK=true, so google-auth neither
+retries the credential look-up (~20 s) nor probes the GCE metadata address (FACTS.md §4).
+"""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"
+GCS_BUCKET = "zb-test"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` (reference inputs are read from there at test time, never copied)."""
+    if not (SHARED_DIR / "reference").is_dir():
+        pytest.skip(f"shared reference data not found at {SHARED_DIR / 'reference'}")
+    return SHARED_DIR
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def _gcs_server(tmp_path_factory):
+    server_module = pytest.importorskip("gcp_storage_emulator.server")
+    port = _free_port()
+    server = server_module.create_server("127.0.0.1", port, in_memory=True, default_bucket=GCS_BUCKET)
+    server.start()
+    creds = tmp_path_factory.mktemp("gcs") / "authorized_user.json"
+    creds.write_text(json.dumps({
+        "type": "authorized_user",
+        "client_id": "test.apps.googleusercontent.com",
+        "client_secret": "test",
+        "refresh_token": "test",
+        "token": "test-token",
+        "expiry": "2999-01-01T00:00:00Z",
+    }))
+    try:
+        yield server, f"http://127.0.0.1:{port}", creds
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def gcs_emulator(_gcs_server, monkeypatch):
+    """An empty bucket ``GCS_BUCKET`` on 127.0.0.1; yields a ``google.cloud.storage`` Bucket."""
+    server, host, creds = _gcs_server
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", host)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    from google.cloud import storage
+
+    client = storage.Client(project="test-project")
+    try:
+        yield client.bucket(GCS_BUCKET)
+    finally:
+        server.wipe(keep_buckets=True)

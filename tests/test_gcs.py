@@ -1,0 +1,96 @@
+"""gs:// round trip on gcp-storage-emulator (127.0.0.1) through Beam's FileSystems and the real
+google-cloud-storage client, with no credential wait (see tests/conftest.py)."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import time
+
+from pipeline.cli import main
+from transforms.validate import Reason
+
+B64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _hash(i: int) -> str:
+    return "$2b$10$" + B64[i % 64] + B64[(i // 64) % 64] + B64[:51]
+
+
+def _ndjson(records) -> bytes:
+    return b"".join((r if isinstance(r, bytes) else json.dumps(r).encode()) + b"\n" for r in records)
+
+
+def test_gcs_round_trip(gcs_emulator, capsys):
+    bucket = gcs_emulator
+    started = time.monotonic()
+    profiles = [{"user_id": f"auth0|{i}", "email": f"user{i}@example.com", "name": f"User {i}"} for i in range(11)]
+    passwords = [{"_id": {"$oid": str(i)}, "email": f"USER{i}@example.com", "passwordHash": _hash(i)} for i in range(10)]
+    passwords.append({"_id": {"$oid": "x"}, "email": "orphan@example.com", "passwordHash": _hash(99)})
+    # two profile files, one gzip-compressed, matched by a gs:// glob; passwords as a JSON array
+    bucket.blob("in/users-1.json").upload_from_string(_ndjson(profiles[:6] + [b"{broken"]))
+    bucket.blob("in/users-2.json.gz").upload_from_string(gzip.compress(_ndjson(profiles[6:])))
+    bucket.blob("in/passwords.json").upload_from_string(json.dumps(passwords))
+
+    rc = main(["migrate", "auth0", "--org=123", f"--users=gs://{bucket.name}/in/users-*",
+               f"--passwords=gs://{bucket.name}/in/passwords.json", f"--output=gs://{bucket.name}/out/importBody.json",
+               "--batch-size=4"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+
+    names = sorted(b.name for b in bucket.list_blobs(prefix="out/"))
+    manifest = json.loads(bucket.blob("out/importBody.manifest.json").download_as_bytes())
+    total = len(manifest["bodies"])
+    assert total >= 3
+    assert names == sorted(["out/importBody.manifest.json", "out/importBody.dead-letter.ndjson"]
+                           + [f"out/importBody-{i:05d}-of-{total:05d}.json" for i in range(1, total + 1)])
+    users = []
+    for body in manifest["bodies"]:
+        data = bucket.blob(f"out/{body['path']}").download_as_bytes()
+        assert hashlib.sha256(data).hexdigest() == body["sha256"]
+        humans = json.loads(data)["dataOrgs"]["orgs"][0]["humanUsers"]
+        assert len(humans) == body["users"] <= 4
+        users += humans
+    assert {u["userId"]: u["user"].get("hashedPassword", {}).get("value") for u in users} == {
+        **{f"auth0|{i}": _hash(i) for i in range(10)}, "auth0|10": None}
+
+    dead = [json.loads(line) for line in bucket.blob("out/importBody.dead-letter.ndjson").download_as_text().splitlines()]
+    assert sorted((d["source"], d["reason"]) for d in dead) == [
+        ("auth0-password", Reason.ORPHAN_PASSWORD), ("auth0-profile", Reason.MALFORMED_JSON)]
+    assert manifest["dead_letter"] == {"path": "importBody.dead-letter.ndjson", "count": 2}
+    counts = manifest["counts"]
+    assert counts["auth0.profiles_read"] == 12 == counts["users_written"] + 1
+    # no temporary objects left behind
+    assert not [b.name for b in bucket.list_blobs() if "zitadel-beam-tmp" in b.name]
+
+    elapsed = time.monotonic() - started
+    assert elapsed < 10, f"gs:// round trip took {elapsed:.1f}s: a credential look-up is waiting"
+
+
+def test_gcs_missing_input_is_one_error_line(gcs_emulator, capsys):
+    started = time.monotonic()
+    rc = main(["migrate", "auth0", "--org=1", f"--users=gs://{gcs_emulator.name}/nothing/users-*.json",
+               f"--passwords=gs://{gcs_emulator.name}/nothing/p.json", f"--output=gs://{gcs_emulator.name}/o.json"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("zitadel-beam: error: ") and "--users" in err, err
+    assert time.monotonic() - started < 10
+
+
+def test_gcs_unreachable_fails_fast(monkeypatch, tmp_path, capsys, _gcs_server):
+    # A closed port on loopback stands for "no emulator and no network": an early, clear error.
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    _, _, creds = _gcs_server
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    started = time.monotonic()
+    rc = main(["migrate", "auth0", "--org=1", "--users=gs://b/u.json", "--passwords=gs://b/p.json",
+               f"--output={tmp_path / 'o.json'}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Cloud Storage" in err, err
+    assert time.monotonic() - started < 10

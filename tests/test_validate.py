@@ -1,0 +1,247 @@
+"""The import API's request rules (transforms/validate.py) as table tests, no pipeline."""
+from __future__ import annotations
+
+import copy
+
+import bcrypt
+import pytest
+
+from transforms.validate import (
+    MAX_NAME,
+    Reason,
+    ValidationOptions,
+    base_language,
+    hash_problem,
+    valid_email,
+    validate_user,
+)
+
+OPTS = ValidationOptions()
+B64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+SALT_AND_HASH = (B64 * 2)[:53]
+
+
+def bcrypt_string(prefix: str = "2b", cost: str = "10", tail: str = SALT_AND_HASH) -> str:
+    return f"${prefix}${cost}${tail}"
+
+
+def entry(**changes) -> dict:
+    """A valid humanUsers entry; ``changes`` maps dotted paths to values (None deletes)."""
+    base = {
+        "userId": "auth0|1",
+        "user": {
+            "userName": "ann@example.com",
+            "profile": {"firstName": "Ann", "lastName": "Lee", "preferredLanguage": "en"},
+            "email": {"email": "ann@example.com", "isEmailVerified": True},
+            "phone": {"phone": "+4912345"},
+            "hashedPassword": {"value": bcrypt_string()},
+        },
+    }
+    for path, value in changes.items():
+        *parents, leaf = path.split("__")
+        node = base
+        for key in parents:
+            node = node[key]
+        if value is None:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return base
+
+
+# --------------------------------------------------------------------------- accepted users
+
+
+def test_valid_user_passes_unchanged():
+    user = entry()
+    before = copy.deepcopy(user)
+    result = validate_user(user, OPTS)
+    assert (result.reason, result.notes) == (None, [])
+    assert user == before
+
+
+@pytest.mark.parametrize("changes", [
+    {"userId": None},  # userId is optional for the import API
+    {"user__phone": None},
+    {"user__hashedPassword": None},
+    {"user__profile__preferredLanguage": None},
+    {"user__userName": "x" * MAX_NAME},
+    {"user__profile__firstName": "F" * MAX_NAME, "user__profile__lastName": "L" * MAX_NAME},
+    {"user__phone": {"phone": "+" + "1" * 49}},
+], ids=["no-user-id", "no-phone", "no-password", "no-language", "username-200", "names-200", "phone-50"])
+def test_edge_values_accepted(changes):
+    result = validate_user(entry(**changes), OPTS)
+    assert (result.reason, result.notes) == (None, [])
+
+
+# --------------------------------------------------------------------------- rejections
+
+
+@pytest.mark.parametrize("changes, reason", [
+    ({"userId": 123}, Reason.INVALID_USER_ID),
+    ({"userId": "u" * (MAX_NAME + 1)}, Reason.INVALID_USER_ID),
+    ({"user__userName": ""}, Reason.INVALID_USERNAME),
+    ({"user__userName": None}, Reason.INVALID_USERNAME),
+    ({"user__userName": "x" * (MAX_NAME + 1)}, Reason.INVALID_USERNAME),
+    ({"user__profile__firstName": ""}, Reason.INVALID_FIRST_NAME),
+    ({"user__profile__firstName": "F" * (MAX_NAME + 1)}, Reason.INVALID_FIRST_NAME),
+    ({"user__profile__lastName": None}, Reason.INVALID_LAST_NAME),
+    ({"user__profile__lastName": "L" * (MAX_NAME + 1)}, Reason.INVALID_LAST_NAME),
+    ({"user__email": None}, Reason.MISSING_EMAIL),
+    ({"user__email": {"email": ""}}, Reason.MISSING_EMAIL),
+    ({"user__email": {"email": "not-an-address"}}, Reason.INVALID_EMAIL),
+    ({"user__email": {"email": "ann@exa mple.com"}}, Reason.INVALID_EMAIL),
+    ({"user__email": {"email": ("a" * 65) + "@example.com"}}, Reason.INVALID_EMAIL),
+    ({"user__hashedPassword": {"value": "plain-text"}}, Reason.INVALID_HASH),
+    ({"user__hashedPassword": {"value": ""}}, Reason.INVALID_HASH),
+    ({"user__hashedPassword": {}}, Reason.INVALID_HASH),
+    ({"user__hashedPassword": {"value": bcrypt_string(cost="09")}}, Reason.BCRYPT_COST),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_rejections(changes, reason):
+    result = validate_user(entry(**changes), OPTS)
+    assert result.reason == reason
+    assert result.detail
+
+
+def test_first_problem_wins_in_field_order():
+    result = validate_user(entry(user__userName="", user__email={"email": "bad"}), OPTS)
+    assert result.reason == Reason.INVALID_USERNAME
+
+
+def test_hash_never_appears_in_detail():
+    secret = "$2b$10$" + "!" * 53
+    result = validate_user(entry(user__hashedPassword={"value": secret}), OPTS)
+    assert result.reason == Reason.INVALID_HASH
+    assert secret not in result.detail and "!!!" not in result.detail
+
+
+# --------------------------------------------------------------------------- bcrypt
+
+
+@pytest.mark.parametrize("value, expected", [
+    (bcrypt_string("2a"), None),
+    (bcrypt_string("2b"), None),
+    (bcrypt_string("2y"), None),
+    (bcrypt_string(cost="16"), None),
+    (bcrypt_string("2x"), Reason.INVALID_HASH),
+    (bcrypt_string("2"), Reason.INVALID_HASH),
+    (bcrypt_string(cost="1"), Reason.INVALID_HASH),  # cost must be two digits
+    (bcrypt_string(tail=SALT_AND_HASH[:-1]), Reason.INVALID_HASH),  # 52 characters
+    (bcrypt_string(tail=SALT_AND_HASH + "A"), Reason.INVALID_HASH),  # 54 characters
+    (bcrypt_string(tail=SALT_AND_HASH[:-1] + "+"), Reason.INVALID_HASH),  # not bcrypt base64
+    (bcrypt_string(cost="09"), Reason.BCRYPT_COST),
+    (bcrypt_string(cost="17"), Reason.BCRYPT_COST),
+    (bcrypt_string(cost="31"), Reason.BCRYPT_COST),
+    (None, Reason.INVALID_HASH),
+    (42, Reason.INVALID_HASH),
+    ("$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo", Reason.INVALID_HASH),  # not from Auth0
+    ("$pbkdf2-sha256$27500$c2FsdA==$aGFzaA==", Reason.INVALID_HASH),
+    ("$1$salt$hash", Reason.INVALID_HASH),
+], ids=lambda v: None if v is None or isinstance(v, str) and v.startswith("$") else repr(v)[:30])
+def test_hash_problem_bcrypt_pattern_and_cost(value, expected):
+    problem = hash_problem(value, OPTS)
+    assert (problem[0] if problem else None) == expected
+
+
+@pytest.mark.parametrize("cost, low, high, expected", [
+    ("04", 4, 31, None),
+    ("04", 10, 16, Reason.BCRYPT_COST),
+    ("10", 10, 10, None),
+    ("11", 10, 10, Reason.BCRYPT_COST),
+    ("31", 4, 31, None),
+])
+def test_bcrypt_cost_bounds_follow_options(cost, low, high, expected):
+    problem = hash_problem(bcrypt_string(cost=cost), ValidationOptions(low, high))
+    assert (problem[0] if problem else None) == expected
+
+
+def test_real_bcrypt_hashes_match_the_pattern():
+    for cost in (4, 10):
+        value = bcrypt.hashpw(b"correct horse", bcrypt.gensalt(cost)).decode()
+        assert hash_problem(value, ValidationOptions(4, 16)) is None
+
+
+def test_other_families_accepted_only_when_allowed():
+    opts = ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"))
+    assert hash_problem("$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo", opts) is None
+    assert hash_problem("$pbkdf2-sha256$27500$c2FsdA==$aGFzaA==", opts) is None
+    assert hash_problem("$argon2id$v=19$broken", opts)[0] == Reason.INVALID_HASH
+    assert hash_problem(bcrypt_string(), ValidationOptions(allowed_hash_families=("argon2",)))[0] == Reason.INVALID_HASH
+
+
+# --------------------------------------------------------------------------- dropped fields
+
+
+@pytest.mark.parametrize("phone", ["4912345", "", "+" + "1" * 50, None, 4912345])
+def test_bad_phone_dropped_and_noted(phone):
+    user = entry(user__phone={"phone": phone, "isPhoneVerified": True})
+    result = validate_user(user, OPTS)
+    assert (result.reason, result.notes) == (None, ["phone-dropped"])
+    assert "phone" not in user["user"]
+
+
+@pytest.mark.parametrize("language, kept", [
+    ("en", "en"),
+    ("fr-FR", "fr"),
+    ("en-u-rg-uszzzz", "en"),
+    ("pt_BR", "pt"),
+    ("DE", "de"),
+    ("zh-Hant-TW", "zh"),
+])
+def test_language_reduced_to_base(language, kept):
+    user = entry(user__profile__preferredLanguage=language)
+    result = validate_user(user, OPTS)
+    assert (result.reason, result.notes) == (None, [])
+    assert user["user"]["profile"]["preferredLanguage"] == kept
+
+
+@pytest.mark.parametrize("language", ["", "-", "123", "e", "abcdefghijk-x", "x-klingon", 7])
+def test_language_without_valid_base_dropped_and_noted(language):
+    user = entry(user__profile__preferredLanguage=language)
+    result = validate_user(user, OPTS)
+    assert (result.reason, result.notes) == (None, ["language-dropped"])
+    assert "preferredLanguage" not in user["user"]["profile"]
+
+
+def test_long_nickname_and_display_name_dropped():
+    user = entry(user__profile__nickName="n" * 201, user__profile__displayName="d" * 201)
+    result = validate_user(user, OPTS)
+    assert result.reason is None
+    assert sorted(result.notes) == ["displayname-dropped", "nickname-dropped"]
+    assert set(user["user"]["profile"]) == {"firstName", "lastName", "preferredLanguage"}
+
+
+def test_rejected_user_is_not_modified():
+    user = entry(user__userName="", user__phone={"phone": "123"})
+    before = copy.deepcopy(user)
+    assert validate_user(user, OPTS).reason == Reason.INVALID_USERNAME
+    assert user == before
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize("email, ok", [
+    ("ann@example.com", True),
+    ("Ann.Lee+tag@sub.example.co", True),
+    ("a@b", True),
+    ("", False),
+    ("ann", False),
+    ("ann@", False),
+    ("@example.com", False),
+    ("ann@-example.com", False),
+    ("ann@example..com", False),
+    ("a" * 64 + "@example.com", True),
+    ("a" * 65 + "@example.com", False),
+    ("a@" + ("b" * 63 + ".") * 4 + "com", False),  # over 254 characters
+])
+def test_valid_email(email, ok):
+    assert valid_email(email) is ok
+
+
+@pytest.mark.parametrize("locale, base", [
+    ("fr-FR", "fr"), ("en-u-rg-uszzzz", "en"), (" de ", "de"), ("und", "und"),
+    ("", None), (None, None), (5, None), ("1a", None),
+])
+def test_base_language(locale, base):
+    assert base_language(locale) == base
