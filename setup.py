@@ -22,6 +22,9 @@ REQUIRED = [
 
 TESTS = [
     "pytest>=8",
+    # The packaging test builds a wheel without build isolation (no download per run).
+    "setuptools>=61",
+    "wheel>=0.40",
     "gcp-storage-emulator>=2024.8.3",
     "argon2-cffi>=23.1",
 ]
