@@ -1,12 +1,14 @@
 """Benchmark: the Beam pipeline (through the CLI) against the plain single-process baseline.
 
     python benchmarks/run.py --users 100000 1000000 --repeat 3
-    python benchmarks/run.py --users 1000000 --modes single multi --repeat 3
+    python benchmarks/run.py --source keycloak --users 100000 1000000 --repeat 3
+    python benchmarks/run.py --users 5000000 --modes multi --no-baseline
 
-For each size it generates (once, cached under benchmarks/data/) a synthetic Auth0 export,
-then runs, interleaved so that machine noise hits all alike, ``--repeat`` times each:
+For each size it generates (once, cached under benchmarks/data/) a synthetic Auth0 export or
+Keycloak realm, then runs, interleaved so that machine noise hits all alike, ``--repeat`` times
+each:
 
-- ``baseline``: benchmarks/baseline_auth0.py, one process, orjson, no Beam;
+- ``baseline``: benchmarks/baseline_<source>.py, the plain single-process converter;
 - ``single``: ``zitadel-beam migrate auth0`` on the FnApiRunner, in-process;
 - ``multi``: the same with ``--direct_running_mode=multi_processing --direct_num_workers=2``.
 
@@ -81,38 +83,56 @@ def measure(cmd: list[str]) -> tuple[float, int, str]:
     return wall, peak[0] // 1024, out.decode()
 
 
-def ensure_data(n: int) -> str:
-    out = os.path.join(HERE, "data", f"auth0-{n}")
-    if not os.path.exists(os.path.join(out, "passwords.json")):
-        subprocess.run([PY, os.path.join(HERE, "gen_auth0.py"), "--users", str(n), "--out", out], check=True)
+def ensure_data(source: str, n: int) -> list[str]:
+    """The input files of a synthetic export of ``n`` users (generated once)."""
+    out = os.path.join(HERE, "data", f"{source}-{n}")
+    if source == "auth0":
+        files = [os.path.join(out, "users.json"), os.path.join(out, "passwords.json")]
+        generator = "gen_auth0.py"
+    else:
+        files = [os.path.join(out, "acme-realm.json")]
+        generator = "gen_keycloak.py"
+    if not all(os.path.exists(f) for f in files):
+        subprocess.run([PY, os.path.join(HERE, generator), "--users", str(n), "--out", out], check=True)
+    return files
+
+
+def commands(source: str, files: list[str], work: str, modes: list[str], baseline: bool) -> dict[str, list[str]]:
+    if source == "auth0":
+        inputs = [f"--users={files[0]}", f"--passwords={files[1]}"]
+    else:
+        inputs = [f"--realm={files[0]}"]
+    out: dict[str, list[str]] = {}
+    if baseline:
+        out["baseline"] = [PY, os.path.join(HERE, f"baseline_{source}.py"), "--org=123", *inputs,
+                           f"--output={work}/baseline/importBody.json"]
+    for mode in modes:
+        extra = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if mode == "multi" else []
+        out[mode] = [PY, "-m", "pipeline", "migrate", source, "--org=123", *inputs,
+                     f"--output={work}/{mode}/importBody.json", *extra]
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", choices=["auth0", "keycloak"], default="auth0")
     parser.add_argument("--users", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the baseline (it holds every record in memory: ~9 GB per 1M Auth0 users)")
     parser.add_argument("--modes", nargs="+", default=["single", "multi"], choices=["single", "multi"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results = []
     for n in args.users:
-        data = ensure_data(n)
-        users, passwords = os.path.join(data, "users.json"), os.path.join(data, "passwords.json")
-        size_mb = (os.path.getsize(users) + os.path.getsize(passwords)) / 2**20
-        work = os.path.join(HERE, "results", f"auth0-{n}")
-        commands = {
-            "baseline": [PY, os.path.join(HERE, "baseline_auth0.py"), "--org=123", f"--users={users}",
-                         f"--passwords={passwords}", f"--output={work}/baseline/importBody.json"],
-        }
-        for mode in args.modes:
-            extra = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if mode == "multi" else []
-            commands[mode] = [PY, "-m", "pipeline", "migrate", "auth0", "--org=123", f"--users={users}",
-                              f"--passwords={passwords}", f"--output={work}/{mode}/importBody.json", *extra]
-        runs: dict[str, list[tuple[float, int]]] = {name: [] for name in commands}
+        files = ensure_data(args.source, n)
+        size_mb = sum(os.path.getsize(f) for f in files) / 2**20
+        work = os.path.join(HERE, "results", f"{args.source}-{n}")
+        cmds = commands(args.source, files, work, args.modes, not args.no_baseline)
+        runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
         for _ in range(args.repeat):
-            for name, cmd in commands.items():
+            for name, cmd in cmds.items():
                 shutil.rmtree(os.path.join(work, name), ignore_errors=True)
                 wall, rss, out = measure(cmd)
                 runs[name].append((wall, rss))
@@ -122,16 +142,18 @@ def main() -> None:
                     with open(os.path.join(work, name, "importBody.manifest.json")) as handle:
                         digests[name] = [b["sha256"] for b in json.load(handle)["bodies"]]
                 print(f"  {n:>9,} {name:<8} {wall:7.1f} s {rss:7,} MiB", file=sys.stderr)
-        base_wall = statistics.median(w for w, _ in runs["baseline"])
-        base_rss = statistics.median(r for _, r in runs["baseline"])
-        print(f"\n{n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}:")
+        reference = "baseline" if "baseline" in runs else next(iter(runs))
+        base_wall = statistics.median(w for w, _ in runs[reference])
+        base_rss = statistics.median(r for _, r in runs[reference])
+        print(f"\n{args.source} {n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}; ratios to {reference}:")
         print(f"{'run':<10}{'wall s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}{'RSS ratio':>11}  same bodies")
         for name, values in runs.items():
             wall = statistics.median(w for w, _ in values)
             rss = statistics.median(r for _, r in values)
-            same = digests[name] == digests["baseline"]
+            same = digests[name] == digests[reference]
             print(f"{name:<10}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}")
-            results.append({"users": n, "run": name, "wall_s": round(wall, 2), "peak_rss_mib": rss,
+            results.append({"source": args.source, "users": n, "input_mb": round(size_mb), "run": name,
+                            "wall_s": round(wall, 2), "peak_rss_mib": rss, "reference": reference,
                             "wall_ratio": round(wall / base_wall, 3), "rss_ratio": round(rss / base_rss, 3),
                             "same_bodies": same, "walls": [round(w, 2) for w, _ in values]})
     if args.json:
