@@ -46,16 +46,6 @@ class BodySpec:
 Fragment = tuple[int, int, bytes, bytes, bool]
 
 
-@dataclasses.dataclass(frozen=True)
-class BodySpec:
-    """What every body of a run shares."""
-
-    org_id: str
-    timeout: str
-    batch_size: int
-    multiline: bool = False
-
-
 def to_fragment(row: list[Any]) -> Fragment:
     """A source row (see ``records``) → the fragment a body is built from."""
     encoded = encode_row(row)
