@@ -5,25 +5,46 @@ Example (local runner, bundled sample)::
     zitadel-beam migrate auth0 --org=123456789 --users=examples/auth0/users.json \\
         --passwords=examples/auth0/passwords.json --output=out/importBody.json
 
-Both files may be NDJSON, a JSON array or a multi-line stream of objects, gzip-compressed or
+Every file may be NDJSON, a JSON array or a multi-line stream of objects, gzip-compressed or
 not, and globs (``--users='export/users-*.json.gz'``); paths may be local or gs://.
+
+Profiles in Auth0's bulk-import schema carry their own ``custom_password_hash``; they need no
+password file::
+
+    zitadel-beam migrate auth0 --org=123456789 --users=bulk-import.json --passwords=none \
+        --mfa=mfa-export.ndjson --idp-map=google-oauth2=2873423 --idp-map=github=2873424
 """
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 from typing import Any, Mapping
 
 from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 
-__all__ = ["add_arguments", "run", "summary_lines", "invariant"]
+__all__ = ["add_arguments", "run", "summary_lines", "invariant", "parse_idp_map"]
+
+_LOGGER = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--users", default="./users.json",
-                        help="Auth0 profile export: path or glob, local or gs:// (default ./users.json)")
-    parser.add_argument("--passwords", default="./passwords.json",
-                        help="Auth0 password-hash export: path or glob (default ./passwords.json)")
+                        help="Auth0 profile export (Management API or bulk-import schema): path or glob, "
+                             "local or gs:// (default ./users.json)")
+    parser.add_argument("--passwords", default=None,
+                        help="Auth0 password-hash export: path or glob. Default: ./passwords.json when that "
+                             "file exists (zitadel-tools' default), else none. 'none' reads no password file "
+                             "(e.g. bulk-import profiles carrying custom_password_hash)")
+    parser.add_argument("--mfa", default=None,
+                        help="Auth0 MFA export (NDJSON or array; path or glob): OTP secrets become the users' "
+                             "otpCode (authenticator apps keep working); recovery codes cannot be imported and "
+                             "are counted")
+    parser.add_argument("--idp-map", action="append", default=[], metavar="PROVIDER=IDP_ID",
+                        help="link Auth0 identities of PROVIDER (e.g. google-oauth2, github, samlp) to the "
+                             "ZITADEL IdP with id IDP_ID (repeatable); identities of unmapped providers are "
+                             "counted per provider in the summary")
     parser.add_argument("--email-verified", action="store_true",
                         help="mark every e-mail verified (otherwise the source's email_verified is kept)")
     parser.add_argument("--include-blocked", action="store_true",
@@ -31,21 +52,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
 
 
+def parse_idp_map(values: list[str]) -> tuple[tuple[str, str], ...]:
+    """``["google-oauth2=123", ...]`` → ``(("google-oauth2", "123"), ...)``; ConfigError otherwise."""
+    mapping: dict[str, str] = {}
+    for value in values:
+        provider, sep, idp_id = value.partition("=")
+        provider, idp_id = provider.strip(), idp_id.strip()
+        if not sep or not provider or not idp_id or len(idp_id) > 200:
+            raise ConfigError(f"--idp-map {value!r}: expected PROVIDER=IDP_ID, e.g. google-oauth2=123456789")
+        if provider == "auth0":
+            raise ConfigError("--idp-map: 'auth0' identities are Auth0's own database (the password), not an IdP")
+        if mapping.get(provider, idp_id) != idp_id:
+            raise ConfigError(f"--idp-map: provider {provider!r} is mapped twice")
+        mapping[provider] = idp_id
+    return tuple(sorted(mapping.items()))
+
+
 def _count(counts: Mapping[str, int], prefix: str) -> int:
     return sum(v for k, v in counts.items() if k.startswith(prefix))
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
-    """profiles read = users written + profiles dead-lettered, and the same for password records."""
+    """profiles read = users written + profiles dead-lettered; password hashes read (records and
+    custom_password_hash) = used + dead-lettered; MFA records read = OTP secrets written + not
+    importable + dead-lettered."""
     profiles = counts.get("auth0.profiles_read", 0)
     written = counts.get("users_written", 0)
     dead_profiles = _count(counts, "dead_letter.auth0-profile.")
-    passwords = counts.get("auth0.passwords_read", 0)
+    passwords = counts.get("auth0.passwords_read", 0) + counts.get("auth0.custom_hashes_read", 0)
     with_pw = counts.get("users_with_password", 0)
-    dead_pw = _count(counts, "dead_letter.auth0-password.")
-    holds = profiles == written + dead_profiles and passwords == with_pw + dead_pw
+    dead_pw = _count(counts, "dead_letter.auth0-password.") + _count(counts, "dead_letter.auth0-custom-hash.")
+    mfa = counts.get("auth0.mfa_read", 0)
+    with_otp = counts.get("users_with_otp", 0)
+    not_importable = _count(counts, "auth0.mfa_not_importable.")
+    dead_mfa = _count(counts, "dead_letter.auth0-mfa.")
+    holds = (profiles == written + dead_profiles and passwords == with_pw + dead_pw
+             and mfa == with_otp + not_importable + dead_mfa)
     text = (f"profiles {profiles:,} = written {written:,} + dead-lettered {dead_profiles:,}; "
             f"password records {passwords:,} = used {with_pw:,} + dead-lettered {dead_pw:,}")
+    if mfa:
+        text += (f"; MFA records {mfa:,} = OTP written {with_otp:,} + not importable {not_importable:,}"
+                 f" + dead-lettered {dead_mfa:,}")
     return holds, text
 
 
@@ -55,6 +102,10 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     lines: list[tuple[str, Any]] = [
         ("profiles read", counts.get("auth0.profiles_read", 0)),
         ("password records read", counts.get("auth0.passwords_read", 0)),
+    ]
+    if counts.get("auth0.custom_hashes_read"):
+        lines.append(("custom_password_hash read (bulk-import profiles)", counts["auth0.custom_hashes_read"]))
+    lines += [
         ("users written", written),
         ("  with password", with_pw),
         ("  without password", written - with_pw),
@@ -62,6 +113,21 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
         ("phones dropped (not +..., or > 50 chars)", counts.get("notes.phone-dropped", 0)),
         ("languages dropped (no valid base language)", counts.get("notes.language-dropped", 0)),
     ]
+    if counts.get("auth0.mfa_read"):
+        lines.append(("MFA records read", counts["auth0.mfa_read"]))
+        lines.append(("  users written with OTP (otpCode)", counts.get("users_with_otp", 0)))
+        for name, value in sorted(counts.items()):
+            if name.startswith("auth0.mfa_not_importable."):
+                lines.append((f"  not importable: {name.split('.', 2)[2]}", value))
+    identities = {k: v for k, v in counts.items() if k.startswith("auth0.identities.")}
+    if identities:
+        lines.append(("identities (valid profiles)", sum(identities.values())))
+        lines.append(("  auth0 database (the password)", counts.get("auth0.identities.database", 0)))
+        for outcome, label in (("linked", "linked to IdP"), ("unmapped", "no --idp-map, not linked"),
+                               ("invalid", "no usable user_id, not linked")):
+            for name, value in sorted(identities.items()):
+                if name.startswith(f"auth0.identities.{outcome}."):
+                    lines.append((f"  {label}: {name.split('.', 3)[3]}", value))
     if counts.get("metadata_written") or counts.get("auth0.metadata_dropped"):
         lines.append(("metadata entries written", counts.get("metadata_written", 0)))
         lines.append(("metadata entries dropped (limits)", counts.get("auth0.metadata_dropped", 0)))
@@ -73,6 +139,15 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     return lines
 
 
+def _password_pattern(value: str | None) -> str | None:
+    """``--passwords``: None → ./passwords.json if present (zitadel-tools' default), 'none' → no file."""
+    if value is None:
+        return "./passwords.json" if os.path.exists("./passwords.json") else None
+    if value.strip().lower() in ("", "none"):
+        return None
+    return value
+
+
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms import fileio
     from transforms.auth0 import Auth0Options, ReadAuth0Users
@@ -80,23 +155,33 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.validate import ValidationOptions
 
     common = common_args(known_args)
-    patterns = {"--users": known_args.users, "--passwords": known_args.passwords}
+    idp_map = parse_idp_map(known_args.idp_map)
+    password_pattern = _password_pattern(known_args.passwords)
+    patterns = {"--users": known_args.users, "--passwords": password_pattern, "--mfa": known_args.mfa}
+    patterns = {flag: value for flag, value in patterns.items() if value}
     # Before matching: a gs:// match with Cloud Storage unreachable retries for ~120 s.
     check_gcs_reachable(list(patterns.values()) + [common.output] + ([common.dead_letter] if common.dead_letter else []))
     try:
         profiles = fileio.match_inputs([known_args.users], 0, "--users")
-        passwords = fileio.match_inputs([known_args.passwords], len(profiles), "--passwords")
+        passwords = (fileio.match_inputs([password_pattern], len(profiles), "--passwords")
+                     if password_pattern else [])
+        mfa = (fileio.match_inputs([known_args.mfa], len(profiles) + len(passwords), "--mfa")
+               if known_args.mfa else [])
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
+    if known_args.passwords is None and password_pattern is None:
+        _LOGGER.warning("no --passwords and no ./passwords.json: no password file: only bulk-import profiles' custom_password_hash can give users a "
+                        "password (--passwords=PATH to add one)")
     options = Auth0Options(
         email_verified=known_args.email_verified,
         include_blocked=known_args.include_blocked,
         metadata=common.metadata,
         validation=ValidationOptions(common.bcrypt_min_cost, common.bcrypt_max_cost, ("bcrypt",)),
+        idp_map=idp_map,
     )
 
     def add_source(pipeline, tmp_dir: str):
-        return pipeline | "ReadAuth0" >> ReadAuth0Users(profiles, passwords, options, NUM_PARTITIONS, tmp_dir)
+        return pipeline | "ReadAuth0" >> ReadAuth0Users(profiles, passwords, options, NUM_PARTITIONS, tmp_dir, mfa)
 
     return run_migration(
         source_name="auth0",

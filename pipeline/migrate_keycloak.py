@@ -40,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default="dead-letter",
                         help="what to do with a user whose password hash cannot be converted "
                              "(default dead-letter; import-without-password makes them set a new one)")
+    parser.add_argument("--allow-plaintext-passwords", action="store_true",
+                        help="import plaintext `value` password credentials as the user's password with "
+                             "passwordChangeRequired (default: dead-letter them as plaintext-password). "
+                             "ZITADEL's password complexity policy still applies on the server: a password "
+                             "it rejects fails that user's import")
     add_common_arguments(parser)
 
 
@@ -113,6 +118,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         include_disabled=known_args.include_disabled,
         metadata=common.metadata,
         on_unsupported_hash=known_args.on_unsupported_hash,
+        allow_plaintext_passwords=known_args.allow_plaintext_passwords,
         validation=ValidationOptions(common.bcrypt_min_cost, common.bcrypt_max_cost, ("bcrypt", "argon2", "pbkdf2")),
     )
 

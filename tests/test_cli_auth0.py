@@ -245,12 +245,16 @@ def test_synthetic_dead_letters_by_reason(synthetic_run):
 
 
 KEYCLOAK_ONLY = {Reason.UNSUPPORTED_HASH, Reason.PLAINTEXT_PASSWORD, Reason.DISABLED, Reason.SERVICE_ACCOUNT}
+# Codes only push's validation of foreign bodies produces (tests/test_push_bodies.py, test_validate.py).
+NOT_FROM_AUTH0 = {Reason.INVALID_PASSWORD, Reason.INVALID_IDP_LINK}
 
 
 def test_every_auth0_reason_code_is_exercised():
+    from test_auth0_mfa_idps import MFA_REASONS  # exercised by the --mfa samples there
+
     codes = {v for k, v in vars(Reason).items() if k.isupper()}
     covered = {reason for _, reason in EXPECTED_DEAD} | {Reason.UNREADABLE_INPUT}  # see test_unreadable_input
-    assert codes - KEYCLOAK_ONLY == covered
+    assert codes - KEYCLOAK_ONLY - NOT_FROM_AUTH0 == covered | MFA_REASONS
 
 
 def test_unreadable_input(tmp_path):

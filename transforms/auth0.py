@@ -12,6 +12,18 @@ JoinPartition only matches small tuples and splices the chosen hash into the enc
 partition is a stable hash of the e-mail trimmed and case-folded, so a profile and its password
 records always meet in the same partition and the join is linear in the input size.
 
+Shapes accepted without flags: password exports keyed ``_id`` or ``_ID`` (``$oid`` objects or
+plain strings), the ``"version":"1.1"`` layout (e-mail in ``identifiers[]``, ``last_password_reset``),
+Management API profiles with explicit nulls, and bulk-import profiles carrying their own
+``custom_password_hash`` (joined like a password record, source ``auth0-custom-hash``).
+
+With MFA files (``--mfa``), the OTP secrets are keyed by ``user_id``, not e-mail, so they take
+one more step to reach their profile's partition::
+
+    ParseUnits ─► routes: (hash(user_id), [(ROUTES, blob) from profiles, (MFA, blob) from MFA files])
+        ─ GroupByKey ─ RouteMfa ─► (e-mail partition, (MFA, blob)) ─┐ (into GroupPartitions)
+                          └─► dead letters (unknown-user)           │
+
 Example::
 
     result = (pipeline | 'ReadAuth0' >> ReadAuth0Users(profile_files, password_files, options))
@@ -19,6 +31,7 @@ Example::
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import pickle
@@ -32,14 +45,25 @@ from transforms import fileio
 from transforms.records import NAMESPACE, dead_letter, no_gc, pack_rows, partition_of, user_name_key
 from transforms.spill import load_blob, write_spill
 from transforms.auth0_mapping import (
+    counter_safe,
+    custom_password_hash,
+    idp_links,
     map_profile,
     metadata_entries,
     normalise_email,
     password_date,
     password_oid,
     pick_profile,
+    record_email,
 )
-from transforms.validate import Reason, ValidationOptions, hash_problem, validate_user
+from transforms.validate import (
+    Reason,
+    ValidationOptions,
+    hash_problem,
+    normalise_otp,
+    otp_problem,
+    validate_user,
+)
 
 __all__ = [
     "Auth0Options",
@@ -50,27 +74,43 @@ __all__ = [
     "password_oid",
     "password_date",
     "with_password",
+    "with_otp",
     "PROFILE_SOURCE",
     "PASSWORD_SOURCE",
+    "CUSTOM_HASH_SOURCE",
+    "MFA_SOURCE",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 
 PROFILE_SOURCE = "auth0-profile"
 PASSWORD_SOURCE = "auth0-password"
-PROFILES, PASSWORDS = 0, 1
-_SOURCES = {PROFILES: PROFILE_SOURCE, PASSWORDS: PASSWORD_SOURCE}
+CUSTOM_HASH_SOURCE = "auth0-custom-hash"
+MFA_SOURCE = "auth0-mfa"
+# Kinds of parsed items. CUSTOM_HASHES are the bulk-import schema's ``custom_password_hash``
+# (carried by a profile, joined like a password record, so that one accounting covers both);
+# ROUTES are ``user_id → partition`` items that take MFA records to their profile's partition.
+PROFILES, PASSWORDS, CUSTOM_HASHES, MFA, ROUTES = 0, 1, 2, 3, 4
+_SOURCES = {PROFILES: PROFILE_SOURCE, PASSWORDS: PASSWORD_SOURCE, CUSTOM_HASHES: CUSTOM_HASH_SOURCE,
+            MFA: MFA_SOURCE}
+_READ_COUNTERS = {PROFILES: "auth0.profiles_read", PASSWORDS: "auth0.passwords_read",
+                  CUSTOM_HASHES: "auth0.custom_hashes_read", MFA: "auth0.mfa_read"}
 _DEAD = "dead"
+_ROUTES = "routes"
 
 
 @dataclasses.dataclass(frozen=True)
 class Auth0Options:
-    """Mapping choices from the command line (all picklable, no clients)."""
+    """Mapping choices from the command line (all picklable, no clients).
+
+    ``idp_map``: ``(provider, ZITADEL IdP id)`` pairs from ``--idp-map``.
+    """
 
     email_verified: bool = False
     include_blocked: bool = False
     metadata: bool = False
     validation: ValidationOptions = ValidationOptions()
+    idp_map: tuple[tuple[str, str], ...] = ()
 
 
 def _counter(name: str):
@@ -94,33 +134,45 @@ class _PlanUnitsFn(beam.DoFn):
 #           notes, raw). ``problem`` is None or (reason, detail); a rejected profile is
 #           dead-lettered by the parse step and still sent (without entry) so that its password
 #           records are accounted for as ``profile-rejected`` instead of ``orphan-password``.
-# Password: (file_index, position, email_key, oid, date, hash, raw).
+# Password: (file_index, position, email_key, oid, date, hash, raw, kind, target): ``kind`` is
+#           PASSWORDS or CUSTOM_HASHES; ``target`` the sortkey of the profile carrying a custom
+#           hash (None for password records, which are matched by id and e-mail).
+# MFA (after routing): (file_index, position, target_file_index, target_position, secret, raw).
 _ProfileItem = tuple[int, int, str, str, str, Any, bytes, bytes, tuple, bytes]
-_PasswordItem = tuple[int, int, str, str, str, str, bytes]
+_PasswordItem = tuple[int, int, str, str, str, str, bytes, int, Any]
+_MfaItem = tuple[int, int, int, int, str, bytes]
 
 
 class _ParseUnitFn(beam.DoFn):
     """Parse, map and validate one unit; emit one ``(partition, (kind, blob))`` per partition.
 
     Everything that needs only one record happens here, in parallel over units: JSON parsing,
-    the zitadel-tools mapping, the import API's profile rules, the metadata. The join that
-    follows then only matches small tuples and splices the chosen hash into the encoded user.
+    the zitadel-tools mapping, the import API's profile rules, the metadata, the IdP links. The
+    join that follows then only matches small tuples and splices the chosen hash into the user.
+
+    With ``route_mfa``, profiles also emit ``(user_id partition, (ROUTES, blob))`` and MFA
+    records ``(user_id partition, (MFA, blob))`` on the ``routes`` output (see ``_RouteMfaFn``).
     """
 
-    def __init__(self, partitions: int, options: Auth0Options, tmp_dir: str):
+    def __init__(self, partitions: int, options: Auth0Options, tmp_dir: str, route_mfa: bool = False):
         self._partitions = partitions
         self._options = options
         self._tmp_dir = tmp_dir
+        self._route_mfa = route_mfa
 
     def setup(self):
-        self._read = {k: _counter(f"auth0.{_SOURCES[k].split('-')[1]}s_read") for k in _SOURCES}
+        self._read = {k: _counter(name) for k, name in _READ_COUNTERS.items()}
         self._metadata_dropped = _counter("auth0.metadata_dropped")
+        self._idp_map = dict(self._options.idp_map)
+        self._counts: collections.Counter[Any] = collections.Counter()
 
     def process(self, element: tuple[int, fileio.Unit]):
         kind, unit = element
         source = _SOURCES[kind]
-        parts: dict[int, list[tuple]] = {}
+        parts: dict[tuple[int, int], list[tuple]] = {}  # (kind, partition) → items
+        routes: dict[tuple[int, int], list[tuple]] = {}
         count = 0
+        self._counts.clear()
         with no_gc():
             for position, raw, value, error in fileio.read_unit(unit):
                 count += 1
@@ -136,31 +188,79 @@ class _ParseUnitFn(beam.DoFn):
                     continue
                 if raw is None:
                     raw = orjson.dumps(value)
-                email = normalise_email(value.get("email"))
+                if kind == MFA:
+                    problem = self._mfa(sortkey, value, raw, routes)
+                    if problem is not None:
+                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
+                            sortkey, problem[0], problem[1], source, orjson.Fragment(raw)))
+                    continue
                 if kind == PROFILES:
+                    email = normalise_email(value.get("email"))
                     item = self._profile(sortkey, email, value, raw)
+                    part = partition_of(email, self._partitions)
                     if item[5] is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
                             sortkey, item[5][0], item[5][1], source, orjson.Fragment(raw)))
+                    else:
+                        custom, _ = custom_password_hash(value)
+                        if custom is not None:
+                            self._read[CUSTOM_HASHES].inc()
+                            record = {"user_id": item[3], "email": value.get("email"),
+                                      "custom_password_hash": value["custom_password_hash"]}
+                            parts.setdefault((CUSTOM_HASHES, part), []).append(
+                                (sortkey[0], sortkey[1], email, "", "", custom, orjson.dumps(record),
+                                 CUSTOM_HASHES, sortkey))
+                    if self._route_mfa and item[3]:
+                        routes.setdefault((ROUTES, partition_of(item[3], self._partitions)), []).append(
+                            (item[3], part, sortkey[0], sortkey[1]))
                 else:
+                    email = record_email(value)
                     problem = _password_problem(value, email)
                     if problem is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
                             sortkey, problem[0], problem[1], source, orjson.Fragment(raw)))
                         continue
                     item = (sortkey[0], sortkey[1], email, password_oid(value), password_date(value),
-                            value["passwordHash"], raw)
-                parts.setdefault(partition_of(email, self._partitions), []).append(item)
+                            value["passwordHash"], raw, PASSWORDS, None)
+                    part = partition_of(email, self._partitions)
+                parts.setdefault((kind, part), []).append(item)
         self._read[kind].inc(count)
-        for part, items in parts.items():
-            name = f"parse-{kind}-{unit.index:06d}-{unit.start:013d}-p{part:03d}.pkl"
-            yield part, (kind, write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))
+        for key, value in self._counts.items():
+            if isinstance(key, tuple):  # an identity: (outcome, provider)
+                key = "auth0.identities.database" if key[0] == "database" else f"auth0.identities.{key[0]}.{key[1]}"
+            _counter(key).inc(value)
+        for (what, part), items in parts.items():
+            name = f"parse-{what}-{unit.index:06d}-{unit.start:013d}-p{part:03d}.pkl"
+            yield part, (what, write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))
+        for (what, part), items in routes.items():
+            name = f"route-{what}-{unit.index:06d}-{unit.start:013d}-p{part:03d}.pkl"
+            yield beam.pvalue.TaggedOutput(_ROUTES, (part, (what, write_spill(
+                self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))))
+
+    def _mfa(self, sortkey, record: dict[str, Any], raw: bytes, routes) -> tuple[str, str] | None:
+        """One Auth0 MFA export record: an OTP secret is routed to its user; other types counted."""
+        kind = record.get("type")
+        if kind != "otp":
+            # recovery-code (a bcrypt of a code ZITADEL cannot import), and anything newer.
+            self._counts[f"auth0.mfa_not_importable.{counter_safe(kind)}"] += 1
+            return None
+        user_id = record.get("user_id")
+        if not isinstance(user_id, str) or not user_id.strip():
+            return Reason.MISSING_USER_ID, "MFA record has no user_id"
+        problem = otp_problem(record.get("otp_secret"))
+        if problem is not None:
+            return problem
+        routes.setdefault((MFA, partition_of(user_id, self._partitions)), []).append(
+            (sortkey[0], sortkey[1], user_id, normalise_otp(record["otp_secret"]), raw))
+        return None
 
     def _profile(self, sortkey, email: str, profile: dict[str, Any], raw: bytes) -> _ProfileItem:
         opts = self._options
         user_id = profile.get("user_id") if isinstance(profile.get("user_id"), str) else ""
         problem = _profile_problem(profile, email, opts.include_blocked)
         entry_json, meta_json, notes, name_key = b"", b"", (), ""
+        if problem is None:
+            problem = custom_password_hash(profile)[1]
         if problem is None:
             entry = map_profile(profile, None, opts.email_verified)
             result = validate_user(entry, opts.validation)
@@ -169,6 +269,11 @@ class _ParseUnitFn(beam.DoFn):
             else:
                 notes = tuple(result.notes)
                 name_key = user_name_key(entry["user"]["userName"])
+                links, outcomes = idp_links(profile, self._idp_map)
+                for outcome in outcomes:
+                    self._counts[outcome] += 1
+                if links:
+                    entry["user"]["idps"] = links
                 entry_json = orjson.dumps(entry)
                 if opts.metadata:
                     metadata, dropped = metadata_entries(profile)
@@ -197,17 +302,71 @@ def _password_problem(record: dict[str, Any], email: str) -> tuple[str, str] | N
     return None
 
 
+def _with_user_fields(entry_json: bytes, fields: bytes) -> bytes:
+    """Append encoded ``,"key":value`` pairs as the last fields of ``user`` in an encoded entry
+    (``map_profile`` puts ``user`` last in the entry, so the entry ends with ``}}``)."""
+    return entry_json[:-2] + fields + b"}}"
+
+
 def with_password(entry_json: bytes, password_hash: str) -> bytes:
     """Append ``hashedPassword`` as the last field of ``user`` in an encoded entry.
 
     ``map_profile`` puts ``user`` last in the entry and ``hashedPassword`` last in the user, so
     this gives exactly the bytes of encoding the entry with the hash (tested against it).
     """
-    return entry_json[:-2] + b',"hashedPassword":{"value":' + orjson.dumps(password_hash) + b"}}}"
+    return _with_user_fields(entry_json, b',"hashedPassword":{"value":' + orjson.dumps(password_hash) + b"}")
+
+
+def with_otp(entry_json: bytes, secret: str) -> bytes:
+    """Append ``otpCode`` (a base32 TOTP secret) as the last field of ``user``."""
+    return _with_user_fields(entry_json, b',"otpCode":' + orjson.dumps(secret))
+
+
+class _RouteMfaFn(beam.DoFn):
+    """Take MFA records to the e-mail partition of the profile with their ``user_id``.
+
+    Why a routing step rather than a side input: an MFA export can hold a record per user (millions),
+    and a side input would be materialised in full on every worker. Here both sides are grouped by
+    a hash of ``user_id`` (profiles send ``(user_id, e-mail partition, sortkey)``, a few dozen bytes
+    each), so each worker holds one partition's slice, and the records then join their profile
+    in ``_JoinPartitionFn`` by its sortkey. The cost is one extra shuffle of small tuples.
+    """
+
+    def __init__(self, tmp_dir: str):
+        self._tmp_dir = tmp_dir
+
+    def process(self, element: tuple[int, Iterable[tuple[int, str]]]):
+        part, blobs = element
+        with no_gc():
+            routes: dict[str, tuple[int, int, int]] = {}  # user_id → (e-mail partition, file, position)
+            records: list[tuple] = []
+            for kind, spilled in blobs:
+                items = pickle.loads(load_blob(spilled))
+                if kind == MFA:
+                    records.extend(items)
+                    continue
+                for user_id, email_part, file_index, position in items:
+                    known = routes.get(user_id)
+                    # Several profiles with one user_id: the first in input order keeps the id.
+                    if known is None or (file_index, position) < known[1:]:
+                        routes[user_id] = (email_part, file_index, position)
+            records.sort(key=lambda r: (r[0], r[1]))
+            out: dict[int, list[_MfaItem]] = {}
+            for file_index, position, user_id, secret, raw in records:
+                target = routes.get(user_id)
+                if target is None:
+                    yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
+                        (file_index, position), Reason.UNKNOWN_USER, "no profile has this user_id",
+                        MFA_SOURCE, orjson.Fragment(raw)))
+                    continue
+                out.setdefault(target[0], []).append((file_index, position, target[1], target[2], secret, raw))
+        for email_part, items in out.items():
+            name = f"mfa-r{part:03d}-p{email_part:03d}.pkl"
+            yield email_part, (MFA, write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))
 
 
 class _JoinPartitionFn(beam.DoFn):
-    """Match the password records of one partition to their profiles; emit encoded rows."""
+    """Match the password records (and OTP secrets) of one partition to their profiles; emit rows."""
 
     def __init__(self, options: Auth0Options, tmp_dir: str):
         self._options = options
@@ -230,17 +389,30 @@ class _JoinPartitionFn(beam.DoFn):
     def _join(self, part: int, blobs: Iterable[tuple[int, bytes]]):
         profiles: list[_ProfileItem] = []
         passwords: list[_PasswordItem] = []
+        secrets: list[_MfaItem] = []
         for kind, spilled in blobs:
-            (profiles if kind == PROFILES else passwords).extend(pickle.loads(load_blob(spilled)))
+            items = pickle.loads(load_blob(spilled))
+            if kind == PROFILES:
+                profiles.extend(items)
+            elif kind == MFA:
+                secrets.extend(items)
+            else:
+                passwords.extend(items)
         profiles.sort(key=lambda r: (r[0], r[1]))
         passwords.sort(key=lambda r: (r[0], r[1]))
+        secrets.sort(key=lambda r: (r[0], r[1]))
 
         by_email: dict[str, list[int]] = {}
+        by_sortkey: dict[tuple[int, int], int] = {}
         for index, item in enumerate(profiles):
             by_email.setdefault(item[2], []).append(index)
+            by_sortkey[(item[0], item[1])] = index
 
         assigned: dict[int, list[_PasswordItem]] = {}
         for pw in passwords:
+            if pw[7] == CUSTOM_HASHES:  # carried by its profile: no matching needed
+                assigned.setdefault(by_sortkey[pw[8]], []).append(pw)
+                continue
             candidates = by_email.get(pw[2], [])
             choice = pick_profile(pw[3], [profiles[i][3] for i in candidates])
             if choice is None:
@@ -250,18 +422,28 @@ class _JoinPartitionFn(beam.DoFn):
                 yield _dl(pw, reason, detail, PASSWORDS, pw[6])
                 continue
             assigned.setdefault(candidates[choice], []).append(pw)
+        otps: dict[int, list[_MfaItem]] = {}
+        for otp in secrets:
+            otps.setdefault(by_sortkey[(otp[2], otp[3])], []).append(otp)
 
         rows = []
         for index, item in enumerate(profiles):
             chosen = None
             pws = assigned.get(index)
             if pws:
+                # The newest record wins; without dates, the later file (password exports are
+                # listed after profile files, so a password record beats a custom_password_hash).
                 pws.sort(key=lambda r: (r[4], r[0], r[1]))
                 chosen = pws[-1]
                 for older in pws[:-1]:
                     self._conflicts.inc()
-                    yield _dl(older, Reason.PASSWORD_SUPERSEDED, "a newer password record exists for this e-mail",
-                              PASSWORDS, older[6])
+                    yield _dl(older, Reason.PASSWORD_SUPERSEDED, "a newer password record exists for this user",
+                              older[7], older[6])
+            otp = None
+            if otps.get(index):
+                *older_otps, otp = otps[index]
+                for older in older_otps:
+                    yield _dl(older, Reason.OTP_SUPERSEDED, "a later OTP record exists for this user", MFA, older[5])
             problem = item[5]
             entry_json = item[6]
             if problem is None and chosen is not None:
@@ -273,15 +455,21 @@ class _JoinPartitionFn(beam.DoFn):
             if problem is not None:
                 if chosen is not None:
                     yield _dl(chosen, Reason.PROFILE_REJECTED, f"its profile was dead-lettered ({problem[0]})",
-                              PASSWORDS, chosen[6])
+                              chosen[7], chosen[6])
+                if otp is not None:
+                    yield _dl(otp, Reason.PROFILE_REJECTED, f"its profile was dead-lettered ({problem[0]})",
+                              MFA, otp[5])
                 continue
             for note in item[8]:
                 self._note(note)
-            companions = b""
+            companions = []
             if chosen is not None:
-                companions = orjson.dumps([[[chosen[0], chosen[1]], PASSWORD_SOURCE, orjson.Fragment(chosen[6])]])
+                companions.append([[chosen[0], chosen[1]], _SOURCES[chosen[7]], orjson.Fragment(chosen[6])])
+            if otp is not None:
+                entry_json = with_otp(entry_json, otp[4])
+                companions.append([[otp[0], otp[1]], MFA_SOURCE, orjson.Fragment(otp[5])])
             rows.append((item[0], item[1], item[3], item[4], entry_json, item[7], chosen is not None,
-                         PROFILE_SOURCE, item[9], companions))
+                         PROFILE_SOURCE, item[9], orjson.dumps(companions) if companions else b""))
         if rows:
             yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))
 
@@ -295,21 +483,25 @@ def _dl(item, reason: str, detail: str, kind: int, raw: bytes):
 
 
 class ReadAuth0Users(beam.PTransform):
-    """Auth0 profile + password files → ``{'rows': (partition, rows spill path), 'dead': dead letters}``.
+    """Auth0 profile + password (+ MFA) files → ``{'rows': (partition, rows spill path), 'dead': dead letters}``.
 
     Intermediate data goes to spill files under ``tmp_dir`` (see ``transforms/spill.py``).
 
-    ``profile_files`` and ``password_files`` come from ``fileio.match_inputs`` (run in the
-    launcher, so a missing file fails before the pipeline starts).
+    ``profile_files``, ``password_files`` and ``mfa_files`` come from ``fileio.match_inputs``
+    (run in the launcher, so a missing file fails before the pipeline starts). Without MFA
+    files, the routing step is not part of the pipeline.
     """
 
     def __init__(self, profile_files: Sequence[fileio.InputFile], password_files: Sequence[fileio.InputFile],
-                 options: Auth0Options, partitions: int, tmp_dir: str):
+                 options: Auth0Options, partitions: int, tmp_dir: str,
+                 mfa_files: Sequence[fileio.InputFile] = ()):
         super().__init__()
-        self._files = [(PROFILES, f) for f in profile_files] + [(PASSWORDS, f) for f in password_files]
+        self._files = ([(PROFILES, f) for f in profile_files] + [(PASSWORDS, f) for f in password_files]
+                       + [(MFA, f) for f in mfa_files])
         self._options = options
         self._partitions = partitions
         self._tmp_dir = tmp_dir
+        self._route_mfa = bool(mfa_files)
 
     def expand(self, pbegin):
         units = (
@@ -318,12 +510,22 @@ class ReadAuth0Users(beam.PTransform):
             | "PlanUnits" >> beam.ParDo(_PlanUnitsFn())
             | "SpreadUnits" >> beam.Reshuffle()
         )
-        parsed = units | "ParseUnits" >> beam.ParDo(_ParseUnitFn(self._partitions, self._options, self._tmp_dir)).with_outputs(
-            _DEAD, main="parts")
+        parsed = units | "ParseUnits" >> beam.ParDo(
+            _ParseUnitFn(self._partitions, self._options, self._tmp_dir, self._route_mfa)).with_outputs(
+            _DEAD, _ROUTES, main="parts")
+        parts, dead = parsed.parts, [parsed[_DEAD]]
+        if self._route_mfa:
+            routed = (
+                parsed[_ROUTES]
+                | "GroupByUserId" >> beam.GroupByKey()
+                | "RouteMfa" >> beam.ParDo(_RouteMfaFn(self._tmp_dir)).with_outputs(_DEAD, main="parts")
+            )
+            parts = (parts, routed.parts) | "WithMfa" >> beam.Flatten()
+            dead.append(routed[_DEAD])
         joined = (
-            parsed.parts
+            parts
             | "GroupPartitions" >> beam.GroupByKey()
             | "JoinPartitions" >> beam.ParDo(_JoinPartitionFn(self._options, self._tmp_dir)).with_outputs(_DEAD, main="rows")
         )
-        dead = (parsed[_DEAD], joined[_DEAD]) | "MergeDeadLetters" >> beam.Flatten()
+        dead = tuple(dead) + (joined[_DEAD],) | "MergeDeadLetters" >> beam.Flatten()
         return {"rows": joined.rows, "dead": dead}

@@ -12,6 +12,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import orjson
@@ -25,14 +26,119 @@ __all__ = [
     "password_oid",
     "password_date",
     "pick_profile",
+    "record_email",
+    "custom_password_hash",
+    "idp_links",
+    "counter_safe",
+    "DATABASE_PROVIDER",
 ]
 
-
+# The provider of Auth0's own database connections: that identity is the password, not an IdP.
+DATABASE_PROVIDER = "auth0"
+_COUNTER_SAFE = re.compile(r"[^a-z0-9_-]+")
 
 
 def normalise_email(value: Any) -> str:
     """The join key: the e-mail trimmed and case-folded ('' when there is none)."""
     return value.strip().casefold() if isinstance(value, str) else ""
+
+
+def record_email(record: dict[str, Any]) -> str:
+    """The join key of a password record: ``email``, else the ``email`` entry of ``identifiers[]``
+    (the ``"version":"1.1"`` password-export layout), trimmed and case-folded."""
+    email = normalise_email(record.get("email"))
+    if email:
+        return email
+    identifiers = record.get("identifiers")
+    if isinstance(identifiers, list):
+        for ident in identifiers:
+            if isinstance(ident, dict) and ident.get("type") == "email":
+                email = normalise_email(ident.get("value"))
+                if email:
+                    return email
+    return ""
+
+
+_SAFE_NAMES: dict[str, str] = {}
+
+
+def counter_safe(name: Any) -> str:
+    """A provider or MFA type as a counter-name part (lower case, ``[a-z0-9_-]``, at most 40)."""
+    if not isinstance(name, str):
+        return "unknown"
+    safe = _SAFE_NAMES.get(name)
+    if safe is None:  # a handful of distinct providers per tenant: remember them
+        safe = _COUNTER_SAFE.sub("_", name.strip().lower())[:40] or "unknown"
+        if len(_SAFE_NAMES) < 10_000:
+            _SAFE_NAMES[name] = safe
+    return safe
+
+
+def custom_password_hash(profile: dict[str, Any]) -> tuple[str | None, tuple[str, str] | None]:
+    """Auth0's bulk-import ``custom_password_hash`` → ``(hash, None)``, ``(None, problem)`` or
+    ``(None, None)`` when the profile carries none.
+
+    Only ``algorithm: bcrypt`` can be imported (its ``hash.value`` is the MCF string the server
+    verifies); Auth0's other algorithms (md5, sha*, hmac, pbkdf2 in Auth0's own PHC variant,
+    argon2, scrypt, ldap) are reported as ``unsupported-hash``.
+    """
+    block = profile.get("custom_password_hash")
+    if block is None:
+        return None, None
+    from transforms.validate import Reason
+
+    if not isinstance(block, dict):
+        return None, (Reason.UNSUPPORTED_HASH, "custom_password_hash is not an object")
+    algorithm = block.get("algorithm")
+    if not isinstance(algorithm, str) or algorithm.strip().lower() != "bcrypt":
+        shown = algorithm[:40] if isinstance(algorithm, str) and algorithm.isprintable() else "?"
+        return None, (Reason.UNSUPPORTED_HASH,
+                      f"custom_password_hash algorithm {shown!r} cannot be imported (bcrypt only)")
+    value = block.get("hash")
+    value = value.get("value") if isinstance(value, dict) else value
+    if not isinstance(value, str) or not value:
+        return None, (Reason.MISSING_PASSWORD_HASH, "custom_password_hash has no hash.value")
+    return value, None
+
+
+def idp_links(profile: dict[str, Any], idp_map: dict[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+    """``identities[]`` → ZITADEL ``idps`` links for the providers in ``idp_map``.
+
+    Returns the links and one ``(outcome, provider)`` per identity, outcome being ``linked``,
+    ``database`` (Auth0's own database: that identity is the password), ``unmapped`` (no
+    ``--idp-map`` for the provider) or ``invalid`` (no usable ``user_id``).
+    """
+    identities = profile.get("identities")
+    if not isinstance(identities, list):
+        return [], []
+    links: list[dict[str, str]] = []
+    outcomes: list[tuple[str, str]] = []
+    for identity in identities:
+        if not isinstance(identity, dict):
+            outcomes.append(("invalid", "unknown"))
+            continue
+        provider = identity.get("provider")
+        if provider == DATABASE_PROVIDER:
+            outcomes.append(("database", DATABASE_PROVIDER))
+            continue
+        provider = provider if isinstance(provider, str) else ""
+        name = counter_safe(provider)
+        config_id = idp_map.get(provider)
+        if config_id is None:
+            outcomes.append(("unmapped", name))
+            continue
+        external = identity.get("user_id")
+        if isinstance(external, (int, float)) and not isinstance(external, bool):
+            external = str(int(external))  # some exports write numeric GitHub ids
+        if not isinstance(external, str) or not external.strip() or len(external) > 200:
+            outcomes.append(("invalid", name))
+            continue
+        data = identity.get("profileData") if isinstance(identity.get("profileData"), dict) else {}
+        display = (_text(data, "email") or _text(data, "name") or _text(profile, "email")
+                   or _text(profile, "username") or external)
+        links.append({"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]})
+        outcomes.append(("linked", name))
+    return links, outcomes
 
 
 def _text(record: dict[str, Any], key: str) -> str:

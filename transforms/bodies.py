@@ -132,6 +132,7 @@ class _BodyWriterFn(beam.DoFn):
         self._with_pw = Metrics.counter(NAMESPACE, "users_with_password")
         self._metadata = Metrics.counter(NAMESPACE, "metadata_written")
         self._bodies = Metrics.counter(NAMESPACE, "bodies_written")
+        self._with_otp = Metrics.counter(NAMESPACE, "users_with_otp")
 
     def _write(self, fragments: list[Fragment]) -> str:
         from apache_beam.io.filesystems import FileSystems
@@ -146,6 +147,8 @@ class _BodyWriterFn(beam.DoFn):
         self._with_pw.inc(sum(1 for f in fragments if f[4]))
         self._metadata.inc(sum(f[3].count(b'"id":') for f in fragments if f[3]))
         self._bodies.inc()
+        # An unescaped '"otpCode":' can only be the key (quotes inside strings are escaped).
+        self._with_otp.inc(sum(1 for f in fragments if b'"otpCode":' in f[2]))
         return path
 
 

@@ -194,6 +194,15 @@ def _json_part(credential: Mapping[str, Any], key: str) -> dict[str, Any] | Hash
     return parsed
 
 
+def plaintext_value(credential: Any) -> str | None:
+    """The cleartext of a ``{"type": "password", "value": "..."}`` credential (one a realm file
+    hands Keycloak to hash on import), or None when the credential is not one."""
+    if not isinstance(credential, Mapping) or "secretData" in credential or "hashedSaltedValue" in credential:
+        return None
+    value = credential.get("value")
+    return value if isinstance(value, str) and value else None
+
+
 def convert_credential(credential: Mapping[str, Any]) -> ConvertedHash | HashFailure:
     """One Keycloak ``password`` credential → the hash string to import, or why not."""
     if not isinstance(credential, Mapping):

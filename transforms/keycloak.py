@@ -37,7 +37,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from transforms.hashes import ConvertedHash, HashFailure, convert_credential
+from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
 from transforms.records import NAMESPACE, EncodedRow, dead_letter, encode_row, no_gc, pack_rows, partition_of
 from transforms.spill import write_spill
 from transforms.validate import (
@@ -100,6 +100,9 @@ class KeycloakOptions:
     include_disabled: bool = False
     metadata: bool = False
     on_unsupported_hash: str = DEAD_LETTER
+    # Import a plaintext `value` credential as `password` + `passwordChangeRequired` (the
+    # server's password complexity policy applies); otherwise it is dead-lettered.
+    allow_plaintext_passwords: bool = False
     validation: ValidationOptions = ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"))
 
 
@@ -249,6 +252,14 @@ def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
         if isinstance(converted, ConvertedHash):
             body["hashedPassword"] = {"value": converted.value}
             password = converted.algorithm
+        elif converted.reason == Reason.PLAINTEXT_PASSWORD and options.allow_plaintext_passwords:
+            plaintext = plaintext_value(credential)
+            if plaintext is None:
+                return Rejection(Reason.INVALID_PASSWORD, "plaintext password credential value is empty")
+            # A password that sat in a file in clear text: the user must choose a new one.
+            body["password"] = plaintext
+            body["passwordChangeRequired"] = True
+            password = "plaintext"
         elif options.on_unsupported_hash == IMPORT_WITHOUT_PASSWORD:
             dropped_hash = converted
         else:

@@ -91,7 +91,7 @@ def encode_row(row: list[Any]) -> EncodedRow:
     meta = orjson.dumps([{"id": user_id, **item} for item in metadata])[1:-1] if metadata else b""
     return (
         sortkey[0], sortkey[1], user_id, user_name_key(entry["user"].get("userName")),
-        orjson.dumps(entry), meta, "hashedPassword" in entry["user"], source,
+        orjson.dumps(entry), meta, "hashedPassword" in entry["user"] or "password" in entry["user"], source,
         orjson.dumps(record), orjson.dumps(companions) if companions else b"",
     )
 

@@ -29,6 +29,9 @@ __all__ = [
     "valid_email",
     "base_language",
     "MAX_NAME",
+    "otp_problem",
+    "normalise_otp",
+    "idp_link_problem",
 ]
 
 MAX_NAME = 200
@@ -66,6 +69,12 @@ class Reason:
     PLAINTEXT_PASSWORD = "plaintext-password"
     DISABLED = "disabled"
     SERVICE_ACCOUNT = "service-account"
+    # Real-world inputs, MFA and identities (issue 7).
+    INVALID_PASSWORD = "invalid-password"
+    INVALID_OTP_SECRET = "invalid-otp-secret"
+    OTP_SUPERSEDED = "otp-superseded"
+    UNKNOWN_USER = "unknown-user"
+    INVALID_IDP_LINK = "invalid-idp-link"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +83,8 @@ class ValidationOptions:
 
     bcrypt_min_cost: int = 10
     bcrypt_max_cost: int = 16
-    # Hash families a source may produce; bcrypt is the only one Auth0 exports.
+    # Hash families a source may produce; bcrypt is the only one Auth0 exports. "other" admits
+    # the remaining formats the server verifies (scrypt, md5crypt, sha2 crypt, phpass): push only.
     allowed_hash_families: tuple[str, ...] = ("bcrypt",)
 
 
@@ -100,6 +110,12 @@ _PBKDF2_RE = re.compile(
     r"^\$pbkdf2(?:-sha(?:1|224|256|384|512))?\$\d+\$[A-Za-z0-9+/.=]+\$[A-Za-z0-9+/.=]+$"
 )
 _LANGUAGE_RE = re.compile(r"^[a-zA-Z]{2,8}$")
+# Other formats passwap verifies (FACTS.md §1), accepted only where a source allows "other":
+# scrypt, md5crypt, sha256/sha512 crypt, phpass.
+_OTHER_HASH_RE = re.compile(r"^(?:\$scrypt\$\S+|\$1\$\S+|\$[56]\$\S+|\$[PH]\$\S{31})$")
+# An RFC 4648 base32 TOTP secret (Auth0's otp_secret, ZITADEL's otpCode), padding optional.
+_BASE32_RE = re.compile(r"^[A-Z2-7]{16,128}=*$")
+MAX_PASSWORD = 200
 
 
 def valid_email(email: str) -> bool:
@@ -147,9 +163,36 @@ def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
     if value.startswith("$pbkdf2") and "pbkdf2" in opts.allowed_hash_families:
         return None if _PBKDF2_RE.match(value) else (
             Reason.INVALID_HASH, "not a well-formed pbkdf2 MCF string")
+    if "other" in opts.allowed_hash_families and _OTHER_HASH_RE.match(value):
+        return None
     prefix = value.split("$")[1] if value.startswith("$") and value.count("$") > 1 else ""
     label = f"'${prefix}$' hashes" if prefix and len(prefix) <= 20 else "this hash format"
     return Reason.INVALID_HASH, f"{label} cannot be imported from this source"
+
+
+def otp_problem(value: Any) -> tuple[str, str] | None:
+    """``(reason, detail)`` when ``value`` is not a base32 TOTP secret (the detail omits it)."""
+    if not isinstance(value, str) or not _BASE32_RE.match(value.strip().upper().replace(" ", "")):
+        return Reason.INVALID_OTP_SECRET, "OTP secret is not base32 (16-128 characters of A-Z, 2-7)"
+    return None
+
+
+def normalise_otp(value: str) -> str:
+    """Authenticator apps show secrets in groups and lower case; the server wants plain base32."""
+    return value.strip().upper().replace(" ", "")
+
+
+def idp_link_problem(link: Any) -> tuple[str, str] | None:
+    if not isinstance(link, dict):
+        return Reason.INVALID_IDP_LINK, "idps entry is not an object"
+    for key in ("configId", "externalUserId"):
+        value = link.get(key)
+        if not isinstance(value, str) or not value or len(value) > MAX_NAME:
+            return Reason.INVALID_IDP_LINK, f"idps entry {key} is not a string of 1-{MAX_NAME} characters"
+    display = link.get("displayName")
+    if display is not None and (not isinstance(display, str) or len(display) > MAX_NAME):
+        return Reason.INVALID_IDP_LINK, f"idps entry displayName is not a string of at most {MAX_NAME} characters"
+    return None
 
 
 def _check_len(value: Any, what: str, reason: str) -> tuple[str, str] | None:
@@ -183,7 +226,24 @@ def validate_user(entry: dict[str, Any], opts: ValidationOptions) -> ValidationR
         elif not valid_email(email):
             problem = Reason.INVALID_EMAIL, f"'{email}' is not a valid e-mail address"
     if problem is None and "hashedPassword" in user:
-        problem = hash_problem(user["hashedPassword"].get("value"), opts)
+        hashed = user["hashedPassword"]
+        problem = hash_problem(hashed.get("value") if isinstance(hashed, dict) else None, opts)
+    if problem is None and "password" in user:
+        # A plaintext password (Keycloak --allow-plaintext-passwords, hand-written bodies): the
+        # server applies its password complexity policy, which cannot be checked here.
+        password = user["password"]
+        if "hashedPassword" in user:
+            problem = Reason.INVALID_PASSWORD, "both password and hashedPassword are set"
+        elif not isinstance(password, str) or not password or len(password) > MAX_PASSWORD:
+            problem = Reason.INVALID_PASSWORD, f"password is not a string of 1-{MAX_PASSWORD} characters"
+    if problem is None and "otpCode" in user:
+        problem = otp_problem(user["otpCode"])
+    if problem is None and "idps" in user:
+        links = user["idps"]
+        if not isinstance(links, list):
+            problem = Reason.INVALID_IDP_LINK, "idps is not a list"
+        else:
+            problem = next((p for p in map(idp_link_problem, links) if p is not None), None)
     if problem is not None:
         result.reason, result.detail = problem
         return result
