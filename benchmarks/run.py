@@ -83,18 +83,35 @@ def measure(cmd: list[str]) -> tuple[float, int, str]:
     return wall, peak[0] // 1024, out.decode()
 
 
-def ensure_data(source: str, n: int) -> list[str]:
-    """The input files of a synthetic export of ``n`` users (generated once)."""
-    out = os.path.join(HERE, "data", f"{source}-{n}")
+def ensure_data(source: str, n: int, split: int = 0) -> list[str]:
+    """The input files of a synthetic export of ``n`` users (generated once).
+
+    For a split Keycloak export the one "file" returned is the export directory.
+    """
     if source == "auth0":
+        out = os.path.join(HERE, "data", f"auth0-{n}")
         files = [os.path.join(out, "users.json"), os.path.join(out, "passwords.json")]
-        generator = "gen_auth0.py"
-    else:
-        files = [os.path.join(out, "acme-realm.json")]
-        generator = "gen_keycloak.py"
-    if not all(os.path.exists(f) for f in files):
-        subprocess.run([PY, os.path.join(HERE, generator), "--users", str(n), "--out", out], check=True)
-    return files
+        generate = [PY, os.path.join(HERE, "gen_auth0.py"), "--users", str(n), "--out", out]
+        if not all(os.path.exists(f) for f in files):
+            subprocess.run(generate, check=True)
+        return files
+    out = os.path.join(HERE, "data", f"keycloak-split{split}-{n}" if split else f"keycloak-{n}")
+    generate = [PY, os.path.join(HERE, "gen_keycloak.py"), "--users", str(n), "--out", out]
+    if split:
+        generate += ["--split", str(split)]
+    if not os.path.exists(os.path.join(out, "acme-realm.json")):
+        subprocess.run(generate, check=True)
+    return [out] if split else [os.path.join(out, "acme-realm.json")]
+
+
+def input_size(files: list[str]) -> int:
+    total = 0
+    for path in files:
+        if os.path.isdir(path):
+            total += sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+        else:
+            total += os.path.getsize(path)
+    return total
 
 
 def commands(source: str, files: list[str], work: str, modes: list[str], baseline: bool) -> dict[str, list[str]]:
@@ -117,6 +134,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", choices=["auth0", "keycloak"], default="auth0")
     parser.add_argument("--users", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--split", type=int, default=0,
+                        help="keycloak: a split export with this many users per file (no baseline)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the baseline (it holds every record in memory: ~9 GB per 1M Auth0 users)")
     parser.add_argument("--modes", nargs="+", default=["single", "multi"], choices=["single", "multi"])
@@ -125,10 +144,10 @@ def main() -> None:
     args = parser.parse_args()
     results = []
     for n in args.users:
-        files = ensure_data(args.source, n)
-        size_mb = sum(os.path.getsize(f) for f in files) / 2**20
+        files = ensure_data(args.source, n, args.split)
+        size_mb = input_size(files) / 2**20
         work = os.path.join(HERE, "results", f"{args.source}-{n}")
-        cmds = commands(args.source, files, work, args.modes, not args.no_baseline)
+        cmds = commands(args.source, files, work, args.modes, not (args.no_baseline or args.split))
         runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
         for _ in range(args.repeat):
@@ -145,14 +164,15 @@ def main() -> None:
         reference = "baseline" if "baseline" in runs else next(iter(runs))
         base_wall = statistics.median(w for w, _ in runs[reference])
         base_rss = statistics.median(r for _, r in runs[reference])
-        print(f"\n{args.source} {n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}; ratios to {reference}:")
+        label = f"{args.source} (split, {args.split:,} users a file)" if args.split else args.source
+        print(f"\n{label} {n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}; ratios to {reference}:")
         print(f"{'run':<10}{'wall s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}{'RSS ratio':>11}  same bodies")
         for name, values in runs.items():
             wall = statistics.median(w for w, _ in values)
             rss = statistics.median(r for _, r in values)
             same = digests[name] == digests[reference]
             print(f"{name:<10}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}")
-            results.append({"source": args.source, "users": n, "input_mb": round(size_mb), "run": name,
+            results.append({"source": label, "users": n, "input_mb": round(size_mb), "run": name,
                             "wall_s": round(wall, 2), "peak_rss_mib": rss, "reference": reference,
                             "wall_ratio": round(wall / base_wall, 3), "rss_ratio": round(rss / base_rss, 3),
                             "same_bodies": same, "walls": [round(w, 2) for w, _ in values]})
