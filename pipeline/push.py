@@ -57,6 +57,7 @@ __all__ = [
     "PushReport",
     "split_body",
     "body_user_ids",
+    "write_body_manifest",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -116,7 +117,12 @@ def connect(url: str, credentials: Credentials, max_attempts: int = 6, timeout: 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", required=True, help="ZITADEL instance base URL, e.g. https://x.zitadel.cloud")
-    parser.add_argument("--manifest", required=True, help="the <stem>.manifest.json written by migrate")
+    parser.add_argument("--manifest", help="the <stem>.manifest.json written by migrate")
+    parser.add_argument("--body", action="append", default=[],
+                        help="instead of --manifest: an ImportDataRequest body written by another tool or by "
+                             "hand (repeatable, sent in order; <stem>.push.manifest.json is written in the "
+                             "current folder, for resume and --verify). Every user is validated first, with "
+                             "migrate's rules and reason codes: invalid ones are reported, not sent")
     parser.add_argument("--results", help="ledger folder (default: <manifest stem>.results/ beside it)")
     parser.add_argument("--concurrency", type=int, default=1,
                         help="bodies sent at once (default 1: the hosted endpoint is slow)")
@@ -128,14 +134,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verify", action="store_true", help="run verify when the push is done")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     add_credential_arguments(parser)
+    from pipeline.gcs_import import add_gcs_arguments
+
+    add_gcs_arguments(parser)
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args  # push has no Beam options; the CLI already rejected unknown flags
+    if getattr(known_args, "gcs_document", None):
+        from pipeline.gcs_import import run_gcs_push  # dataOrgsv1Gcs: detached, verify is the proof
+
+        return run_gcs_push(known_args)
     if known_args.concurrency < 1 or known_args.max_attempts < 1:
         raise ConfigError("--concurrency and --max-attempts must be at least 1")
+    if bool(known_args.manifest) == bool(known_args.body):
+        raise ConfigError("give either --manifest or --body (one or more)")
+    manifest_path = known_args.manifest or write_body_manifest(known_args.body)
     report = push_manifest(
-        known_args.manifest, known_args.url, credentials_from_args(known_args),
+        manifest_path, known_args.url, credentials_from_args(known_args),
         results_dir=known_args.results, concurrency=known_args.concurrency,
         max_attempts=known_args.max_attempts, request_timeout=known_args.request_timeout,
         progress=not known_args.quiet, verify=known_args.verify)
@@ -251,6 +267,32 @@ def read_body(ref: BodyRef) -> bytes:
     return data
 
 
+def write_body_manifest(paths: list[str]) -> str:
+    """A manifest for bodies not written by migrate: ``<first body stem>.push.manifest.json``.
+
+    Each body is sent as one unit, in the order given; the file lets a re-run resume from the
+    ledger and lets verify find the bodies.
+    """
+    entries = []
+    for path in paths:
+        try:
+            data = _read_bytes(path)
+        except OSError as err:
+            raise ConfigError(f"--body {path}: {err.strerror or err}") from None
+        try:
+            users = len(body_user_ids(json.loads(data)))
+        except (ValueError, AttributeError):
+            users = 0  # reported as unreadable-body when it is sent
+        entries.append({"path": os.path.abspath(path) if not _is_gcs(path) else path,
+                        "users": users, "sha256": hashlib.sha256(data).hexdigest(), "after": []})
+    # In the current folder: the bodies may sit in a read-only folder or in a bucket.
+    stem = os.path.splitext(posixpath.basename(paths[0]) if _is_gcs(paths[0]) else os.path.basename(paths[0]))[0]
+    target = f"{stem}.push.manifest.json"
+    manifest = {"version": 1, "tool": "zitadel-beam push --body", "bodies": entries}
+    _write_atomic(os.path.abspath(target), json.dumps(manifest, indent=1).encode() + b"\n")
+    return target
+
+
 # --- body surgery -----------------------------------------------------------------------------
 def _first_key(mapping: dict, keys: Iterable[str]) -> str | None:
     return next((k for k in keys if k in mapping), None)
@@ -292,28 +334,45 @@ def _with_orgs(body: dict, orgs: list[dict]) -> dict:
 
 
 def split_body(body: dict) -> tuple[dict, dict]:
-    """Split an ImportDataRequest's human users in halves; each user's metadata follows it.
+    """Split an ImportDataRequest's human users in halves; each user's metadata follows it (and, in
+    an export document, its grants, memberships and IdP links).
 
     Everything else of an org (its name, policies, projects, ...) stays in the first half, which is
     sent first, so an org exists before the second half's users are added to it.
     """
-    flat = [(i, entry) for i, org in enumerate(_orgs(body)) for entry in _users(org)]
-    first_ids = {(i, _user_id(e)) for i, e in flat[: len(flat) // 2]}
+    flat = [(i, j) for i, org in enumerate(_orgs(body)) for j, _ in enumerate(_users(org))]
+    # By position, not id: users without userId (the server assigns one) all share the id "".
+    first_ids = set(flat[: len(flat) // 2])
     halves: tuple[list[dict], list[dict]] = ([], [])
+    v1 = _first_key(body, _DATA_KEYS) in ("dataOrgsv1", "data_orgsv1")
     for i, org in enumerate(_orgs(body)):
         user_key = _first_key(org, _USER_KEYS) or "humanUsers"
         meta_key = _first_key(org, _META_KEYS) or "userMetadata"
-        a_users = [u for u in _users(org) if (i, _user_id(u)) in first_ids]
-        b_users = [u for u in _users(org) if (i, _user_id(u)) not in first_ids]
+        a_users = [u for j, u in enumerate(_users(org)) if (i, j) in first_ids]
+        b_users = [u for j, u in enumerate(_users(org)) if (i, j) not in first_ids]
         b_ids = {_user_id(u) for u in b_users}
         b_meta = [m for m in _metadata(org) if str(m.get("id", "")) in b_ids]
         a_meta = [m for m in _metadata(org) if str(m.get("id", "")) not in b_ids]
         rest = {k: v for k, v in org.items() if k not in (user_key, meta_key)}
+        # An export document's per-user records (grants, memberships, links) follow their user too.
+        b_records = {}
+        for key in [k for k in rest if k in _USER_RECORD_KEYS and isinstance(rest[k], list)]:
+            follows = [isinstance(r, dict) and r.get("userId", r.get("user_id")) in b_ids - {""} for r in rest[key]]
+            if any(follows):
+                b_records[key] = [r for r, f in zip(rest[key], follows) if f]
+                rest[key] = [r for r, f in zip(rest[key], follows) if not f]
         halves[0].append({**rest, user_key: a_users, meta_key: a_meta})
         if b_users:
             id_key = "orgId" if "orgId" in org else "org_id"
-            halves[1].append({id_key: _org_id(org), user_key: b_users, meta_key: b_meta})
+            second = {id_key: _org_id(org)}
+            if "org" in org and v1:  # an export document's org: Org.AlreadyExisting, not an invalid org
+                second["org"] = org["org"]
+            halves[1].append({**second, user_key: b_users, meta_key: b_meta, **b_records})
     return _with_orgs(body, halves[0]), _with_orgs(body, halves[1])
+
+
+_USER_RECORD_KEYS = ("userGrants", "user_grants", "orgMembers", "org_members", "projectMembers", "project_members",
+                     "projectGrantMembers", "project_grant_members", "userLinks", "user_links")
 
 
 # --- results ----------------------------------------------------------------------------------
@@ -537,6 +596,8 @@ def _interpret(answer: dict, part: dict, result: BodyResult, secrets: tuple[str,
     meta_owner = {f"{m.get('id')}_{m.get('key')}": str(m.get("id")) for org in _orgs(part) for m in _metadata(org)}
     created = {str(u) for org in (answer.get("success") or {}).get("orgs") or []
                for u in org.get("humanUserIds") or []}
+    # Users sent without userId get an id from the server: take the created ids nobody asked for.
+    assigned = sorted(created - {uid for _, uid in expected})
     present: set[str] = set()
     failed: dict[str, dict] = {}
     for error in answer.get("errors") or []:
@@ -561,6 +622,8 @@ def _interpret(answer: dict, part: dict, result: BodyResult, secrets: tuple[str,
                                          "id": ident, "message": message}
     counts = [0, 0, 0]
     for org_id, uid in expected:
+        if not uid and assigned:
+            uid = assigned.pop(0)
         if uid in failed:
             counts[2] += 1
         elif uid in created:
@@ -612,13 +675,20 @@ def _send_body(client: AdminClient, ref: BodyRef, previous: BodyResult | None, t
         result.finished_at = _now()
         ledger.save(result)
         return result
+    from transforms.body_check import check_body
+
+    checked = check_body(body)  # the migrate pipelines' rules: an invalid user is never sent
+    if checked.changed:
+        body, raw = checked.body, None
+        result.failed.extend(checked.rejected)
+        progress.users_processed(0, 0, len(checked.rejected))
     try:
         seconds = parse_duration(str(body.get("timeout") or timeout_default))
     except ValueError:
         seconds = 300.0
     timeout = request_timeout or seconds + _TIMEOUT_MARGIN
     # (part, exact bytes or None, server timeouts so far); the first request sends the file's bytes.
-    queue: list[tuple[dict, bytes | None, int]] = [(body, raw, 0)]
+    queue: list[tuple[dict, bytes | None, int]] = [(body, raw, 0)] if body_user_ids(body) or not checked.rejected else []
     lost_answer = False  # an earlier request of this body may have done work we never heard of
     while queue:
         part, data, deadlines = queue.pop(0)
@@ -756,6 +826,30 @@ def _write_dead_letter(results_dir: str, results: list[BodyResult]) -> str | Non
     return path
 
 
+def _precheck(manifest: Manifest, stream: TextIO) -> None:
+    """Validate every body before the first request, and say which users will not be sent."""
+    from transforms.body_check import check_body
+
+    reasons: dict[str, int] = {}
+    notes: dict[str, int] = {}
+    for ref in manifest.bodies:
+        try:
+            checked = check_body(json.loads(read_body(ref)))
+        except (OSError, ValueError):
+            continue  # reported as unreadable-body when its turn comes
+        for failure in checked.rejected:
+            reasons[failure["reason"]] = reasons.get(failure["reason"], 0) + 1
+        for note, count in checked.notes.items():
+            notes[note] = notes.get(note, 0) + count
+    if reasons:
+        stream.write(f"push: {sum(reasons.values())} invalid user(s) will not be sent ("
+                     + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) + ")\n")
+    if notes:  # the same fixes as migrate: the field is dropped, the user is sent
+        stream.write("push: fields dropped as migrate does (" + ", ".join(f"{k} {v}" for k, v in sorted(notes.items()))
+                     + ")\n")
+    stream.flush()
+
+
 def push_manifest(manifest_path: str, url: str, credentials: Credentials, results_dir: str | None = None,
                   concurrency: int = 1, max_attempts: int = 6, request_timeout: float | None = None,
                   progress: bool = True, verify: bool = False, stream: TextIO | None = None,
@@ -771,6 +865,7 @@ def push_manifest(manifest_path: str, url: str, credentials: Credentials, result
     manifest = load_manifest(manifest_path)
     ledger = Ledger(results_dir or default_results_dir(manifest))
     client = client or connect(url, credentials, max_attempts=max_attempts)
+    _precheck(manifest, stream or sys.stderr)
     stream = stream or sys.stderr
     started = time.monotonic()
     with _Progress(manifest, stream, progress) as live:

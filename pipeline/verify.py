@@ -42,6 +42,8 @@ __all__ = ["add_arguments", "run", "verify_manifest", "expected_users", "VerifyR
 _LOGGER = logging.getLogger(__name__)
 
 USER_ADDED = "user.human.added"
+# Users sent without userId get their id from the server: they are expected by user name.
+NAME_KEY = "userName:"
 MISSING_NAME = "verify-missing.ndjson"
 
 
@@ -116,9 +118,18 @@ def expected_users(manifest_path: str) -> dict[str, list[str]]:
             body = json.loads(read_body(ref))
         except (OSError, ValueError) as err:
             raise ConfigError(f"cannot read {ref.name}: {admin_api.scrub(str(err))}") from None
-        for org_id, user_id in body_user_ids(body):
-            per_org.setdefault(org_id, []).append(user_id)
+        for org_id, user_id, user_name in _body_users(body):
+            per_org.setdefault(org_id, []).append(user_id or NAME_KEY + user_name.casefold())
     return per_org
+
+
+def _body_users(body: dict) -> list[tuple[str, str, str]]:
+    """(org id, user id, user name) of every human user, in order."""
+    from pipeline.push import _orgs, _users
+
+    names = [str(((u.get("user") or {}).get("userName", (u.get("user") or {}).get("user_name", ""))))
+             for org in _orgs(body) for u in _users(org)]
+    return [(org, uid, name) for (org, uid), name in zip(body_user_ids(body), names)]
 
 
 def verify_manifest(manifest_path: str, url: str, credentials: Credentials, results_dir: str | None = None,
@@ -134,14 +145,21 @@ def verify_manifest(manifest_path: str, url: str, credentials: Credentials, resu
     checks = []
     for org_id, expected in per_org.items():
         added: set[str] = set()
+        named: dict[str, str] = {}  # user name key → user id, for users expected by name
         try:
             for event in client.iter_events([USER_ADDED], resource_owner=org_id, page_size=page_size):
-                added.add(str(event.get("aggregate", {}).get("id", "")))
+                user_id = str(event.get("aggregate", {}).get("id", ""))
+                added.add(user_id)
+                payload = event.get("payload")
+                if isinstance(payload, dict) and isinstance(payload.get("userName"), str):
+                    named[NAME_KEY + payload["userName"].casefold()] = user_id
         except admin_api.AdminApiError as err:
             raise ConfigError(f"events search failed for org {org_id}: {err.message}") from None
         wanted = set(expected)
-        checks.append(OrgCheck(org_id, len(wanted), len(wanted & added),
-                               [u for u in expected if u not in added], sorted(added - wanted)))
+        by_name = {named[k] for k in wanted if k.startswith(NAME_KEY) and k in named}
+        found = added | {k for k in wanted if k.startswith(NAME_KEY) and k in named}
+        checks.append(OrgCheck(org_id, len(wanted), len(wanted & found),
+                               [u for u in expected if u not in found], sorted(added - wanted - by_name)))
     report = VerifyReport(checks)
     report.missing_file = _write_missing(manifest_path, results_dir, report)
     return report

@@ -242,6 +242,12 @@ class _State:
         self.created_count: dict[str, int] = {}
         # (start, end, org ids, first user id, users) per finished import call: ordering checks.
         self.import_log: list[tuple[float, float, tuple[str, ...], str, int]] = []
+        # Export documents (dataOrgsv1) carry more than users; kept so an export round-trips.
+        self.machines: dict[str, tuple[str, dict]] = {}  # userId -> (orgId, AddMachineUserRequest)
+        self.org_fields: dict[str, dict[str, Any]] = {}  # orgId -> org-level field -> value / items
+        self.projects: dict[str, str] = {}  # projectId -> owning orgId
+        self.project_grants: dict[str, tuple[str, str, str]] = {}  # grantId -> (owner, project, granted org)
+        self.user_records: dict[str, list[dict]] = {}  # orgId -> [{"field", "item"}] (grants, members, links)
 
     def emit(self, event_type: str, agg_id: str, agg_type: str, owner: str, payload: dict) -> None:
         self.events.append(
@@ -251,6 +257,11 @@ class _State:
 
 class _DeadlineExceeded(Exception):
     pass
+
+
+def data_is_absent(request: dict) -> bool:
+    """No inline document in an ImportDataRequest (the file/bucket variants)."""
+    return request.get("dataOrgs") is None and request.get("dataOrgsv1") is None
 
 
 class ZitadelServer:
@@ -282,6 +293,10 @@ class ZitadelServer:
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self.gcs_fetch = self._gcs_fetch_default
+        self.gcs_store = self._gcs_store_default
+        self.gcs_imports: list[dict] = []
+        self._detached: list[threading.Thread] = []
 
     @property
     def url(self) -> str:
@@ -348,6 +363,9 @@ class ZitadelServer:
         """
         started = time.monotonic()
         request = _normalise_keys(request)
+        gcs = request.get("dataOrgsv1Gcs") or request.get("dataOrgsGcs")
+        if gcs is not None and data_is_absent(request):
+            return self._import_detached(request, gcs)
         data = request.get("dataOrgs") or request.get("dataOrgsv1")
         if data is None:
             raise _InvalidArgument("invalid ImportDataRequest: only inline dataOrgs / dataOrgsv1 are supported here")
@@ -369,6 +387,11 @@ class ZitadelServer:
         try:
             for org in orgs:
                 success.append(self._import_org(org, errors, started, deadline, budget))
+            # Like ZITADEL: grants, members and links after every org's resources and users.
+            for org in orgs:
+                self._import_project_grants(org, errors)
+            for org in orgs:
+                self._import_org_records(org, errors)
         finally:
             with self.state.lock:
                 self.state.import_log.append((started, time.monotonic(), tuple(str(o.get("orgId", "")) for o in orgs),
@@ -389,6 +412,7 @@ class ZitadelServer:
             else:
                 self.state.orgs[org_id] = {"name": (org.get("org") or {}).get("name", org_id)}
                 self.state.emit("org.added", org_id, "org", org_id, {"name": self.state.orgs[org_id]["name"]})
+        self._import_org_fields(org_id, org, errors)
         created: list[str] = []
         delay = self.faults.per_user_delay
         for i, entry in enumerate(org.get("humanUsers") or []):
@@ -400,7 +424,7 @@ class ZitadelServer:
             if time.monotonic() > deadline or budget[0] <= 0:
                 raise _DeadlineExceeded()
             budget[0] -= 1
-            user_id = str(entry.get("userId", ""))
+            user_id = str(entry.get("userId", "")) or f"gen-{secrets.token_hex(8)}"  # server-assigned
             user = entry["user"]
             with self.state.lock:
                 if user_id in self.state.users:
@@ -424,6 +448,9 @@ class ZitadelServer:
                 })
         if created:
             result["humanUserIds"] = created
+        machine_ids = self._import_machines(org_id, org, errors)
+        if machine_ids:
+            result["machineUserIds"] = machine_ids
         metadata_ok: list[dict] = []
         for item in org.get("userMetadata") or []:
             user_id, key = str(item.get("id", "")), str(item.get("key", ""))
@@ -431,7 +458,7 @@ class ZitadelServer:
                 if user_id in self.faults.dropped_user_ids:
                     metadata_ok.append({"userId": user_id, "key": key})
                     continue
-                if user_id not in self.state.users:
+                if user_id not in self.state.users and user_id not in self.state.machines:
                     errors.append({"type": "user_metadata", "id": f"{user_id}_{key}",
                                    "message": "ID=COMMAND-fsf43 Message=Errors.User.NotFound"})
                     continue
@@ -441,6 +468,151 @@ class ZitadelServer:
         if metadata_ok:
             result["userMetadata"] = metadata_ok
         return result
+
+    # --- export documents (dataOrgsv1): org-level resources, machine users, grants, members -------
+    _USER_RECORDS = {"userGrants": ("user_grant", "userId"), "orgMembers": ("org_member", "userId"),
+                     "projectMembers": ("project_member", "userId"),
+                     "projectGrantMembers": ("project_grant_member", "userId"),
+                     "userLinks": ("user_link", "userId"), "machineKeys": ("machine_user_key", "userId")}
+    _NOT_ORG_LEVEL = {"orgId", "org", "humanUsers", "machineUsers", "userMetadata", "projectGrants"}
+
+    def _import_org_fields(self, org_id: str, org: dict, errors: list[dict]) -> None:
+        """Org-level resources: stored as given; projects are registered (grants check them)."""
+        with self.state.lock:
+            stored = self.state.org_fields.setdefault(org_id, {})
+            for field, value in org.items():
+                if field in self._NOT_ORG_LEVEL or field in self._USER_RECORDS:
+                    continue
+                if not isinstance(value, list):
+                    stored[field] = value
+                    continue
+                items = stored.setdefault(field, [])
+                for item in value:
+                    if field == "projects":
+                        project_id = str(item.get("projectId", ""))
+                        if project_id in self.state.projects:
+                            errors.append({"type": "project", "id": project_id,
+                                           "message": "ID=PROJECT-1n8df Message=Errors.Project.AlreadyExisting"})
+                            continue
+                        self.state.projects[project_id] = org_id
+                    if item in items:
+                        continue
+                    items.append(item)
+
+    def _import_machines(self, org_id: str, org: dict, errors: list[dict]) -> list[str]:
+        created = []
+        for entry in org.get("machineUsers") or []:
+            user_id = str(entry.get("userId", ""))
+            user = entry.get("user") or {}
+            with self.state.lock:
+                if user_id in self.state.machines or user_id in self.state.users:
+                    errors.append({"type": "machine_user", "id": user_id,
+                                   "message": "ID=COMMAND-k2una Message=Errors.User.AlreadyExisting"})
+                    continue
+                if not user.get("userName"):
+                    errors.append({"type": "machine_user", "id": user_id,
+                                   "message": "ID=COMMAND-bm3Xw Message=Errors.User.Invalid"})
+                    continue
+                self.state.machines[user_id] = (org_id, user)
+                self.state.emit("user.machine.added", user_id, "user", org_id, {"userName": user["userName"]})
+            created.append(user_id)
+        return created
+
+    def _import_project_grants(self, org: dict, errors: list[dict]) -> None:
+        """A project grant needs its project (this org's) and the granted org."""
+        org_id = str(org.get("orgId", ""))
+        with self.state.lock:
+            for grant in org.get("projectGrants") or []:
+                inner = grant.get("projectGrant") or {}
+                grant_id = str(grant.get("grantId", ""))
+                project_id, granted = str(inner.get("projectId", "")), str(inner.get("grantedOrgId", ""))
+                if grant_id in self.state.project_grants:
+                    errors.append({"type": "project_grant", "id": grant_id,
+                                   "message": "ID=PROJECT-3b8fs Message=Errors.Project.Grant.AlreadyExists"})
+                elif self.state.projects.get(project_id) != org_id or granted not in self.state.orgs:
+                    errors.append({"type": "project_grant", "id": grant_id,
+                                   "message": "ID=PROJECT-0l9sd Message=Errors.Project.NotFound"})
+                else:
+                    self.state.project_grants[grant_id] = (org_id, project_id, granted)
+                    self.state.org_fields.setdefault(org_id, {}).setdefault("projectGrants", []).append(grant)
+
+    def _import_org_records(self, org: dict, errors: list[dict]) -> None:
+        """Grants, members, links and machine keys; each names a user (and project) that exists."""
+        org_id = str(org.get("orgId", ""))
+        with self.state.lock:
+            for field, (kind, id_key) in self._USER_RECORDS.items():
+                for item in org.get(field) or []:
+                    user_id = str(item.get(id_key, ""))
+                    ident = f"{user_id}_{item.get('projectId') or item.get('idpId') or org_id}"
+                    stored = self.state.user_records.setdefault(org_id, [])
+                    if user_id not in self.state.users and user_id not in self.state.machines:
+                        errors.append({"type": kind, "id": ident, "message": "ID=COMMAND-4M0fs Message=Errors.User.NotFound"})
+                    elif item.get("projectId") and item["projectId"] not in self.state.projects:
+                        errors.append({"type": kind, "id": ident, "message": "ID=PROJECT-2n8fs Message=Errors.Project.NotFound"})
+                    elif (item.get("projectGrantId") or item.get("grantId")) and \
+                            (item.get("projectGrantId") or item.get("grantId")) not in self.state.project_grants:
+                        errors.append({"type": kind, "id": ident,
+                                       "message": "ID=PROJECT-8fn2s Message=Errors.Project.Grant.NotFound"})
+                    elif {"field": field, "item": item} in stored:
+                        errors.append({"type": kind, "id": ident, "message": "ID=COMMAND-2n8ds Message=Errors.AlreadyExisting"})
+                    else:
+                        stored.append({"field": field, "item": item})
+                        if field == "userGrants":
+                            self.state.emit("user.grant.added", user_id, "usergrant", org_id,
+                                            {"projectId": item.get("projectId")})
+
+    def _import_detached(self, request: dict, gcs: dict) -> dict:
+        """dataOrgsv1Gcs: read the document from the bucket and import it in the background.
+
+        Like ZITADEL, the answer is empty and comes at once; results only reach the server's log
+        (``gcs_imports`` here). ``gcs_fetch(bucket, path, serviceaccount_json_bytes)`` reads it.
+        """
+        timeout = request.get("timeout") or ""
+        try:
+            parse_go_duration(str(timeout))
+            account = base64.b64decode(str(gcs.get("serviceaccountJson", "")), validate=True)
+        except ValueError as err:
+            raise _InvalidArgument(f"invalid ImportDataRequest: {err}") from None
+        v1 = "dataOrgsv1Gcs" in request
+
+        def work() -> None:
+            entry: dict[str, Any] = {"bucket": gcs.get("bucket"), "path": gcs.get("path")}
+            try:
+                document = json.loads(self.gcs_fetch(str(gcs.get("bucket")), str(gcs.get("path")), account))
+                key = "dataOrgsv1" if v1 else "dataOrgs"
+                entry["answer"] = self.import_data({key: document, "timeout": timeout})
+            except Exception as err:  # noqa: BLE001 - the detached import only logs (like ZITADEL)
+                entry["error"] = f"{type(err).__name__}: {err}"
+            self.gcs_imports.append(entry)
+
+        thread = threading.Thread(target=work, name="detached-import", daemon=True)
+        thread.start()
+        self._detached.append(thread)
+        return {}
+
+    def wait_detached(self, timeout: float = 30.0) -> None:
+        """Wait for the background (GCS) imports started so far."""
+        for thread in list(self._detached):
+            thread.join(timeout)
+
+    @staticmethod
+    def _gcs_store_default(bucket: str, path: str, account: bytes, data: bytes) -> None:
+        del account
+        from google.cloud import storage
+
+        storage.Client(project="test-project").bucket(bucket).blob(path).upload_from_string(data)
+
+    @staticmethod
+    def _gcs_fetch_default(bucket: str, path: str, account: bytes) -> bytes:
+        del account  # the emulator (STORAGE_EMULATOR_HOST) needs no credentials of its own
+        from google.cloud import storage
+
+        return storage.Client(project="test-project").bucket(bucket).blob(path).download_as_bytes()
+
+    def user_records(self, org_id: str) -> list[dict]:
+        """The grants, members and links stored for an org (``{"field", "item"}``)."""
+        with self.state.lock:
+            return [dict(r) for r in self.state.user_records.get(org_id, [])]
 
     def search_events(self, request: dict) -> dict:
         request = _normalise_keys(request)
@@ -476,8 +648,9 @@ class ZitadelServer:
 
     def export(self, request: dict) -> dict:
         request = _normalise_keys(request)
-        if not request.get("responseOutput"):
-            raise _InvalidArgument("only responseOutput is supported by the test server")
+        gcs = request.get("gcsOutput")
+        if not request.get("responseOutput") and not gcs:
+            raise _InvalidArgument("only responseOutput and gcsOutput are supported by the test server")
         wanted = set(request.get("orgIds") or [])
         excluded = set(request.get("excludedOrgIds") or [])
         with_passwords = bool(request.get("withPasswords"))
@@ -493,6 +666,8 @@ class ZitadelServer:
                     copy = json.loads(json.dumps(user))
                     if not with_passwords:
                         copy.pop("hashedPassword", None)
+                    if not request.get("withOtp"):
+                        copy.pop("otpCode", None)
                     users.append({"userId": user_id, "user": copy})
                 metadata = [
                     {"id": uid, "key": key, "value": value}
@@ -500,11 +675,30 @@ class ZitadelServer:
                     if self.state.users.get(uid, ("",))[0] == org_id
                 ]
                 entry: dict[str, Any] = {"orgId": org_id, "org": {"name": org["name"]}}
+                entry.update(json.loads(json.dumps(self.state.org_fields.get(org_id, {}))))
                 if users:
                     entry["humanUsers"] = users
+                machines = [{"userId": uid, "user": user} for uid, (owner, user) in self.state.machines.items()
+                            if owner == org_id]
+                if machines:
+                    entry["machineUsers"] = machines
+                metadata += [
+                    {"id": uid, "key": key, "value": value}
+                    for (uid, key), value in self.state.metadata.items()
+                    if self.state.machines.get(uid, ("",))[0] == org_id
+                ]
                 if metadata:
                     entry["userMetadata"] = metadata
+                for record in self.state.user_records.get(org_id, []):
+                    entry.setdefault(record["field"], []).append(record["item"])
                 orgs.append(entry)
+        if gcs:
+            try:
+                account = base64.b64decode(str(gcs.get("serviceaccountJson", "")), validate=True)
+            except ValueError as err:
+                raise _InvalidArgument(f"invalid ExportDataRequest.GcsOutput: {err}") from None
+            self.gcs_store(str(gcs.get("bucket")), str(gcs.get("path")), account, json.dumps({"orgs": orgs}).encode())
+            return {}
         return {"orgs": orgs}
 
     def token(self, form: dict[str, str], authorization: str) -> tuple[int, dict]:
