@@ -30,6 +30,9 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("migrate", "keycloak"), "pipeline.migrate_keycloak", "Keycloak realm export → import bodies"),
     (("push",), "pipeline.push", "send a manifest's import bodies to ZITADEL (retries, ledger, resume)"),
     (("verify",), "pipeline.verify", "check through events search that a manifest's users were added"),
+    (("migrate", "zitadel"), "pipeline.migrate_zitadel", "ZITADEL export document → dataOrgsv1 import bodies"),
+    (("export",), "pipeline.export", "export a ZITADEL instance's organizations (POST /admin/v1/export)"),
+    (("copy",), "pipeline.copy_instance", "copy organizations between instances: export, split, push, verify"),
 ]
 
 # Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).

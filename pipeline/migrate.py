@@ -39,6 +39,12 @@ __all__ = [
     "build_pipeline",
     "run_migration",
     "check_gcs_reachable",
+    "check_local_outputs",
+    "make_pipeline",
+    "prepare_tmp",
+    "finalize_outputs",
+    "delete_tree",
+    "relative_path",
     "MANIFEST_VERSION",
 ]
 
@@ -167,7 +173,7 @@ def check_gcs_reachable(paths: list[str], timeout: float = 5.0) -> None:
         raise ConfigError(f"cannot reach Cloud Storage at {address[0]}:{address[1]} ({err.strerror or err})") from None
 
 
-def _check_local_outputs(paths: Mapping[str, str]) -> None:
+def check_local_outputs(paths: Mapping[str, str]) -> None:
     """Fail before the run, in one line, when a local output cannot be written (not after it)."""
     for flag, path in paths.items():
         if "://" in path:
@@ -185,7 +191,7 @@ def _check_local_outputs(paths: Mapping[str, str]) -> None:
             raise ConfigError(f"{flag} {path!r}: folder {folder!r} is not writable")
 
 
-def _make_pipeline(pipeline_args: list[str]):
+def make_pipeline(pipeline_args: list[str]):
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
@@ -216,7 +222,7 @@ def build_pipeline(add_source: Callable[[Any, str], Mapping[str, Any]], common: 
     from transforms.bodies import BodySpec, UsersToBodies
     from transforms.sinks import WriteDeadLetterShards
 
-    pipeline = _make_pipeline(pipeline_args)
+    pipeline = make_pipeline(pipeline_args)
     source = add_source(pipeline, layout.tmp_dir)
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
     bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
@@ -228,16 +234,16 @@ def build_pipeline(add_source: Callable[[Any, str], Mapping[str, Any]], common: 
 # --------------------------------------------------------------------------- finalize
 
 
-def _prepare_tmp(tmp_dir: str) -> None:
+def prepare_tmp(tmp_dir: str) -> None:
     from apache_beam.io.filesystems import FileSystems
 
     if FileSystems.exists(tmp_dir):
-        _delete_tree(tmp_dir)
+        delete_tree(tmp_dir)
     if "://" not in tmp_dir:
         os.makedirs(tmp_dir, mode=0o700, exist_ok=True)
 
 
-def _delete_tree(path: str) -> None:
+def delete_tree(path: str) -> None:
     from apache_beam.io.filesystems import FileSystems
 
     matched = FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list
@@ -247,7 +253,7 @@ def _delete_tree(path: str) -> None:
         os.rmdir(path)
 
 
-def _finalize(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
+def finalize_outputs(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
     """Rename temporary bodies to final names, assemble the dead-letter file; return bodies."""
     from apache_beam.io.filesystems import FileSystems
 
@@ -269,7 +275,7 @@ def _finalize(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
         FileSystems.rename([path for _, path in parsed], finals)
     manifest_dir = posixpath.dirname(layout.manifest)
     bodies = [
-        {"path": _relative(manifest_dir, final), "users": users, "sha256": digest, "after": []}
+        {"path": relative_path(manifest_dir, final), "users": users, "sha256": digest, "after": []}
         for ((_, users, digest), _), final in zip(parsed, finals)
     ]
     count = 0
@@ -282,11 +288,11 @@ def _finalize(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
                 for line in handle:
                     out.write(line)
                     count += 1
-    _delete_tree(tmp)
+    delete_tree(tmp)
     return bodies, count
 
 
-def _relative(directory: str, path: str) -> str:
+def relative_path(directory: str, path: str) -> str:
     if "://" in path:
         return posixpath.basename(path) if posixpath.dirname(path) == directory else path
     rel = os.path.relpath(path, directory or ".")
@@ -309,9 +315,9 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
 
     layout = output_layout(common.output, common.dead_letter)
     check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
-    _check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
+    check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
     try:
-        _prepare_tmp(layout.tmp_dir)
+        prepare_tmp(layout.tmp_dir)
     except OSError as err:
         raise ConfigError(f"--output {common.output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})") from None
     pipeline = build_pipeline(add_source, common, layout, pipeline_args)
@@ -321,10 +327,10 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         result.wait_until_finish()
         elapsed = time.monotonic() - started
         counts = counters_from_result(result)
-        bodies, dead_count = _finalize(layout)
+        bodies, dead_count = finalize_outputs(layout)
     except BaseException:
         # Spill files and temporary bodies hold password hashes: don't leave them behind.
-        _delete_tree(layout.tmp_dir)
+        delete_tree(layout.tmp_dir)
         raise
     holds, invariant_text = invariant(counts)
     manifest_dir = posixpath.dirname(layout.manifest)
@@ -336,7 +342,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         "timeout": common.timeout,
         "batch_size": common.batch_size,
         "bodies": bodies,
-        "dead_letter": {"path": _relative(manifest_dir, layout.dead_letter), "count": dead_count},
+        "dead_letter": {"path": relative_path(manifest_dir, layout.dead_letter), "count": dead_count},
         "counts": counts,
         "dead_letters_by_reason": dead_letter_totals(counts),
         "invariant": {"holds": holds, "text": invariant_text},
@@ -371,3 +377,4 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         print(f"zitadel-beam: --strict: {dead_count} record(s) dead-lettered", file=sys.stderr)
         return 1
     return 0
+

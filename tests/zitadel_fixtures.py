@@ -21,7 +21,8 @@ import pytest
 
 from zitadel_server import ZitadelServer
 
-__all__ = ["PAT", "zitadel_fixture", "write_manifest", "make_user", "hash_pool", "leaked_secrets", "fast_client"]
+__all__ = ["PAT", "zitadel_fixture", "write_manifest", "make_user", "hash_pool", "leaked_secrets", "fast_client",
+           "make_export"]
 
 # Recognisable fake secrets: any of them in captured output is a leak.
 PAT = "pat-7Hq2SECRETvalueXyZ0987654321abcdef"
@@ -129,3 +130,66 @@ def zitadel_fixture() -> Iterator[ZitadelServer]:
         yield server
     finally:
         server.stop()
+
+
+def make_export(users_per_org: Sequence[int] = (3, 12_000, 5), with_passwords: bool = True,
+                ghost_grants: int = 2, org_ids: Sequence[str] | None = None) -> dict:
+    """A synthetic v1 export document (``{"orgs": [DataOrg]}``) with everything a split must keep.
+
+    Per org: policies, a domain, texts, a project with roles, an OIDC app, human users (every third
+    with two metadata keys, every fifth with a grant, every 97th an org member), one machine user
+    with metadata, and a project member. Org 1's project is granted to org 0 (a ``projectGrants``
+    entry), and a user of org 0 gets a grant on it (a cross-org dependency); org 2 has a member
+    from org 0; ``ghost_grants`` grants name users that are not in the export.
+    """
+    hashes = hash_pool(4)
+    org_ids = list(org_ids or [f"2000000000000000{i:02d}" for i in range(len(users_per_org))])
+    orgs = []
+    for o, count in enumerate(users_per_org):
+        oid = org_ids[o]
+        project = f"p{oid}"
+        ids = [f"{oid}-{i:06d}" for i in range(count)]
+        humans = []
+        for i, uid in enumerate(ids):
+            user: dict = {"userName": f"user{i}@org{o}.example.com",
+                          "profile": {"firstName": f"F{i}", "lastName": f"L{o}", "preferredLanguage": "en"},
+                          "email": {"email": f"user{i}@org{o}.example.com", "isEmailVerified": i % 2 == 0}}
+            if with_passwords:
+                user["hashedPassword"] = {"value": hashes[i % len(hashes)], "algorithm": "bcrypt"}
+            humans.append({"userId": uid, "user": user})
+        machine = f"{oid}-machine"
+        org: dict = {
+            "orgId": oid,
+            "org": {"name": f"Org {o}"},
+            "labelPolicy": {"primaryColor": "#5469d4", "hideLoginNameSuffix": True},
+            "loginPolicy": {"allowUsernamePassword": True, "passwordlessType": "PASSWORDLESS_TYPE_ALLOWED"},
+            "projects": [{"projectId": project, "project": {"name": f"App {o}"}}],
+            "projectRoles": [{"projectId": project, "roleKey": "reader", "displayName": "Reader"}],
+            "oidcApps": [{"appId": f"app{oid}", "app": {"projectId": project, "name": "web",
+                                                        "redirectUris": ["https://example.com/cb"]}}],
+            "humanUsers": humans,
+            "machineUsers": [{"userId": machine, "user": {"userName": f"svc-{o}", "name": "Service"}}],
+            "userGrants": [{"userId": uid, "projectId": project, "roleKeys": ["reader"]}
+                           for i, uid in enumerate(ids) if i % 5 == 0]
+                          + [{"userId": f"ghost-{o}-{g}", "projectId": project, "roleKeys": ["reader"]}
+                             for g in range(ghost_grants)],
+            "orgMembers": [{"userId": uid, "roles": ["ORG_OWNER"]} for i, uid in enumerate(ids) if i % 97 == 0],
+            "projectMembers": [{"projectId": project, "userId": machine, "roles": ["PROJECT_OWNER"]}],
+            "userMetadata": [{"id": uid, "key": key, "value": base64.b64encode(f"{key}:{uid}".encode()).decode()}
+                             for i, uid in enumerate(ids) if i % 3 == 0 for key in ("plan", "tier")]
+                            + [{"id": machine, "key": "owner", "value": base64.b64encode(b"ops").decode()}],
+            "loginTexts": [{"language": "en", "passwordlessPromptText": {"title": "Hi"}}],
+            "domains": [{"domainName": f"org{o}.example.com", "isVerified": True, "isPrimary": True}],
+        }
+        orgs.append(org)
+    if len(orgs) >= 2 and users_per_org[0]:
+        granted, owner = orgs[0], orgs[1]
+        grant_id = f"grant-{owner['orgId']}"
+        owner["projectGrants"] = [{"grantId": grant_id, "projectGrant": {
+            "projectId": owner["projects"][0]["projectId"], "grantedOrgId": granted["orgId"], "roleKeys": ["reader"]}}]
+        granted["userGrants"].append({"userId": granted["humanUsers"][0]["userId"],
+                                      "projectId": owner["projects"][0]["projectId"],
+                                      "projectGrantId": grant_id, "roleKeys": ["reader"]})
+    if len(orgs) >= 3 and users_per_org[0]:
+        orgs[2]["orgMembers"].append({"userId": orgs[0]["humanUsers"][-1]["userId"], "roles": ["ORG_USER_MANAGER"]})
+    return {"orgs": orgs}

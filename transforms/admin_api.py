@@ -544,6 +544,17 @@ class AdminClient:
         return self._post_json("/admin/v1/export", json.dumps(request).encode(),
                                client_timeout or self.timeout)
 
+    def export_document(self, request: Mapping[str, Any], client_timeout: float | None = None) -> bytes:
+        """POST /admin/v1/export with a full ExportDataRequest; returns the answer's bytes unparsed.
+
+        With ``responseOutput`` the answer is the export document itself (possibly GB): it is not
+        parsed here, so the caller can write it as it came and stream it later. With ``gcsOutput``
+        the server writes the document to the bucket and the answer carries nothing more.
+        """
+        return _send_with_retries(self._transport, self._retrier, self.stats, "/admin/v1/export",
+                                  json.dumps(dict(request)).encode(), self._headers, client_timeout or self.timeout,
+                                  self.tokens.secrets, self.tokens.invalidate)
+
     def probe(self, timeout: float = 10.0) -> None:
         """One cheap authenticated call (events search, limit 1) so a bad URL or token fails now."""
         quick = _Retrier(2, 0.2, 1.0, time.sleep, random.random)

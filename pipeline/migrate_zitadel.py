@@ -1,0 +1,317 @@
+"""``zitadel-beam migrate zitadel``: split a ZITADEL export document into ``dataOrgsv1`` bodies.
+
+Examples::
+
+    zitadel-beam migrate zitadel --export=export.json --output=out/importBody.json
+    zitadel-beam migrate zitadel --export=gs://B/export.json --output=gs://B/bodies/importBody.json \\
+        --batch-size=2000 --timeout=5m0s
+    zitadel-beam push --url=https://target.zitadel.cloud --manifest=out/importBody.manifest.json --verify
+
+A large tenant's export will not import within the hosted 5-minute timeout as one document. This
+cuts it into bodies that each are an export document themselves (``{"dataOrgsv1": {"orgs":
+[DataOrg]}, "timeout": ...}``): an org's first body holds the org and everything org-level, the
+users follow in bodies of at most ``--batch-size`` users with their own records (metadata, links,
+grants, memberships); the manifest's ``after`` lists what each body must wait for, and ``push``
+honours it (see ``transforms/zitadel_export.py`` for the placement rules).
+
+Shape of the run::
+
+    export ─ plan (launcher: one streamed pass) ─► segment files + plan ─┐
+                                   └─► dead letters                       │
+    Create(one element per body) ─ Reshuffle ─ RenderBodies (Beam) ◄──────┘ ─► temporary bodies
+    finalize (launcher): numbered names, dead-letter file, manifest with ``after``, summary
+
+The plan is one sequential read (a JSON document cannot be split by byte ranges); rendering,
+hashing and writing the bodies (to local disk or gs://) run in parallel. Run on both cores with
+``--direct_running_mode=multi_processing --direct_num_workers=2``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import logging
+import os
+import posixpath
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Iterator
+
+import apache_beam as beam
+import orjson
+from apache_beam.metrics import Metrics
+
+from pipeline.durations import normalise_duration
+from pipeline.errors import ConfigError
+from transforms.records import NAMESPACE
+
+__all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
+
+_LOGGER = logging.getLogger(__name__)
+SOURCE = "zitadel"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--export", required=True,
+                        help="the export document (POST /admin/v1/export, or `zitadel-beam export`); "
+                             "local or gs://, plain or .gz")
+    parser.add_argument("--output", default="./importBody.json",
+                        help="import body path (local or gs://); several bodies are written as "
+                             "<stem>-00001-of-0000N<ext> beside it (default ./importBody.json)")
+    parser.add_argument("--timeout", default="5m0s",
+                        help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)")
+    parser.add_argument("--batch-size", type=int, default=5000,
+                        help="at most this many users (human + machine) per body (default 5000)")
+    parser.add_argument("--dead-letter", default=None,
+                        help="NDJSON file for items that cannot be imported (default <stem>.dead-letter.ndjson)")
+    parser.add_argument("--multiline", action="store_true", help="pretty-print the bodies")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if anything was dead-lettered")
+
+
+def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+    result = split_export(known_args.export, known_args.output, timeout=known_args.timeout,
+                          batch_size=known_args.batch_size, dead_letter=known_args.dead_letter,
+                          multiline=known_args.multiline, pipeline_args=pipeline_args)
+    print(result.summary())
+    sys.stdout.flush()
+    if not result.holds:
+        return 3
+    if known_args.strict and result.dead_count:
+        print(f"zitadel-beam: --strict: {result.dead_count} item(s) dead-lettered", file=sys.stderr)
+        return 1
+    return 0
+
+
+# --- Beam: render the bodies ---------------------------------------------------------------------
+class _RenderBodyFn(beam.DoFn):
+    """(index, org id, org JSON, segment paths) → a temporary body file named by index and sha256."""
+
+    def __init__(self, tmp_dir: str, timeout: str, multiline: bool):
+        self._tmp_dir = tmp_dir
+        self._timeout = timeout
+        self._multiline = multiline
+
+    def process(self, element: tuple) -> Iterator[str]:
+        from apache_beam.io.filesystems import FileSystems
+
+        from transforms.batching import body_temp_name
+        from transforms.sinks import open_private
+        from transforms.spill import read_spill
+        from transforms.zitadel_export import render_data_org
+
+        index, org_id, org_json, segments = element
+        data_org = render_data_org(org_id, org_json, [read_spill(p) for p in segments])
+        body = {"dataOrgsv1": {"orgs": [data_org]}, "timeout": self._timeout}
+        option = orjson.OPT_INDENT_2 if self._multiline else 0
+        data = orjson.dumps(body, option=option) + b"\n"
+        digest = hashlib.sha256(data).hexdigest()
+        users = len(data_org.get("humanUsers") or [])
+        path = FileSystems.join(self._tmp_dir, body_temp_name((0, index), users, digest))
+        with open_private(path) as handle:
+            handle.write(data)
+        Metrics.counter(NAMESPACE, "bodies_written").inc()
+        Metrics.counter(NAMESPACE, "human_users_written").inc(users)
+        Metrics.counter(NAMESPACE, "machine_users_written").inc(len(data_org.get("machineUsers") or []))
+        yield path
+
+
+class RenderBodies(beam.PTransform):
+    """Body elements of a plan → temporary body files (paths), in parallel.
+
+    Example::
+
+        p | beam.Create(elements) | 'Render' >> RenderBodies(tmp_dir, '5m0s', multiline=False)
+    """
+
+    def __init__(self, tmp_dir: str, timeout: str, multiline: bool = False):
+        super().__init__()
+        self._tmp_dir, self._timeout, self._multiline = tmp_dir, timeout, multiline
+
+    def expand(self, elements):
+        return (
+            elements
+            | "Spread" >> beam.Reshuffle()
+            | "RenderBody" >> beam.ParDo(_RenderBodyFn(self._tmp_dir, self._timeout, self._multiline))
+        )
+
+
+def build_pipeline(elements: list[tuple], tmp_dir: str, timeout: str, multiline: bool,
+                   pipeline_args: list[str]):
+    """Build (not run) the render pipeline for a plan's body elements."""
+    from pipeline.migrate import make_pipeline
+
+    pipeline = make_pipeline(pipeline_args)
+    _ = (pipeline
+         | "Bodies" >> beam.Create(elements, reshuffle=False)
+         | "Render" >> RenderBodies(tmp_dir, timeout, multiline))
+    return pipeline
+
+
+# --- the launcher --------------------------------------------------------------------------------
+@dataclasses.dataclass
+class SplitResult:
+    manifest: str
+    bodies: list[dict]
+    counts: dict[str, int]
+    dead_by_reason: dict[str, int]
+    dead_count: int
+    dead_letter: str
+    holds: bool
+    invariant: str
+    seconds: float
+
+    def summary(self) -> str:
+        from pipeline.report import summary_table
+
+        c = self.counts
+        lines: list[tuple[str, Any]] = [
+            ("organizations", c.get("orgs", 0)),
+            ("items read", c.get("items_read", 0)),
+            ("  human users", c.get("human_users", 0)),
+            ("  machine users", c.get("machine_users", 0)),
+            ("dead letters", self.dead_count),
+        ]
+        lines += [(f"  {reason}", n) for reason, n in self.dead_by_reason.items()]
+        kinds: dict[str, int] = {}
+        for body in self.bodies:
+            kinds[body["kind"]] = kinds.get(body["kind"], 0) + 1
+        lines += [("", ""), ("bodies written", len(self.bodies))]
+        lines += [(f"  {kind}", n) for kind, n in kinds.items()]
+        lines += [("seconds", f"{self.seconds:.1f}")]
+        text = summary_table("zitadel-beam migrate zitadel: summary", lines)
+        text += f"\naccounting: {self.invariant} [{'ok' if self.holds else 'BROKEN'}]"
+        text += f"\nmanifest: {self.manifest}"
+        if self.bodies:
+            text += f"\nbodies: {self.bodies[0]['path']}" + (
+                f" ... {self.bodies[-1]['path']}" if len(self.bodies) > 1 else "")
+        if self.dead_count:
+            text += f"\ndead letters: {self.dead_letter}"
+        return text
+
+
+def _open_export(path: str):
+    from apache_beam.io.filesystems import FileSystems
+
+    if "://" not in path:
+        if not os.path.isfile(path):
+            raise ConfigError(f"--export {path!r}: no such file")
+        if path.endswith(".gz"):
+            import gzip
+
+            return gzip.open(path, "rb")
+        return open(path, "rb")
+    if not FileSystems.exists(path):
+        raise ConfigError(f"--export {path!r}: no such object")
+    return FileSystems.open(path)
+
+
+def _size(path: str) -> int:
+    from apache_beam.io.filesystems import FileSystems
+
+    if "://" not in path:
+        return os.path.getsize(path)
+    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+
+
+def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size: int = 5000,
+                 dead_letter: str | None = None, multiline: bool = False,
+                 pipeline_args: list[str] | None = None) -> SplitResult:
+    """Plan, render and finalize; writes the manifest. Raises ConfigError (one line) on bad input.
+
+    >>> split_export("export.json", "out/importBody.json", batch_size=2000).manifest  # doctest: +SKIP
+    'out/importBody.manifest.json'
+    """
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipeline.migrate import (
+        MANIFEST_VERSION,
+        check_gcs_reachable,
+        check_local_outputs,
+        delete_tree,
+        finalize_outputs,
+        output_layout,
+        prepare_tmp,
+        relative_path,
+    )
+    from pipeline.report import counters_from_result
+    from transforms.sinks import dead_shard_name, open_private
+    from transforms.zitadel_export import ExportFormatError, plan_export
+
+    try:
+        timeout = normalise_duration(timeout)
+    except ValueError as err:
+        raise ConfigError(f"--timeout: {err}") from None
+    if batch_size < 1:
+        raise ConfigError("--batch-size must be at least 1")
+    if not output or output.endswith("/"):
+        raise ConfigError(f"--output {output!r} must name a file")
+    layout = output_layout(output, dead_letter)
+    check_gcs_reachable([export, layout.output, layout.dead_letter])
+    check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
+    try:
+        prepare_tmp(layout.tmp_dir)
+    except OSError as err:
+        raise ConfigError(f"--output {output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})") from None
+    scratch = tempfile.mkdtemp(prefix="zitadel-beam-plan-")
+    os.chmod(scratch, 0o700)
+    started = time.monotonic()
+    try:
+        with _open_export(export) as handle, \
+                open_private(FileSystems.join(layout.tmp_dir, dead_shard_name(0))) as dead:
+            plan = plan_export(handle, layout.tmp_dir, batch_size, scratch, dead)
+        planned = time.monotonic() - started
+        _LOGGER.info("planned %d bodies in %.1f s", len(plan.bodies), planned)
+        elements = [b.element() for b in plan.bodies]
+        pipeline = build_pipeline(elements, layout.tmp_dir, timeout, multiline, list(pipeline_args or []))
+        result = pipeline.run()
+        result.wait_until_finish()
+        beam_counts = counters_from_result(result)
+        bodies, dead_count = finalize_outputs(layout)
+    except ExportFormatError as err:
+        delete_tree(layout.tmp_dir)
+        raise ConfigError(f"--export {export}: {err}") from None
+    except OSError as err:
+        delete_tree(layout.tmp_dir)
+        raise ConfigError(f"--export {export}: cannot read ({err.strerror or err})") from None
+    except BaseException:
+        delete_tree(layout.tmp_dir)  # segments hold password hashes: don't leave them behind
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    export_bytes = _size(export)
+    if len(bodies) != len(plan.bodies):
+        raise RuntimeError(f"planned {len(plan.bodies)} bodies, {len(bodies)} were written")  # a bug
+    for entry, body in zip(bodies, plan.bodies):
+        entry.update({"after": body.after, "kind": body.kind, "org_id": body.org_id,
+                      "machine_users": body.machines, "records": body.records})
+    counts = {**plan.counts, **beam_counts}
+    placed = sum(b.users + b.machines + b.records for b in plan.bodies)
+    read = counts.get("items_read", 0)
+    holds = read == placed + dead_count and beam_counts.get("bodies_written", len(bodies)) == len(bodies)
+    invariant = f"{read} items read = {placed} in bodies + {dead_count} dead-lettered"
+    manifest_dir = posixpath.dirname(layout.manifest)
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "tool": "zitadel-beam",
+        "source": SOURCE,
+        "export": export,
+        "export_bytes": export_bytes,
+        "org_id": None,
+        "org_ids": plan.org_ids,
+        "timeout": timeout,
+        "batch_size": batch_size,
+        "bodies": bodies,
+        "dead_letter": {"path": relative_path(manifest_dir, layout.dead_letter), "count": dead_count},
+        "counts": counts,
+        "dead_letters_by_reason": {"zitadel-export": plan.dead_by_reason},
+        "invariant": {"holds": holds, "text": invariant},
+        "seconds": round(elapsed, 3),
+        "plan_seconds": round(planned, 3),
+    }
+    with open_private(layout.manifest) as handle:
+        handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    return SplitResult(layout.manifest, bodies, counts, plan.dead_by_reason, dead_count, layout.dead_letter,
+                       holds, invariant, elapsed)
