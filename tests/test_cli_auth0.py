@@ -500,10 +500,6 @@ def test_empty_inputs_write_no_body(tmp_path):
     assert manifest["counts"].get("users_written", 0) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "layout sniffing (transforms/fileio.py sniff_layout) treats an NDJSON file whose first line is "
-    "corrupt as a multi-line stream; the stream fails at element 0 and the whole file becomes ONE "
-    "unreadable-input dead letter, so every valid record after it is lost"))
 def test_corrupt_first_ndjson_line_does_not_lose_the_file(tmp_path):
     profiles = ['{"user_id": "auth0|0", "email": "broken@exa'] + [
         {"user_id": f"auth0|{i}", "email": f"u{i}@example.com"} for i in range(1, 4)]

@@ -202,6 +202,7 @@ def _read_stream(unit: Unit) -> Iterator[Record]:
 
     compressed = _is_compressed(unit.path)
     index = 0
+    fallback = False
     with _open(unit.path, compressed) as handle:
         if unit.layout == ARRAY:
             items = ijson.items(handle, "item", use_float=True)
@@ -212,4 +213,13 @@ def _read_stream(unit: Unit) -> Iterator[Record]:
                 yield index, None, value, None
                 index += 1
         except (ijson.JSONError, ValueError) as err:
-            yield index, None, None, f"JSON syntax error after element {index}: {_first_line(err)}"
+            if unit.layout == STREAM and index == 0:
+                # Taken for a multi-line stream only because its first line did not parse: an
+                # NDJSON file whose first line is corrupt. Read it line by line instead, so that
+                # line alone is dead-lettered and every record after it is kept.
+                fallback = True
+            else:
+                fallback = False
+                yield index, None, None, f"JSON syntax error after element {index}: {_first_line(err)}"
+    if fallback:
+        yield from _read_ndjson(Unit(unit.index, unit.path, NDJSON, 0, -1))
