@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
+from pipeline.report import count_prefix, shared_summary_lines
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant", "parse_idp_map"]
 
@@ -68,9 +69,6 @@ def parse_idp_map(values: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(mapping.items()))
 
 
-def _count(counts: Mapping[str, int], prefix: str) -> int:
-    return sum(v for k, v in counts.items() if k.startswith(prefix))
-
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     """profiles read = users written + profiles dead-lettered; password hashes read (records and
@@ -78,14 +76,14 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     importable + dead-lettered."""
     profiles = counts.get("auth0.profiles_read", 0)
     written = counts.get("users_written", 0)
-    dead_profiles = _count(counts, "dead_letter.auth0-profile.")
+    dead_profiles = count_prefix(counts, "dead_letter.auth0-profile.")
     passwords = counts.get("auth0.passwords_read", 0) + counts.get("auth0.custom_hashes_read", 0)
     with_pw = counts.get("users_with_password", 0)
-    dead_pw = _count(counts, "dead_letter.auth0-password.") + _count(counts, "dead_letter.auth0-custom-hash.")
+    dead_pw = count_prefix(counts, "dead_letter.auth0-password.") + count_prefix(counts, "dead_letter.auth0-custom-hash.")
     mfa = counts.get("auth0.mfa_read", 0)
     with_otp = counts.get("users_with_otp", 0)
-    not_importable = _count(counts, "auth0.mfa_not_importable.")
-    dead_mfa = _count(counts, "dead_letter.auth0-mfa.")
+    not_importable = count_prefix(counts, "auth0.mfa_not_importable.")
+    dead_mfa = count_prefix(counts, "dead_letter.auth0-mfa.")
     holds = (profiles == written + dead_profiles and passwords == with_pw + dead_pw
              and mfa == with_otp + not_importable + dead_mfa)
     text = (f"profiles {profiles:,} = written {written:,} + dead-lettered {dead_profiles:,}; "
@@ -110,8 +108,6 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
         ("  with password", with_pw),
         ("  without password", written - with_pw),
         ("password conflicts (older record dropped)", counts.get("auth0.password_conflicts", 0)),
-        ("phones dropped (not +..., or > 50 chars)", counts.get("notes.phone-dropped", 0)),
-        ("languages dropped (no valid base language)", counts.get("notes.language-dropped", 0)),
     ]
     if counts.get("auth0.mfa_read"):
         lines.append(("MFA records read", counts["auth0.mfa_read"]))
@@ -128,15 +124,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
             for name, value in sorted(identities.items()):
                 if name.startswith(f"auth0.identities.{outcome}."):
                     lines.append((f"  {label}: {name.split('.', 3)[3]}", value))
-    if counts.get("metadata_written") or counts.get("auth0.metadata_dropped"):
-        lines.append(("metadata entries written", counts.get("metadata_written", 0)))
-        lines.append(("metadata entries dropped (limits)", counts.get("auth0.metadata_dropped", 0)))
-    dead = {k: v for k, v in counts.items() if k.startswith("dead_letter.")}
-    lines.append(("dead-lettered", sum(dead.values())))
-    for name, value in dead.items():
-        _, source, reason = name.split(".", 2)
-        lines.append((f"  {reason} ({source})", value))
-    return lines
+    return lines + shared_summary_lines(counts, "auth0")
 
 
 def _password_pattern(value: str | None) -> str | None:

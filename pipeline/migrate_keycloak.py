@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
+from pipeline.report import count_prefix, shared_summary_lines
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
 
@@ -48,17 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
 
 
-def _count(counts: Mapping[str, int], prefix: str) -> int:
-    return sum(v for k, v in counts.items() if k.startswith(prefix))
-
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     """users read = written + dead-lettered; users converted = written + dropped as duplicates."""
     read = counts.get("keycloak.users_read", 0)
     written = counts.get("users_written", 0)
-    dead = _count(counts, f"dead_letter.{_SOURCE}.")
-    converted = _count(counts, "keycloak.with_password.") + counts.get("keycloak.without_password", 0)
-    duplicates = _count(counts, f"dead_letter.{_SOURCE}.duplicate-")
+    dead = count_prefix(counts, f"dead_letter.{_SOURCE}.")
+    converted = count_prefix(counts, "keycloak.with_password.") + counts.get("keycloak.without_password", 0)
+    duplicates = count_prefix(counts, f"dead_letter.{_SOURCE}.duplicate-")
     holds = read == written + dead and converted == written + duplicates
     text = (f"users read {read:,} = written {written:,} + dead-lettered {dead:,}; "
             f"converted {converted:,} = written {written:,} + duplicates {duplicates:,}")
@@ -88,19 +86,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     for name, value in counts.items():
         if name.startswith("keycloak.other_credentials."):
             lines.append((f"other credentials not converted: {name.split('.', 2)[2]}", value))
-    lines += [
-        ("phones dropped (not +..., or > 50 chars)", counts.get("notes.phone-dropped", 0)),
-        ("languages dropped (no valid base language)", counts.get("notes.language-dropped", 0)),
-    ]
-    if counts.get("keycloak.metadata_entries") or counts.get("keycloak.metadata_dropped"):
-        lines.append(("metadata entries written", counts.get("metadata_written", 0)))
-        lines.append(("metadata entries dropped (limits)", counts.get("keycloak.metadata_dropped", 0)))
-    dead = {k: v for k, v in counts.items() if k.startswith("dead_letter.")}
-    lines.append(("dead-lettered", sum(dead.values())))
-    for name, value in dead.items():
-        _, source, reason = name.split(".", 2)
-        lines.append((f"  {reason} ({source})", value))
-    return lines
+    return lines + shared_summary_lines(counts, "keycloak")
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:

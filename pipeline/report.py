@@ -7,7 +7,7 @@ from apache_beam.metrics.metric import MetricsFilter
 
 from transforms.records import NAMESPACE
 
-__all__ = ["counters_from_result", "summary_table", "dead_letter_totals"]
+__all__ = ["counters_from_result", "summary_table", "dead_letter_totals", "count_prefix", "shared_summary_lines"]
 
 
 def counters_from_result(result) -> dict[str, int]:
@@ -41,3 +41,28 @@ def summary_table(title: str, lines: list[tuple[str, Any]]) -> str:
         text = f"{value:,}" if isinstance(value, int) else str(value)
         out.append(f"{label:<{width}}  {text:>12}")
     return "\n".join(out)
+
+
+def count_prefix(counts: Mapping[str, int], prefix: str) -> int:
+    """The sum of every counter whose name starts with ``prefix``."""
+    return sum(value for name, value in counts.items() if name.startswith(prefix))
+
+
+def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[str, Any]]:
+    """The rows every migrate summary ends with: dropped fields, metadata, dead letters by reason.
+
+    ``source`` is the counter prefix of the source's own metadata counters (``auth0``, ``keycloak``).
+    """
+    lines: list[tuple[str, Any]] = [
+        ("phones dropped (not +..., or > 50 chars)", counts.get("notes.phone-dropped", 0)),
+        ("languages dropped (no valid base language)", counts.get("notes.language-dropped", 0)),
+    ]
+    if counts.get("metadata_written") or counts.get(f"{source}.metadata_dropped"):
+        lines.append(("metadata entries written", counts.get("metadata_written", 0)))
+        lines.append(("metadata entries dropped (limits)", counts.get(f"{source}.metadata_dropped", 0)))
+    lines.append(("dead-lettered", count_prefix(counts, "dead_letter.")))
+    for name, value in counts.items():
+        if name.startswith("dead_letter."):
+            _, letter_source, reason = name.split(".", 2)
+            lines.append((f"  {reason} ({letter_source})", value))
+    return lines
