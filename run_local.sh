@@ -32,6 +32,9 @@ case "$mode" in
       --org=123456789 \
       --users=examples/auth0/users.json \
       --passwords=examples/auth0/passwords.json \
+      --mfa=examples/auth0/mfa.json \
+      --idp-map=google-oauth2=276402541098127105 \
+      --metadata \
       --output=out/importBody.json \
       --dead-letter=out/dead-letter.ndjson \
       --batch-size=20

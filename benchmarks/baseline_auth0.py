@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import os
 import sys
 import time
@@ -22,7 +21,8 @@ import orjson
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from transforms.auth0_mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402
-from transforms.batching import BodySpec, plan_chunks, render_fragments, to_fragment  # noqa: E402
+from baseline_common import render_all, write_bodies  # noqa: E402
+from transforms.batching import to_fragment  # noqa: E402
 from transforms.records import NUM_PARTITIONS, partition_of  # noqa: E402
 from transforms.validate import ValidationOptions, validate_user  # noqa: E402
 
@@ -122,17 +122,7 @@ def convert(users: str, passwords: str, org: str, timeout: str, batch_size: int,
             continue
         part = partition_of(normalise_email(rec.get("email")), NUM_PARTITIONS)
         parts.setdefault(part, []).append(to_fragment([row[0], entry, [], None, None, None]))
-    spec = BodySpec(org, timeout, batch_size)
-    chunks, rest = [], []
-    for part in sorted(parts):
-        full, remainder = plan_chunks(parts[part], batch_size)
-        chunks += full
-        rest += remainder
-    rest.sort(key=lambda f: (f[0], f[1]))
-    full, remainder = plan_chunks(rest, batch_size)
-    chunks += full + ([remainder] if remainder else [])
-    chunks.sort(key=lambda c: (c[0][0], c[0][1]))
-    return [render_fragments(spec, c) for c in chunks], dead
+    return render_all(parts, org, timeout, batch_size), dead
 
 
 def main() -> None:
@@ -150,15 +140,7 @@ def main() -> None:
     gc.disable()
     started = time.monotonic()
     bodies, dead = convert(args.users, args.passwords, args.org, args.timeout, args.batch_size, args.email_verified)
-    stem, ext = os.path.splitext(args.output)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    digests = []
-    for i, data in enumerate(bodies):
-        path = args.output if len(bodies) == 1 else f"{stem}-{i + 1:05d}-of-{len(bodies):05d}{ext}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        digests.append(hashlib.sha256(data).hexdigest())
+    digests = write_bodies(args.output, bodies)
     print(orjson.dumps({"bodies": len(bodies), "sha256": digests, "dead": dead,
                         "users": sum(d.count(b'"userId":') for d in bodies),
                         "seconds": round(time.monotonic() - started, 3)}).decode())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import os
 import sys
 import time
@@ -22,7 +21,8 @@ import orjson
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from transforms.batching import BodySpec, plan_chunks, render_fragments, to_fragment  # noqa: E402
+from baseline_common import render_all, write_bodies  # noqa: E402
+from transforms.batching import to_fragment  # noqa: E402
 from transforms.keycloak import KeycloakOptions, Rejection, map_user  # noqa: E402
 from transforms.records import NUM_PARTITIONS, partition_of, user_name_key  # noqa: E402
 
@@ -53,17 +53,7 @@ def convert(realm: str, org: str, timeout: str, batch_size: int) -> tuple[list[b
         key = user_id or entry["user"]["userName"]
         parts.setdefault(partition_of(key, NUM_PARTITIONS), []).append(
             to_fragment([[0, position], entry, mapped.metadata, None, None, []]))
-    spec = BodySpec(org, timeout, batch_size)
-    chunks, rest = [], []
-    for part in sorted(parts):
-        full, remainder = plan_chunks(parts[part], batch_size)
-        chunks += full
-        rest += remainder
-    rest.sort(key=lambda f: (f[0], f[1]))
-    full, remainder = plan_chunks(rest, batch_size)
-    chunks += full + ([remainder] if remainder else [])
-    chunks.sort(key=lambda c: (c[0][0], c[0][1]))
-    return [render_fragments(spec, c) for c in chunks], dead
+    return render_all(parts, org, timeout, batch_size), dead
 
 
 def main() -> None:
@@ -77,15 +67,7 @@ def main() -> None:
     gc.disable()
     started = time.monotonic()
     bodies, dead = convert(args.realm, args.org, args.timeout, args.batch_size)
-    stem, ext = os.path.splitext(args.output)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    digests = []
-    for i, data in enumerate(bodies):
-        path = args.output if len(bodies) == 1 else f"{stem}-{i + 1:05d}-of-{len(bodies):05d}{ext}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        digests.append(hashlib.sha256(data).hexdigest())
+    digests = write_bodies(args.output, bodies)
     print(orjson.dumps({"bodies": len(bodies), "sha256": digests, "dead": dead,
                         "seconds": round(time.monotonic() - started, 3)}).decode())
 

@@ -27,6 +27,7 @@ __all__ = [
     "render_fragments",
     "render_body",
     "plan_chunks",
+    "plan_bodies",
     "body_temp_name",
     "parse_body_temp_name",
 ]
@@ -89,3 +90,23 @@ def parse_body_temp_name(name: str) -> tuple[tuple[int, int], int, str]:
     """Inverse of ``body_temp_name``: ``((file, position), users, sha256)``."""
     _, file_index, position, users, rest = name.split("-", 4)
     return (int(file_index), int(position)), int(users), rest.split(".", 1)[0]
+
+
+def plan_bodies(partitions: dict[int, list[Fragment]], batch_size: int) -> list[list[Fragment]]:
+    """The batching rule of ``UsersToBodies``, in one process (the plain baselines use it).
+
+    Each partition's users, in input order, fill bodies of exactly ``batch_size``; the
+    remainders of all partitions are merged in input order and cut again; bodies are ordered by
+    their first user's position.
+    """
+    chunks: list[list[Fragment]] = []
+    rest: list[Fragment] = []
+    for part in sorted(partitions):
+        full, remainder = plan_chunks(sorted(partitions[part], key=lambda f: (f[0], f[1])), batch_size)
+        chunks += full
+        rest += remainder
+    rest.sort(key=lambda f: (f[0], f[1]))
+    full, remainder = plan_chunks(rest, batch_size)
+    chunks += full + ([remainder] if remainder else [])
+    chunks.sort(key=lambda c: (c[0][0], c[0][1]))
+    return chunks
