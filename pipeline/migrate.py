@@ -371,6 +371,8 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         report = push_manifest(layout.manifest, common.push_url, common.push_credentials,
                                concurrency=common.push_concurrency, verify=common.push_verify)
         print(report.table())
+        if report.verify is not None:
+            print(report.verify.table())
         if not report.ok:
             return 1
     if common.strict and dead_count:
