@@ -21,6 +21,7 @@ import sys
 from typing import Sequence
 
 from pipeline.errors import ConfigError
+from pipeline.gcs_env import prepare_emulator_credentials
 
 __all__ = ["main", "build_parser"]
 
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # that import would otherwise install its own handler and make basicConfig a no-op.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger().addFilter(_not_beam_import_noise)
+    emulator_credentials = prepare_emulator_credentials()
     try:
         parser = build_parser()
         known_args, rest = parser.parse_known_args(argv)
@@ -110,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zitadel-beam: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if emulator_credentials:
+            emulator_credentials.restore()
 
 
 if __name__ == "__main__":

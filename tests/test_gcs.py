@@ -94,3 +94,31 @@ def test_gcs_unreachable_fails_fast(monkeypatch, tmp_path, capsys, _gcs_server):
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Cloud Storage" in err, err
     assert time.monotonic() - started < 10
+
+
+def test_emulator_run_without_credentials_has_no_credential_wait(gcs_emulator, tmp_path):
+    """A user's emulator run (only STORAGE_EMULATOR_HOST set, no credentials at all) must not
+    sit through google-auth's ~20 s of retries: the CLI supplies throw-away credentials."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("users.json", "passwords.json"):
+        gcs_emulator.blob(f"in/{name}").upload_from_filename(str(root / "examples" / "auth0" / name))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "NO_GCE_CHECK")}
+    bucket = gcs_emulator.name
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "migrate", "auth0", "--org=123",
+         f"--users=gs://{bucket}/in/users.json", f"--passwords=gs://{bucket}/in/passwords.json",
+         f"--output=gs://{bucket}/out/importBody.json"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert elapsed < 15, f"took {elapsed:.1f} s: the credential look-up was retried"
+    assert gcs_emulator.blob("out/importBody.manifest.json").exists()
+    assert "GOOGLE_APPLICATION_CREDENTIALS" not in env  # the test really ran without credentials
