@@ -32,6 +32,7 @@ from pipeline.report import counters_from_result, dead_letter_totals, summary_ta
 
 __all__ = [
     "add_common_arguments",
+    "add_output_arguments",
     "CommonArgs",
     "common_args",
     "OutputLayout",
@@ -52,20 +53,26 @@ _LOGGER = logging.getLogger(__name__)
 MANIFEST_VERSION = 1
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every migrate command shares (zitadel-tools' plus ours)."""
-    parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
+def add_output_arguments(parser: argparse.ArgumentParser, *,
+                         batch_help: str = "at most this many users per body (default 5000, about what fits in 5 minutes)",
+                         dead_letter_help: str = "NDJSON file for rejected records (default <stem>.dead-letter.ndjson)",
+                         multiline_help: str = "pretty-print the bodies (input layout is detected)") -> None:
+    """The flags of every command that writes import bodies: where, how big, how strict."""
     parser.add_argument("--output", default="./importBody.json",
                         help="import body path (local or gs://); several bodies are written as "
                              "<stem>-00001-of-0000N<ext> beside it (default ./importBody.json)")
     parser.add_argument("--timeout", default="5m0s",
                         help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)")
-    parser.add_argument("--multiline", action="store_true", help="pretty-print the bodies (input layout is detected)")
-    parser.add_argument("--batch-size", type=int, default=5000,
-                        help="at most this many users per body (default 5000, about what fits in 5 minutes)")
-    parser.add_argument("--dead-letter", default=None,
-                        help="NDJSON file for rejected records (default <stem>.dead-letter.ndjson)")
-    parser.add_argument("--strict", action="store_true", help="exit 1 if any record was dead-lettered")
+    parser.add_argument("--multiline", action="store_true", help=multiline_help)
+    parser.add_argument("--batch-size", type=int, default=5000, help=batch_help)
+    parser.add_argument("--dead-letter", default=None, help=dead_letter_help)
+    parser.add_argument("--strict", action="store_true", help="exit 1 if anything was dead-lettered")
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every user migrate command shares (zitadel-tools' plus ours)."""
+    parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
+    add_output_arguments(parser)
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
     parser.add_argument("--bcrypt-min-cost", type=int, default=10, help="lowest bcrypt cost the server accepts (default 10)")
     parser.add_argument("--bcrypt-max-cost", type=int, default=16, help="highest bcrypt cost the server accepts (default 16)")

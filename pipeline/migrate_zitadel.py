@@ -44,6 +44,7 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from pipeline.durations import normalise_duration
+from pipeline.migrate import add_output_arguments
 from pipeline.errors import ConfigError
 from transforms.records import NAMESPACE
 
@@ -57,17 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export", required=True,
                         help="the export document (POST /admin/v1/export, or `zitadel-beam export`); "
                              "local or gs://, plain or .gz")
-    parser.add_argument("--output", default="./importBody.json",
-                        help="import body path (local or gs://); several bodies are written as "
-                             "<stem>-00001-of-0000N<ext> beside it (default ./importBody.json)")
-    parser.add_argument("--timeout", default="5m0s",
-                        help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)")
-    parser.add_argument("--batch-size", type=int, default=5000,
-                        help="at most this many users (human + machine) per body (default 5000)")
-    parser.add_argument("--dead-letter", default=None,
-                        help="NDJSON file for items that cannot be imported (default <stem>.dead-letter.ndjson)")
-    parser.add_argument("--multiline", action="store_true", help="pretty-print the bodies")
-    parser.add_argument("--strict", action="store_true", help="exit 1 if anything was dead-lettered")
+    add_output_arguments(
+        parser,
+        batch_help="at most this many users (human + machine) per body (default 5000)",
+        dead_letter_help="NDJSON file for items that cannot be imported (default <stem>.dead-letter.ndjson)",
+        multiline_help="pretty-print the bodies")
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
