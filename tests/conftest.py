@@ -1,9 +1,9 @@
-"""Shared fixtures: the shared reference data and an in-process GCS emulator.
+"""Shared fixtures: the vendored test data and an in-process GCS emulator.
 
 The emulator is started once per session (Beam caches the credentials it finds per process, and
 each test gets a wiped storage with the bucket kept). Credentials: an authorized-user file whose
 token never expires, plus GOOGLE_CLOUD_PROJECT and NO_GCE_CHECK=true, so google-auth neither
-retries the credential look-up (~20 s) nor probes the GCE metadata address (FACTS.md §4).
+retries the credential look-up (~20 s) nor probes the GCE metadata address (docs/gcs.md).
 """
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+REALWORLD = DATA_DIR / "realworld"
+ZITADEL_TOOLS = DATA_DIR / "zitadel-tools"
 GCS_BUCKET = "zb-test"
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """``../shared`` (reference inputs are read from there at test time, never copied)."""
-    if not (SHARED_DIR / "reference").is_dir():
-        pytest.skip(f"shared reference data not found at {SHARED_DIR / 'reference'}")
-    return SHARED_DIR
+def data_dir() -> Path:
+    """``tests/data``: every input the suite reads, with its origin in ``tests/data/README.md``."""
+    return DATA_DIR
 
 
 def _free_port() -> int:
@@ -33,7 +33,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def _gcs_server(tmp_path_factory):
-    server_module = pytest.importorskip("gcp_storage_emulator.server")
+    from gcp_storage_emulator import server as server_module
     port = _free_port()
     server = server_module.create_server("127.0.0.1", port, in_memory=True, default_bucket=GCS_BUCKET)
     server.start()

@@ -80,10 +80,8 @@ def plain_users(n: int, seed: int = 7):
 
 
 @pytest.fixture
-def reference(shared_dir):
-    ref = shared_dir / "reference" / "zitadel-tools" / "auth0"
-    if not (ref / "referenceOutput.json").exists():
-        pytest.skip(f"zitadel-tools reference files not found in {ref}")
+def reference(data_dir):
+    ref = data_dir / "zitadel-tools" / "auth0"
     return ref
 
 
@@ -593,11 +591,9 @@ def test_ndjson_byte_ranges_through_the_pipeline(tmp_path, monkeypatch, ndjson_b
     assert output.read_bytes() == ndjson_body
 
 
-def test_realworld_management_api_profiles(shared_dir, tmp_path):
-    ref = shared_dir / "reference" / "realworld" / "auth0"
+def test_realworld_management_api_profiles(data_dir, tmp_path):
+    ref = data_dir / "realworld" / "auth0"
     users, pws = ref / "clerk-auth0-users-api-shape.json", ref / "clerk-auth0-password-export-v1.1-array.json"
-    if not users.exists() or not pws.exists():
-        pytest.skip(f"real-world Auth0 files not found in {ref}")
     rc, output, manifest = migrate(tmp_path, users, pws, "--metadata")
     assert rc == 0
     profiles = json.loads(users.read_bytes())

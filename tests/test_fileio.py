@@ -160,10 +160,8 @@ def test_match_inputs_fails_fast_with_one_line(tmp_path, pattern):
 
 
 @pytest.fixture
-def realworld(shared_dir):
-    path = shared_dir / "reference" / "realworld" / "auth0"
-    if not path.is_dir():
-        pytest.skip(f"real-world Auth0 files not found in {path}")
+def realworld(data_dir):
+    path = data_dir / "realworld" / "auth0"
     return path
 
 

@@ -1,7 +1,7 @@
 """The Keycloak source: mapping, input planning, the streaming reader and the CLI end to end.
 
-Reference files are read from ``../shared`` (the zitadel-tools conformance pair and the
-real-world exports); tests that need them are skipped with a message when it is absent.
+Reference files are read from ``tests/data`` (the zitadel-tools conformance pair and the
+real-world exports; origins in ``tests/data/README.md``).
 """
 from __future__ import annotations
 
@@ -37,14 +37,13 @@ from transforms.records import decode_rows
 from transforms.spill import load_blob
 from transforms.validate import Reason
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REFERENCE = SHARED / "reference" / "zitadel-tools" / "keycloak"
-REALWORLD = SHARED / "reference" / "realworld" / "keycloak"
+DATA = Path(__file__).resolve().parent / "data"
+REFERENCE = DATA / "zitadel-tools" / "keycloak"
+REALWORLD = DATA / "realworld" / "keycloak"
 
 
 def _need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared reference data lives next to the repository)")
+    assert path.exists(), f"{path} is missing from tests/data"
     return path
 
 

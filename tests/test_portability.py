@@ -48,8 +48,8 @@ def test_auth0_multi_processing_matches_in_process(tmp_path):
     assert multi_counts == single_counts  # metrics come back from the worker processes too
 
 
-def test_keycloak_multi_processing_matches_in_process(tmp_path, shared_dir):
-    realm = shared_dir / "reference/realworld/keycloak/lakekeeper-iceberg-realm-argon2.json"
+def test_keycloak_multi_processing_matches_in_process(tmp_path, data_dir):
+    realm = data_dir / "realworld/keycloak/lakekeeper-iceberg-realm-argon2.json"
     args = ["migrate", "keycloak", "--org=123", f"--realm={realm}"]
     single = _run(args + [f"--output={tmp_path}/single/importBody.json"], ROOT)
     multi = _run(args + [f"--output={tmp_path}/multi/importBody.json"] + MULTI, ROOT)

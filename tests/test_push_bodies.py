@@ -1,6 +1,6 @@
 """``push --body``: bodies written by other tools or by hand are validated, then sent.
 
-zitadel-tools' 2023 body (``../shared/reference/realworld/zitadel``) has snake_case ``data_orgs``,
+zitadel-tools' 2023 body (``tests/data/realworld/zitadel``) has snake_case ``data_orgs``,
 ``hashedPassword.algorithm`` and a user without ``userId``; a hand-written body here adds invalid
 users, which must be reported with migrate's reason codes and never reach the server.
 """
@@ -15,7 +15,7 @@ from pipeline.cli import main
 from transforms.body_check import check_body
 from zitadel_fixtures import PAT, hash_pool, zitadel_fixture  # noqa: F401
 
-REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "reference" / "realworld"
+REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
 ZITADEL_TOOLS_BODY = REALWORLD / "zitadel" / "zitadel-tools-import-data_orgs-2023.json"
 
 
@@ -24,8 +24,6 @@ def _push(url: str, *bodies: Path) -> int:
 
 
 def test_zitadel_tools_body_is_validated_and_pushed(zitadel, tmp_path, monkeypatch, capsys):
-    if not ZITADEL_TOOLS_BODY.exists():
-        pytest.skip(f"real-world reference files not found at {REALWORLD}")
     monkeypatch.setenv("ZITADEL_TOKEN", PAT)
     monkeypatch.chdir(tmp_path)
     # Counted by hand: 3 users in org 191279307643945217, all valid (bcrypt cost 14, languages
@@ -95,8 +93,6 @@ def test_check_body_fixes_like_migrate_and_keeps_valid_bodies_byte_for_byte():
 
 def test_keycloak_users_without_id_are_pushed_and_verified_by_user_name(zitadel, tmp_path):
     realm = REALWORLD / "keycloak" / "strimzi-kafka-authz-realm.json"
-    if not realm.exists():
-        pytest.skip(f"real-world reference files not found at {REALWORLD}")
     from pipeline import push
     from transforms.admin_api import Credentials
 

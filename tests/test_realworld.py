@@ -1,7 +1,6 @@
-"""Every file in ``../shared/reference/realworld`` converts (or pushes), with numbers counted by hand.
+"""Every file in ``tests/data/realworld`` converts (or pushes), with numbers counted by hand.
 
-The files were written by other projects (see that folder's README.md) and are read in place,
-never copied. For each one the table gives what a person reading the file counts: users written,
+The files were written by other projects (origins and licences in ``tests/data/README.md``). For each one the table gives what a person reading the file counts: users written,
 dead letters by reason, users with a password. Where the file's passwords are known (JHipster's
 admin/admin and user/user, lakekeeper's ``iceberg``, strimzi's ``<name>-password``, renku's
 demo/demo; all re-derived from the hashes while writing this test), every converted hash is
@@ -22,10 +21,7 @@ import pytest
 
 from pipeline.cli import main
 
-REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "reference" / "realworld"
-
-pytestmark = pytest.mark.skipif(
-    not REALWORLD.is_dir(), reason=f"real-world reference files not found at {REALWORLD} (../shared/reference/realworld)")
+REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
 
 
 def verify_hash(stored: str, password: str) -> bool:
