@@ -3,6 +3,7 @@
     python benchmarks/run.py --users 100000 1000000 --repeat 3
     python benchmarks/run.py --source keycloak --users 100000 1000000 --repeat 3
     python benchmarks/run.py --users 5000000 --modes multi --no-baseline
+    python benchmarks/run.py --users 1000000 --before ../zitadel-beam-v1 --modes single multi
 
 For each size it generates (once, cached under benchmarks/data/) a synthetic Auth0 export or
 Keycloak realm, then runs, interleaved so that machine noise hits all alike, ``--repeat`` times
@@ -10,7 +11,11 @@ each:
 
 - ``baseline``: benchmarks/baseline_<source>.py, the plain single-process converter;
 - ``single``: ``zitadel-beam migrate auth0`` on the FnApiRunner, in-process;
-- ``multi``: the same with ``--direct_running_mode=multi_processing --direct_num_workers=2``.
+- ``multi``: the same with ``--direct_running_mode=multi_processing --direct_num_workers=2``;
+- with ``--before DIR`` (another checkout of this project, e.g. ``git worktree add DIR <commit>``):
+  ``single@before`` / ``multi@before``, the same commands run from that checkout's code with this
+  checkout's interpreter, interleaved with the others, so a change is measured before and after
+  in one run on the same noise.
 
 It reports the median wall time, users/s and peak RSS (the sum over the whole process tree,
 sampled every 50 ms, so worker processes count), the ratios to the baseline, and checks that the
@@ -60,10 +65,14 @@ def _tree_rss_kb(root_pid: int) -> int:
     return total
 
 
-def measure(cmd: list[str]) -> tuple[float, int, str]:
-    """Run cmd; return (wall seconds, peak tree RSS in MiB, stdout)."""
+def measure(cmd: list[str], cwd: str = ROOT) -> tuple[float, int, str]:
+    """Run cmd in ``cwd``; return (wall seconds, peak tree RSS in MiB, stdout).
+
+    ``python -m pipeline`` imports the ``pipeline`` package of ``cwd`` (the current directory
+    comes first on ``sys.path``), which is how ``--before`` runs another checkout's code.
+    """
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0]
     done = threading.Event()
 
@@ -114,19 +123,23 @@ def input_size(files: list[str]) -> int:
     return total
 
 
-def commands(source: str, files: list[str], work: str, modes: list[str], baseline: bool) -> dict[str, list[str]]:
+def commands(source: str, files: list[str], work: str, modes: list[str], baseline: bool,
+             before: str | None = None) -> dict[str, tuple[str, list[str]]]:
+    """Each run's name → (working directory, command)."""
     if source == "auth0":
         inputs = [f"--users={files[0]}", f"--passwords={files[1]}"]
     else:
         inputs = [f"--realm={files[0]}"]
-    out: dict[str, list[str]] = {}
+    out: dict[str, tuple[str, list[str]]] = {}
     if baseline:
-        out["baseline"] = [PY, os.path.join(HERE, f"baseline_{source}.py"), "--org=123", *inputs,
-                           f"--output={work}/baseline/importBody.json"]
+        out["baseline"] = (ROOT, [PY, os.path.join(HERE, f"baseline_{source}.py"), "--org=123", *inputs,
+                                  f"--output={work}/baseline/importBody.json"])
+    trees = [("", ROOT)] + ([("@before", os.path.abspath(before))] if before else [])
     for mode in modes:
         extra = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if mode == "multi" else []
-        out[mode] = [PY, "-m", "pipeline", "migrate", source, "--org=123", *inputs,
-                     f"--output={work}/{mode}/importBody.json", *extra]
+        for suffix, tree in trees:
+            out[mode + suffix] = (tree, [PY, "-m", "pipeline", "migrate", source, "--org=123", *inputs,
+                                         f"--output={work}/{mode + suffix}/importBody.json", *extra])
     return out
 
 
@@ -141,37 +154,39 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["single", "multi"], choices=["single", "multi"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--before", metavar="DIR",
+                        help="another checkout of this project: also run its code (runs named <mode>@before)")
     args = parser.parse_args()
     results = []
     for n in args.users:
         files = ensure_data(args.source, n, args.split)
         size_mb = input_size(files) / 2**20
         work = os.path.join(HERE, "results", f"{args.source}-{n}")
-        cmds = commands(args.source, files, work, args.modes, not (args.no_baseline or args.split))
+        cmds = commands(args.source, files, work, args.modes, not (args.no_baseline or args.split), args.before)
         runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
         for _ in range(args.repeat):
-            for name, cmd in cmds.items():
+            for name, (cwd, cmd) in cmds.items():
                 shutil.rmtree(os.path.join(work, name), ignore_errors=True)
-                wall, rss, out = measure(cmd)
+                wall, rss, out = measure(cmd, cwd)
                 runs[name].append((wall, rss))
                 if name == "baseline":
                     digests[name] = json.loads(out.strip().splitlines()[-1])["sha256"]
                 else:
                     with open(os.path.join(work, name, "importBody.manifest.json")) as handle:
                         digests[name] = [b["sha256"] for b in json.load(handle)["bodies"]]
-                print(f"  {n:>9,} {name:<8} {wall:7.1f} s {rss:7,} MiB", file=sys.stderr)
+                print(f"  {n:>9,} {name:<14} {wall:7.1f} s {rss:7,} MiB", file=sys.stderr)
         reference = "baseline" if "baseline" in runs else next(iter(runs))
         base_wall = statistics.median(w for w, _ in runs[reference])
         base_rss = statistics.median(r for _, r in runs[reference])
         label = f"{args.source} (split, {args.split:,} users a file)" if args.split else args.source
         print(f"\n{label} {n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}; ratios to {reference}:")
-        print(f"{'run':<10}{'wall s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}{'RSS ratio':>11}  same bodies")
+        print(f"{'run':<14}{'wall s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}{'RSS ratio':>11}  same bodies")
         for name, values in runs.items():
             wall = statistics.median(w for w, _ in values)
             rss = statistics.median(r for _, r in values)
             same = digests[name] == digests[reference]
-            print(f"{name:<10}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}")
+            print(f"{name:<14}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}")
             results.append({"source": label, "users": n, "input_mb": round(size_mb), "run": name,
                             "wall_s": round(wall, 2), "peak_rss_mib": rss, "reference": reference,
                             "wall_ratio": round(wall / base_wall, 3), "rss_ratio": round(rss / base_rss, 3),
