@@ -75,6 +75,18 @@ class Reason:
     OTP_SUPERSEDED = "otp-superseded"
     UNKNOWN_USER = "unknown-user"
     INVALID_IDP_LINK = "invalid-idp-link"
+    # Password hashes against the target's passwap rules (issue 12; docs/password-hashes.md).
+    UNSUPPORTED_SALTED_SHA = "unsupported-hash-salted-sha"
+    UNSUPPORTED_HMAC = "unsupported-hash-hmac"
+    UNSUPPORTED_MD4 = "unsupported-hash-md4"
+    UNSUPPORTED_LDAP = "unsupported-hash-ldap"
+    UNSUPPORTED_PBKDF2_DIGEST = "unsupported-hash-pbkdf2-digest"
+    UNSUPPORTED_ARGON2_VARIANT = "unsupported-hash-argon2-variant"
+    UNSUPPORTED_SCRYPT_COST = "unsupported-hash-scrypt-cost"
+    UNSUPPORTED_SALT = "unsupported-hash-salt"
+    UNSUPPORTED_PASSWORD_ENCODING = "unsupported-password-encoding"
+    HASH_VERIFIER_DISABLED = "hash-verifier-disabled"
+    HASH_OUT_OF_LIMITS = "hash-parameter-out-of-limits"
 
 
 @dataclasses.dataclass(frozen=True)
