@@ -301,8 +301,9 @@ def parse_hash(value: Any) -> ConvertedHash | HashFailure:
     if _MD5PLAIN_STR.match(value):
         return ConvertedHash("md5plain", value, "md5plain")
     prefix = value.split("$")[1] if value.startswith("$") and value.count("$") > 1 else ""
-    label = f"'${prefix}$' hashes" if prefix and len(prefix) <= 20 and prefix.isprintable() else "this hash format"
-    return HashFailure(Reason.UNSUPPORTED_HASH, f"{label} have no ZITADEL verifier")
+    if prefix and len(prefix) <= 20 and prefix.isprintable():
+        return HashFailure(Reason.UNSUPPORTED_HASH, f"'${prefix}$' hashes have no ZITADEL verifier")
+    return HashFailure(Reason.INVALID_HASH, "not a hash string any ZITADEL verifier parses")
 
 
 # --------------------------------------------------------------------------- Keycloak
