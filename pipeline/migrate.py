@@ -69,13 +69,51 @@ def add_output_arguments(parser: argparse.ArgumentParser, *,
     parser.add_argument("--strict", action="store_true", help="exit 1 if anything was dead-lettered")
 
 
+def add_hash_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the target ZITADEL accepts as password hashes, and what to do with the rest."""
+    group = parser.add_argument_group("password hashes (docs/password-hashes.md)")
+    group.add_argument("--zitadel-config", metavar="FILE", default=None,
+                       help="the target ZITADEL's config YAML: SystemDefaults.PasswordHasher.Verifiers and "
+                            ".Limits decide which hashes import (default: ZITADEL's defaults, bcrypt only); "
+                            "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_* variables apply on top")
+    group.add_argument("--on-unsupported-hash", choices=("dead-letter", "import-without-password"),
+                       default="dead-letter",
+                       help="a user whose hash the target cannot verify (unsupported algorithm, verifier not "
+                            "enabled, parameter out of limits): dead-letter them (default), or import them "
+                            "without a password and list them in <stem>.passwordless.ndjson for reset mails")
+    group.add_argument("--bcrypt-min-cost", type=int, default=None,
+                       help="lowest bcrypt cost the server accepts; overrides Limits.Bcrypt.MinCost (default 10)")
+    group.add_argument("--bcrypt-max-cost", type=int, default=None,
+                       help="highest bcrypt cost the server accepts; overrides Limits.Bcrypt.MaxCost (default 16)")
+
+
+def hash_policy_from_args(args: argparse.Namespace, environ=None):
+    """--zitadel-config + environment + --bcrypt-*-cost → the HashPolicy; ConfigError on problems."""
+    import os
+
+    from transforms.hash_policy import ConfigError as PolicyError, load_policy
+
+    try:
+        policy = load_policy(args.zitadel_config, os.environ if environ is None else environ)
+    except PolicyError as err:
+        raise ConfigError(str(err)) from None
+    overrides = {}
+    if args.bcrypt_min_cost is not None:
+        overrides["Bcrypt_MinCost"] = args.bcrypt_min_cost
+    if args.bcrypt_max_cost is not None:
+        overrides["Bcrypt_MaxCost"] = args.bcrypt_max_cost
+    policy = policy.with_limits(**overrides) if overrides else policy
+    if not 4 <= policy.limit("Bcrypt.MinCost") <= policy.limit("Bcrypt.MaxCost") <= 31:
+        raise ConfigError("--bcrypt-min-cost/--bcrypt-max-cost must satisfy 4 <= min <= max <= 31")
+    return policy
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags every user migrate command shares (zitadel-tools' plus ours)."""
     parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
     add_output_arguments(parser)
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
-    parser.add_argument("--bcrypt-min-cost", type=int, default=10, help="lowest bcrypt cost the server accepts (default 10)")
-    parser.add_argument("--bcrypt-max-cost", type=int, default=16, help="highest bcrypt cost the server accepts (default 16)")
+    add_hash_arguments(parser)
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
     push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
@@ -101,6 +139,8 @@ class CommonArgs:
     push_concurrency: int = 1
     push_verify: bool = False
     push_credentials: Any = None
+    hash_policy: Any = None  # transforms.hash_policy.HashPolicy
+    on_unsupported_hash: str = "dead-letter"
 
 
 def common_args(args: argparse.Namespace) -> CommonArgs:
@@ -114,8 +154,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         raise ConfigError(f"--timeout: {err}") from None
     if args.batch_size < 1:
         raise ConfigError("--batch-size must be at least 1")
-    if not 4 <= args.bcrypt_min_cost <= args.bcrypt_max_cost <= 31:
-        raise ConfigError("--bcrypt-min-cost/--bcrypt-max-cost must satisfy 4 <= min <= max <= 31")
+    policy = hash_policy_from_args(args)
     if not args.output or args.output.endswith("/"):
         raise ConfigError(f"--output {args.output!r} must name a file")
     credentials = None
@@ -128,8 +167,9 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         # Probe now: a bad URL or token must fail before an hour of conversion, not after it.
         connect(args.push_url, credentials, max_attempts=2)
     return CommonArgs(org, args.output, timeout, args.multiline, args.batch_size, args.dead_letter,
-                      args.strict, args.metadata, args.bcrypt_min_cost, args.bcrypt_max_cost,
-                      args.push_url, args.push_concurrency, args.push_verify, credentials)
+                      args.strict, args.metadata, policy.limit("Bcrypt.MinCost"), policy.limit("Bcrypt.MaxCost"),
+                      args.push_url, args.push_concurrency, args.push_verify, credentials,
+                      policy, args.on_unsupported_hash)
 
 
 @dataclasses.dataclass(frozen=True)

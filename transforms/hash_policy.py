@@ -60,6 +60,16 @@ DEFAULT_LIMITS: dict[str, int] = {
     "PHPass.MinRounds": 7, "PHPass.MaxRounds": 31,
     "Drupal7.MinIterations": 1000, "Drupal7.MaxIterations": 500_000,
 }
+# --on-unsupported-hash choices, shared by every source.
+DEAD_LETTER, IMPORT_WITHOUT_PASSWORD = "dead-letter", "import-without-password"
+ON_UNSUPPORTED_HASH = (DEAD_LETTER, IMPORT_WITHOUT_PASSWORD)
+# Reasons a user may lose its password for under import-without-password (never: absent hash).
+DROPPABLE_REASONS = frozenset({
+    Reason.UNSUPPORTED_HASH, Reason.INVALID_HASH, Reason.BCRYPT_COST, Reason.UNSUPPORTED_SALTED_SHA,
+    Reason.UNSUPPORTED_HMAC, Reason.UNSUPPORTED_MD4, Reason.UNSUPPORTED_LDAP, Reason.UNSUPPORTED_PBKDF2_DIGEST,
+    Reason.UNSUPPORTED_ARGON2_VARIANT, Reason.UNSUPPORTED_SCRYPT_COST, Reason.UNSUPPORTED_SALT,
+    Reason.UNSUPPORTED_PASSWORD_ENCODING, Reason.HASH_VERIFIER_DISABLED, Reason.HASH_OUT_OF_LIMITS,
+})
 _ENV_PREFIX = "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_"
 # Hasher.Algorithm values → the verifier that parses what that hasher writes.
 _HASHER_VERIFIER = {"bcrypt": "bcrypt", "argon2i": "argon2", "argon2id": "argon2", "scrypt": "scrypt",

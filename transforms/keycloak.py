@@ -249,6 +249,11 @@ def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
     credential = None if federated else _password_credential(user.get("credentials"))
     if credential is not None:
         converted = convert_credential(credential)
+        policy = options.validation.hash_policy
+        if isinstance(converted, ConvertedHash) and policy is not None:
+            # A verifier the target has not enabled or a parameter outside its limits is handled
+            # like an unsupported algorithm (transforms/hash_policy.py).
+            converted = policy.check(converted) or converted
         if isinstance(converted, ConvertedHash):
             body["hashedPassword"] = {"value": converted.value}
             password = converted.algorithm
