@@ -285,3 +285,60 @@ def verify(encoded: str, password: str) -> bool:
     if verifier == "drupal7":
         return hmac.compare_digest(_portable(encoded, pw, hashlib.sha512, 64)[:55], encoded)
     return hmac.compare_digest(hashlib.md5(pw).digest(), parsed)
+
+
+# --------------------------------------------------------------------------- limits (the server's side)
+
+# ZITADEL's default SystemDefaults.PasswordHasher.Limits (cmd/defaults.yaml; passwap v0.12).
+DEFAULT_LIMITS = {
+    "Bcrypt.MinCost": 10, "Bcrypt.MaxCost": 16,
+    "Argon2.MinTime": 1, "Argon2.MaxTime": 10, "Argon2.MinMemory": 8192, "Argon2.MaxMemory": 524288,
+    "Argon2.MinThreads": 1, "Argon2.MaxThreads": 16,
+    "Scrypt.MinLN": 14, "Scrypt.MaxLN": 20, "Scrypt.MinR": 8, "Scrypt.MaxR": 32, "Scrypt.MinP": 1, "Scrypt.MaxP": 16,
+    "PBKDF2.MinRounds": 1000, "PBKDF2.MaxRounds": 10_000_000,
+    "Sha2.MinSha256Rounds": 1000, "Sha2.MaxSha256Rounds": 999_999_999,
+    "Sha2.MinSha512Rounds": 1000, "Sha2.MaxSha512Rounds": 999_999_999,
+    "PHPass.MinRounds": 7, "PHPass.MaxRounds": 31,
+    "Drupal7.MinIterations": 1000, "Drupal7.MaxIterations": 500_000,
+}
+
+
+def cost_params(encoded: str) -> dict[str, int]:
+    """``Group.Name → value`` for the limits passwap checks (``Argon2.Memory``, ``Bcrypt.Cost``...)."""
+    verifier, parsed = _parse(encoded)
+    if verifier == "bcrypt":
+        return {"Bcrypt.Cost": int(encoded[4:6])}
+    if verifier == "argon2":
+        return {"Argon2.Memory": parsed[1], "Argon2.Time": parsed[2], "Argon2.Threads": parsed[3]}
+    if verifier == "pbkdf2":
+        return {"PBKDF2.Rounds": parsed[1]}
+    if verifier == "scrypt":
+        return {"Scrypt.LN": parsed[0], "Scrypt.R": parsed[1], "Scrypt.P": parsed[2]}
+    if verifier == "sha2":
+        return {f"Sha2.Sha{'512' if parsed[0] == '6' else '256'}Rounds": int(parsed[1] or 5000)}
+    if verifier == "phpass":
+        return {"PHPass.Rounds": _ITOA64.index(encoded[3])}
+    if verifier == "drupal7":
+        return {"Drupal7.Iterations": 1 << _ITOA64.index(encoded[3])}
+    return {}
+
+
+def server_refusal(encoded: str, verifiers: frozenset[str] | set[str], limits: dict[str, int]) -> str | None:
+    """What ZITADEL's import answers for one user's hash: None (imported) or the error message.
+
+    The hasher (bcrypt) and the enabled verifiers parse; none claiming it → Errors.Hash.NotSupported;
+    a parameter outside the limits → Errors.User.Password.Invalid naming it.
+    """
+    try:
+        verifier = claim(encoded)
+    except Refused:
+        verifier = None
+    if verifier is None or verifier not in verifiers:
+        return "ID=CRYPT-Nx7XY Message=Errors.Hash.NotSupported"
+    for key, value in cost_params(encoded).items():
+        group, name = key.split(".")
+        low, high = limits[f"{group}.Min{name}"], limits[f"{group}.Max{name}"]
+        if not low <= value <= high:
+            return (f"ID=COMMAND-4n8fs Message=Errors.User.Password.Invalid "
+                    f"(verifier: {verifier} parameter {name} out of bounds: expected {low} - {high}, got {value})")
+    return None
