@@ -358,6 +358,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     """
     import orjson
 
+    from pipeline.hash_report import hash_manifest, hash_ranges_from_result, hash_summary
     from transforms.sinks import open_private
 
     layout = output_layout(common.output, common.dead_letter)
@@ -374,6 +375,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         result.wait_until_finish()
         elapsed = time.monotonic() - started
         counts = counters_from_result(result)
+        hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)
         bodies, dead_count = finalize_outputs(layout)
     except BaseException:
         # Spill files and temporary bodies hold password hashes: don't leave them behind.
@@ -394,6 +396,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         "dead_letters_by_reason": dead_letter_totals(counts),
         "invariant": {"holds": holds, "text": invariant_text},
         "seconds": round(elapsed, 3),
+        **hash_fields,
         **(extra_manifest or {}),
     }
     with open_private(layout.manifest) as handle:
@@ -403,6 +406,8 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     lines += [("", ""), ("bodies written", len(bodies)), ("dead letters written", dead_count),
               ("seconds", f"{elapsed:.1f}")]
     print(summary_table(f"zitadel-beam migrate {source_name}: summary", lines))
+    if hash_summary(hash_fields):
+        print(hash_summary(hash_fields))
     print(f"accounting: {invariant_text} [{'ok' if holds else 'BROKEN'}]")
     print(f"manifest: {layout.manifest}")
     if bodies:
@@ -416,7 +421,8 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         from pipeline.push import push_manifest
 
         report = push_manifest(layout.manifest, common.push_url, common.push_credentials,
-                               concurrency=common.push_concurrency, verify=common.push_verify)
+                               concurrency=common.push_concurrency, verify=common.push_verify,
+                               hash_policy=common.hash_policy)
         print(report.table())
         if report.verify is not None:
             print(report.verify.table())

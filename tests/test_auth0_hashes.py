@@ -192,3 +192,37 @@ def test_import_without_password_keeps_the_user_and_names_the_reason(tmp_path, e
     assert without == {name for name, case in CASES.items() if case[1]}
     assert all(d["detail"].endswith("(user imported without password)") for d in dead)
     assert manifest["counts"]["auth0.imported_without_password"] == len(without)
+
+
+def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(tmp_path, export, zitadel, caplog):
+    users, _ = export
+    _, manifest, written, _ = _migrate(tmp_path, users, f"--zitadel-config={ENABLED}")
+    assert manifest["password_hashes"] == {"argon2": 1, "bcrypt": 3, "md5plain": 1, "md5salted": 1,
+                                           "pbkdf2": 1, "scrypt": 1}
+    assert manifest["password_hash_params"]["bcrypt"] == {"cost": [4, 10]}
+    assert manifest["password_hash_params"]["argon2"]["memory"] == [7168, 7168]
+    snippet = manifest["zitadel_config"]
+    assert "      - md5salted\n" in snippet and "MinMemory: 7168" in snippet and "MinCost: 4" in snippet
+    import yaml
+
+    from transforms.hash_policy import load_policy
+
+    config = tmp_path / "needed.yaml"
+    config.write_text(snippet)
+    assert load_policy(str(config), {}).covers(
+        {v: {p: tuple(r) for p, r in ps.items()} for v, ps in manifest["password_hash_params"].items()}) == []
+    assert yaml.safe_load(snippet)["SystemDefaults"]["PasswordHasher"]["Verifiers"][0] == "argon2"
+
+    from pipeline import push
+
+    with caplog.at_level("WARNING"):
+        push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url, Credentials("token", token=PAT),
+                           progress=False)
+    warnings = [r.getMessage() for r in caplog.records if "does not cover" in r.getMessage()]
+    assert any("verifier 'argon2' is not enabled" in w for w in warnings)
+    assert any("bcrypt cost 4 < SystemDefaults.PasswordHasher.Limits.Bcrypt.MinCost = 10" in w for w in warnings)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url, Credentials("token", token=PAT),
+                           progress=False, hash_policy=load_policy(str(config), {}))
+    assert not [r for r in caplog.records if "does not cover" in r.getMessage()]

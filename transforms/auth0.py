@@ -56,11 +56,12 @@ from transforms.auth0_mapping import (
     pick_profile,
     record_email,
 )
+from transforms.hash_metrics import WITHOUT_PASSWORD_COUNTER, HashTally
 from transforms.hash_policy import DROPPABLE_REASONS
 from transforms.validate import (
     Reason,
     ValidationOptions,
-    hash_problem,
+    check_hash,
     normalise_otp,
     otp_problem,
     validate_user,
@@ -217,6 +218,7 @@ class _ParseUnitFn(beam.DoFn):
                             # (else the profile itself was dead-lettered): account for the hash.
                             self._read[CUSTOM_HASHES].inc()
                             self._dropped.inc()
+                            Metrics.counter(NAMESPACE, WITHOUT_PASSWORD_COUNTER + hash_problem_[0]).inc()
                             key = "custom_password_hash" if "custom_password_hash" in value else "password_hash"
                             yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
                                 sortkey, hash_problem_[0], f"{hash_problem_[1]} (user imported without password)",
@@ -395,12 +397,14 @@ class _JoinPartitionFn(beam.DoFn):
     def setup(self):
         self._conflicts = _counter("auth0.password_conflicts")
         self._dropped = _counter("auth0.imported_without_password")
+        self._tally = HashTally()
         self._notes: dict[str, Any] = {}
 
     def process(self, element: tuple[int, Iterable[tuple[int, bytes]]]):
         part, blobs = element
         with no_gc():
             yield from self._join(part, blobs)
+        self._tally.publish()
 
     def _note(self, note: str) -> None:
         if note not in self._notes:
@@ -468,10 +472,14 @@ class _JoinPartitionFn(beam.DoFn):
             problem = item[5]
             entry_json = item[6]
             if problem is None and chosen is not None:
-                problem = hash_problem(chosen[5], self._options.validation)
+                checked = check_hash(chosen[5], self._options.validation)
+                problem = checked if isinstance(checked, tuple) else None
+                if problem is None:
+                    self._tally.add(checked)
                 if problem is not None and self._options.drop_bad_hashes and problem[0] in DROPPABLE_REASONS:
                     # --on-unsupported-hash=import-without-password: the user comes without it.
                     self._dropped.inc()
+                    self._tally.without_password(problem[0])
                     yield _dl(chosen, problem[0], f"{problem[1]} (user imported without password)",
                               chosen[7], chosen[6])
                     chosen, problem = None, None

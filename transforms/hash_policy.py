@@ -88,6 +88,10 @@ class HashPolicy:
     verifiers: frozenset[str] = frozenset({"bcrypt"})
     limits: tuple[tuple[str, int], ...] = tuple(DEFAULT_LIMITS.items())
 
+    def __post_init__(self) -> None:
+        # check() runs once per user: look limits up in a dict built once.
+        object.__setattr__(self, "_index", dict(self.limits))
+
     def limit(self, key: str) -> int:
         return dict(self.limits)[key]
 
@@ -104,7 +108,7 @@ class HashPolicy:
                 Reason.HASH_VERIFIER_DISABLED,
                 f"{converted.algorithm} needs the ZITADEL verifier {converted.verifier!r}: add it to "
                 f"{_CONFIG_PREFIX}Verifiers")
-        limits = dict(self.limits)
+        limits = self._index  # type: ignore[attr-defined]
         for param, group, low_key, high_key in LIMITS.get(converted.verifier, ()):
             value = converted.param(param)
             if value is None:
@@ -235,8 +239,9 @@ def default_policy() -> HashPolicy:
 def config_snippet(needed: Mapping[str, Mapping[str, tuple[int, int]]], policy: HashPolicy | None = None) -> str:
     """The ``SystemDefaults.PasswordHasher`` YAML under which every hash of ``needed`` imports.
 
-    ``needed`` is verifier → parameter → (lowest, highest) seen in the run. Limits are widened
-    from ``policy`` (default: ZITADEL's defaults) only where the run needs it.
+    ``needed`` is verifier → parameter → (lowest, highest) seen in the run. Only the verifiers
+    the run needs are listed; limits are given where the run needs a wider range than
+    ``policy``'s (default: ZITADEL's defaults, which is what the summary uses).
     """
     policy = policy or HashPolicy()
     limits = dict(policy.limits)
@@ -250,7 +255,7 @@ def config_snippet(needed: Mapping[str, Mapping[str, tuple[int, int]]], policy: 
                 changed.setdefault(group, {})[low_key] = seen[0]
             if seen[1] > limits[f"{group}.{high_key}"]:
                 changed.setdefault(group, {})[high_key] = seen[1]
-    enabled = sorted((set(needed) | set(policy.verifiers)) - {"bcrypt"} | ({"bcrypt"} & set(needed)))
+    enabled = sorted(needed)
     lines = ["SystemDefaults:", "  PasswordHasher:", "    Verifiers:"]
     lines += [f"      - {name}" for name in enabled] or ["      []"]
     if changed:

@@ -26,6 +26,7 @@ __all__ = [
     "ValidationResult",
     "validate_user",
     "hash_problem",
+    "check_hash",
     "valid_email",
     "base_language",
     "MAX_NAME",
@@ -143,7 +144,14 @@ def base_language(locale: Any) -> str | None:
 
 
 def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
-    """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None.
+    """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None."""
+    checked = check_hash(value, opts)
+    return checked if isinstance(checked, tuple) else None
+
+
+def check_hash(value: Any, opts: ValidationOptions) -> Any:
+    """The parsed hash (transforms.hashes.ConvertedHash) when the server can verify ``value``,
+    else ``(reason, detail)``.
 
     The format rules are transforms/hashes.py's (passwap's parsers); with ``opts.hash_policy``
     the target's verifiers and limits apply too (transforms/hash_policy.py), the bcrypt cost
@@ -163,14 +171,14 @@ def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
         low, high = opts.bcrypt_min_cost or 10, opts.bcrypt_max_cost or 16
         if cost is not None and not low <= cost <= high:
             return Reason.BCRYPT_COST, f"bcrypt cost {cost} outside {low}..{high}"
-        return None
+        return parsed
     overrides = {}
     if opts.bcrypt_min_cost is not None:
         overrides["Bcrypt_MinCost"] = opts.bcrypt_min_cost
     if opts.bcrypt_max_cost is not None:
         overrides["Bcrypt_MaxCost"] = opts.bcrypt_max_cost
     failure = (policy.with_limits(**overrides) if overrides else policy).check(parsed)
-    return (failure.reason, failure.detail) if failure is not None else None
+    return (failure.reason, failure.detail) if failure is not None else parsed
 
 
 def otp_problem(value: Any) -> tuple[str, str] | None:

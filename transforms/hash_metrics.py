@@ -1,0 +1,53 @@
+"""Per-run tallies of imported password hashes, published as Beam metrics.
+
+A DoFn keeps one :class:`HashTally`, ``add``s each hash it writes and each user it imports
+without password, and ``publish``es once per bundle: counters ``password_hashes.<verifier>`` and
+``without_password.<reason>``, and distributions ``hash_param.<verifier>.<param>`` whose min and
+max are what the target's limits must cover (pipeline/report.py reads them back; the manifest
+and the summary's config snippet come from them, docs/password-hashes.md).
+"""
+from __future__ import annotations
+
+import collections
+
+from apache_beam.metrics import Metrics
+
+from transforms.hashes import ConvertedHash
+from transforms.records import NAMESPACE
+
+__all__ = ["HashTally", "HASH_COUNTER", "WITHOUT_PASSWORD_COUNTER", "PARAM_DISTRIBUTION"]
+
+HASH_COUNTER = "password_hashes."
+WITHOUT_PASSWORD_COUNTER = "without_password."
+PARAM_DISTRIBUTION = "hash_param."
+
+
+class HashTally:
+    """Counts and parameter ranges of one bundle; cheap per user (no metric calls until publish)."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.ranges: dict[str, tuple[int, int]] = {}
+
+    def add(self, converted: ConvertedHash) -> None:
+        self.counts[HASH_COUNTER + converted.verifier] += 1
+        for name, value in converted.params:
+            key = f"{converted.verifier}.{name}"
+            low_high = self.ranges.get(key)
+            if low_high is None:
+                self.ranges[key] = (value, value)
+            elif value < low_high[0] or value > low_high[1]:
+                self.ranges[key] = (min(low_high[0], value), max(low_high[1], value))
+
+    def without_password(self, reason: str) -> None:
+        self.counts[WITHOUT_PASSWORD_COUNTER + reason] += 1
+
+    def publish(self) -> None:
+        for name, value in self.counts.items():
+            Metrics.counter(NAMESPACE, name).inc(value)
+        for key, (low, high) in self.ranges.items():
+            distribution = Metrics.distribution(NAMESPACE, PARAM_DISTRIBUTION + key)
+            distribution.update(low)
+            distribution.update(high)
+        self.counts.clear()
+        self.ranges.clear()
