@@ -339,6 +339,32 @@ def finalize_outputs(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
     return bodies, count
 
 
+def finalize_passwordless(layout: OutputLayout) -> tuple[str, int]:
+    """Join the run's passwordless listings (transforms/hash_metrics.py) into
+    ``<stem>.passwordless.ndjson`` (mode 0600); repeats from retried bundles are dropped."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.hash_metrics import PASSWORDLESS_PREFIX
+    from transforms.sinks import open_private
+
+    path = f"{layout.stem}.passwordless.ndjson"
+    found = sorted(m.path for m in FileSystems.match(
+        [FileSystems.join(layout.tmp_dir, PASSWORDLESS_PREFIX + "*")])[0].metadata_list)
+    if not found:
+        if FileSystems.exists(path):
+            FileSystems.delete([path])  # an earlier run's list would be wrong for this one
+        return path, 0
+    seen: set[bytes] = set()
+    with open_private(path) as out:
+        for part in found:
+            with FileSystems.open(part) as handle:
+                for line in handle:
+                    if line not in seen:
+                        seen.add(line)
+                        out.write(line)
+    return path, len(seen)
+
+
 def relative_path(directory: str, path: str) -> str:
     if "://" in path:
         return posixpath.basename(path) if posixpath.dirname(path) == directory else path
@@ -376,6 +402,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         elapsed = time.monotonic() - started
         counts = counters_from_result(result)
         hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)
+        passwordless_path, passwordless_count = finalize_passwordless(layout)
         bodies, dead_count = finalize_outputs(layout)
     except BaseException:
         # Spill files and temporary bodies hold password hashes: don't leave them behind.
@@ -397,6 +424,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         "invariant": {"holds": holds, "text": invariant_text},
         "seconds": round(elapsed, 3),
         **hash_fields,
+        "passwordless": {"path": relative_path(manifest_dir, passwordless_path), "count": passwordless_count},
         **(extra_manifest or {}),
     }
     with open_private(layout.manifest) as handle:
@@ -414,6 +442,8 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         print(f"bodies: {bodies[0]['path']}" + (f" ... {bodies[-1]['path']}" if len(bodies) > 1 else ""))
     if dead_count:
         print(f"dead letters: {layout.dead_letter}")
+    if passwordless_count:
+        print(f"imported without password ({passwordless_count}, for password-reset mails): {passwordless_path}")
     sys.stdout.flush()
     if not holds:
         return 3

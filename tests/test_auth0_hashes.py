@@ -226,3 +226,17 @@ def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(tmp
         push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url, Credentials("token", token=PAT),
                            progress=False, hash_policy=load_policy(str(config), {}))
     assert not [r for r in caplog.records if "does not cover" in r.getMessage()]
+
+
+def test_passwordless_users_are_listed_for_reset_mails(tmp_path, export):
+    users, _ = export
+    _, manifest, written, _ = _migrate(tmp_path, users, "--zitadel-config=", "--on-unsupported-hash=import-without-password")
+    listing = tmp_path / manifest["passwordless"]["path"]
+    assert listing.stat().st_mode & 0o777 == 0o600
+    rows = [json.loads(line) for line in listing.read_text().splitlines()]
+    expected = {f"{name}@example.com": case[1] for name, case in CASES.items() if case[1]}
+    assert {row["email"]: row["reason"] for row in rows} == expected
+    assert manifest["passwordless"]["count"] == len(rows) == len(expected)
+    assert all(row["id"].startswith("auth0|") for row in rows)
+    assert sum(manifest["users_without_password_by_reason"].values()) == len(expected)
+    assert "$" not in listing.read_text()  # no hash in it

@@ -217,7 +217,11 @@ def test_realworld_keycloak_argon2_under_a_default_target(tmp_path, config, reas
     if reason == "hash-parameter-out-of-limits":
         assert "memory 7168 outside 8192..524288" in hashes[0]["detail"]
         assert "Limits.Argon2.MinMemory" in hashes[0]["detail"]
-    _, imported, _ = _run(["migrate", "keycloak", f"--realm={path}", "--on-unsupported-hash=import-without-password",
-                           *flags], tmp_path / "out2")
+    manifest2, imported, _ = _run(["migrate", "keycloak", f"--realm={path}", "--on-unsupported-hash=import-without-password",
+                                   *flags], tmp_path / "out2")
     assert {u["user"]["userName"] for u in imported} == {"anna", "peter"}
     assert not any("hashedPassword" in u["user"] for u in imported)
+    assert manifest2["users_without_password_by_reason"] == {reason: 2}
+    rows = [json.loads(line) for line in (tmp_path / "out2" / manifest2["passwordless"]["path"]).read_text().splitlines()]
+    assert sorted((r["id"], r["reason"]) for r in rows) == sorted((u["userId"], reason) for u in imported)
+    assert all(r["email"] for r in rows)

@@ -56,7 +56,7 @@ from transforms.auth0_mapping import (
     pick_profile,
     record_email,
 )
-from transforms.hash_metrics import WITHOUT_PASSWORD_COUNTER, HashTally
+from transforms.hash_metrics import HashTally
 from transforms.hash_policy import DROPPABLE_REASONS
 from transforms.validate import (
     Reason,
@@ -173,6 +173,7 @@ class _ParseUnitFn(beam.DoFn):
         self._read = {k: _counter(name) for k, name in _READ_COUNTERS.items()}
         self._metadata_dropped = _counter("auth0.metadata_dropped")
         self._dropped = _counter("auth0.imported_without_password")
+        self._tally = HashTally(self._tmp_dir)
         self._idp_map = dict(self._options.idp_map)
         self._counts: collections.Counter[Any] = collections.Counter()
 
@@ -218,7 +219,7 @@ class _ParseUnitFn(beam.DoFn):
                             # (else the profile itself was dead-lettered): account for the hash.
                             self._read[CUSTOM_HASHES].inc()
                             self._dropped.inc()
-                            Metrics.counter(NAMESPACE, WITHOUT_PASSWORD_COUNTER + hash_problem_[0]).inc()
+                            self._tally.without_password(hash_problem_[0], item[3] or None, value.get("email"))
                             key = "custom_password_hash" if "custom_password_hash" in value else "password_hash"
                             yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
                                 sortkey, hash_problem_[0], f"{hash_problem_[1]} (user imported without password)",
@@ -245,6 +246,7 @@ class _ParseUnitFn(beam.DoFn):
                     part = partition_of(email, self._partitions)
                 parts.setdefault((kind, part), []).append(item)
         self._read[kind].inc(count)
+        self._tally.publish()
         for key, value in self._counts.items():
             if isinstance(key, tuple):  # an identity: (outcome, provider)
                 key = "auth0.identities.database" if key[0] == "database" else f"auth0.identities.{key[0]}.{key[1]}"
@@ -397,7 +399,7 @@ class _JoinPartitionFn(beam.DoFn):
     def setup(self):
         self._conflicts = _counter("auth0.password_conflicts")
         self._dropped = _counter("auth0.imported_without_password")
-        self._tally = HashTally()
+        self._tally = HashTally(self._tmp_dir)
         self._notes: dict[str, Any] = {}
 
     def process(self, element: tuple[int, Iterable[tuple[int, bytes]]]):
@@ -479,7 +481,7 @@ class _JoinPartitionFn(beam.DoFn):
                 if problem is not None and self._options.drop_bad_hashes and problem[0] in DROPPABLE_REASONS:
                     # --on-unsupported-hash=import-without-password: the user comes without it.
                     self._dropped.inc()
-                    self._tally.without_password(problem[0])
+                    self._tally.without_password(problem[0], item[3] or None, _email_of(item[6]))
                     yield _dl(chosen, problem[0], f"{problem[1]} (user imported without password)",
                               chosen[7], chosen[6])
                     chosen, problem = None, None
@@ -507,6 +509,14 @@ class _JoinPartitionFn(beam.DoFn):
                          PROFILE_SOURCE, item[9], orjson.dumps(companions) if companions else b""))
         if rows:
             yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))
+
+
+def _email_of(entry_json: bytes) -> str | None:
+    """The e-mail of a mapped user entry (for the passwordless listing; rare, so parsed here)."""
+    try:
+        return orjson.loads(entry_json)["user"]["email"]["email"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
 
 
 def _dl(item, reason: str, detail: str, kind: int, raw: bytes):

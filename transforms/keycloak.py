@@ -461,7 +461,7 @@ class _ReadRealmFileFn(beam.DoFn):
         self._tmp_dir = tmp_dir
 
     def setup(self):
-        self._tally = HashTally()
+        self._tally = HashTally(self._tmp_dir)
 
     def process(self, source: RealmSource):
         counts: collections.Counter[str] = collections.Counter()
@@ -524,7 +524,9 @@ class _ReadRealmFileFn(beam.DoFn):
             counts["keycloak.federated"] += 1
         if mapped.dropped_hash is not None:
             counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
-            self._tally.without_password(mapped.dropped_hash.reason)
+            email = mapped.entry["user"].get("email")
+            self._tally.without_password(mapped.dropped_hash.reason, mapped.entry.get("userId"),
+                                         email.get("email") if isinstance(email, dict) else None)
         if mapped.converted is not None:
             self._tally.add(mapped.converted)
         for note in mapped.notes:
