@@ -220,6 +220,8 @@ def bcrypt_mcf(value: Any) -> ConvertedHash | HashFailure:
 # --------------------------------------------------------------------------- already-formed strings
 
 _ARGON2_STR = re.compile(r"^\$(argon2(?:id|i|d))\$v=(\d+)\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$")
+_ARGON2_ANY_ORDER = re.compile(r"^\$argon2(?:id|i|d)\$v=\d+\$[mtp]=\d+,[mtp]=\d+,[mtp]=\d+\$[A-Za-z0-9+/]+=*\$[A-Za-z0-9+/]+=*$")
+_ARGON2_MTP = re.compile(r"\$m=\d+,t=\d+,p=\d+\$")
 _PBKDF2_STR = re.compile(r"^\$(pbkdf2(?:-sha224|-sha256|-sha384|-sha512)?)\$(\d+)\$([A-Za-z0-9+/.]+=*)\$([A-Za-z0-9+/.]+=*)$")
 _SCRYPT_STR = re.compile(r"^\$scrypt\$ln=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$")
 _MD5SALTED_STR = re.compile(r"^\$md5salted-(prefix|suffix)\$([^$\s]+)\$([A-Za-z0-9+/]{22}==)$")
@@ -255,6 +257,9 @@ def parse_hash(value: Any) -> ConvertedHash | HashFailure:
         return bcrypt_mcf(value)
     if value.startswith("$argon2"):
         match = _ARGON2_STR.match(value)
+        if not match and _ARGON2_ANY_ORDER.match(value) and not _ARGON2_MTP.search(value):
+            return HashFailure(Reason.UNSUPPORTED_ARGON2_VARIANT,
+                               "argon2 parameters not in passwap's m=..,t=..,p=.. order")
         if not match or _strict_raw_b64(match.group(6)) is None or _strict_raw_b64(match.group(7)) is None:
             return HashFailure(Reason.INVALID_HASH, "not a well-formed argon2 PHC string "
                                "($argon2id$v=19$m=..,t=..,p=..$ unpadded base64 salt and hash)")
