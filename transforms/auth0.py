@@ -505,7 +505,8 @@ class _JoinPartitionFn(beam.DoFn):
             if otp is not None:
                 entry_json = with_otp(entry_json, otp[4])
                 companions.append([[otp[0], otp[1]], MFA_SOURCE, orjson.Fragment(otp[5])])
-            rows.append((item[0], item[1], item[3], item[4], entry_json, item[7], chosen is not None,
+            rows.append((item[0], item[1], item[3], item[4], entry_json, item[7],
+                         checked.verifier if chosen is not None else "",
                          PROFILE_SOURCE, item[9], orjson.dumps(companions) if companions else b""))
         if rows:
             yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))

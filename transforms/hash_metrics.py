@@ -36,7 +36,8 @@ class HashTally:
         self.passwordless: list[bytes] = []
 
     def add(self, converted: ConvertedHash) -> None:
-        self.counts[HASH_COUNTER + converted.verifier] += 1
+        # Users are counted by verifier where bodies are written (transforms/bodies.py), so that
+        # a user dropped later (a duplicate) is not; the ranges here may include such users.
         for name, value in converted.params:
             key = f"{converted.verifier}.{name}"
             low_high = self.ranges.get(key)

@@ -512,7 +512,8 @@ class _ReadRealmFileFn(beam.DoFn):
         try:
             # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
             # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
-            row = encode_row([list(sortkey), mapped.entry, mapped.metadata, user, SOURCE, []])
+            row = encode_row([list(sortkey), mapped.entry, mapped.metadata, user, SOURCE, [],
+                              mapped.converted.verifier if mapped.converted is not None else ""])
         except orjson.JSONEncodeError as err:
             return _dead_letter(sortkey, Reason.UNREADABLE_INPUT,
                                 f"user holds a value JSON output cannot carry ({_first_line(err)})", user)
