@@ -57,6 +57,7 @@ from transforms.auth0_mapping import (
     record_email,
 )
 from transforms.hash_metrics import HashTally
+from transforms.hashes import ConvertedHash
 from transforms.hash_policy import DROPPABLE_REASONS
 from transforms.validate import (
     Reason,
@@ -475,7 +476,7 @@ class _JoinPartitionFn(beam.DoFn):
             entry_json = item[6]
             if problem is None and chosen is not None:
                 checked = check_hash(chosen[5], self._options.validation)
-                problem = checked if isinstance(checked, tuple) else None
+                problem = None if isinstance(checked, ConvertedHash) else checked
                 if problem is None:
                     self._tally.add(checked)
                 if problem is not None and self._options.drop_bad_hashes and problem[0] in DROPPABLE_REASONS:

@@ -46,6 +46,9 @@ LIMITS: dict[str, list[tuple[str, str, str, str]]] = {
     "drupal7": [("iterations", "Drupal7", "MinIterations", "MaxIterations")],
 }
 
+_KEY_PARTS = {(verifier, param): (group, low, high)
+              for verifier, rows in LIMITS.items() for param, group, low, high in rows}
+
 # ZITADEL's defaults (cmd/defaults.yaml, passwap v0.12); docs/password-hashes.md has the table.
 DEFAULT_LIMITS: dict[str, int] = {
     "Bcrypt.MinCost": 10, "Bcrypt.MaxCost": 16,
@@ -89,8 +92,11 @@ class HashPolicy:
     limits: tuple[tuple[str, int], ...] = tuple(DEFAULT_LIMITS.items())
 
     def __post_init__(self) -> None:
-        # check() runs once per user: look limits up in a dict built once.
-        object.__setattr__(self, "_index", dict(self.limits))
+        # check() runs once per user: (verifier, param) → (min, max) looked up in a dict built once.
+        index = dict(self.limits)
+        object.__setattr__(self, "_index", {
+            key: (index[f"{group}.{low}"], index[f"{group}.{high}"])
+            for key, (group, low, high) in _KEY_PARTS.items()})
 
     def limit(self, key: str) -> int:
         return dict(self.limits)[key]
@@ -109,18 +115,17 @@ class HashPolicy:
                 f"{converted.algorithm} needs the ZITADEL verifier {converted.verifier!r}: add it to "
                 f"{_CONFIG_PREFIX}Verifiers")
         limits = self._index  # type: ignore[attr-defined]
-        for param, group, low_key, high_key in LIMITS.get(converted.verifier, ()):
-            value = converted.param(param)
-            if value is None:
+        for param, value in converted.params:
+            low, high = limits[converted.verifier, param]
+            if low <= value <= high:
                 continue
-            low, high = limits[f"{group}.{low_key}"], limits[f"{group}.{high_key}"]
-            if not low <= value <= high:
-                key = low_key if value < low else high_key
-                reason = Reason.BCRYPT_COST if converted.verifier == "bcrypt" else Reason.HASH_OUT_OF_LIMITS
-                return HashFailure(
-                    reason,
-                    f"{converted.verifier} {param} {value} outside {low}..{high}: change "
-                    f"{_CONFIG_PREFIX}Limits.{group}.{key}")
+            group, low_key, high_key = _KEY_PARTS[converted.verifier, param]
+            key = low_key if value < low else high_key
+            reason = Reason.BCRYPT_COST if converted.verifier == "bcrypt" else Reason.HASH_OUT_OF_LIMITS
+            return HashFailure(
+                reason,
+                f"{converted.verifier} {param} {value} outside {low}..{high}: change "
+                f"{_CONFIG_PREFIX}Limits.{group}.{key}")
         return None
 
     def covers(self, needed: Mapping[str, Mapping[str, tuple[int, int]]]) -> list[str]:

@@ -38,7 +38,7 @@ import binascii
 import dataclasses
 import logging
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import orjson
 
@@ -86,8 +86,7 @@ _BCRYPT_RE = re.compile(r"^\$2[aby]\$(\d\d)\$[./A-Za-z0-9]{53}$")
 _B64_RE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 
 
-@dataclasses.dataclass(frozen=True)
-class ConvertedHash:
+class ConvertedHash(NamedTuple):
     """A hash string passwap parses.
 
     ``algorithm`` is the source label counted in the run summary (``pbkdf2-sha256``,
@@ -102,7 +101,10 @@ class ConvertedHash:
     params: tuple[tuple[str, int], ...] = ()
 
     def param(self, name: str) -> int | None:
-        return dict(self.params).get(name)
+        for key, value in self.params:
+            if key == name:
+                return value
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -458,7 +460,7 @@ def convert_auth0(block: Any) -> ConvertedHash | HashFailure:
 
 
 def _relabel(result: ConvertedHash | HashFailure, label: str) -> ConvertedHash | HashFailure:
-    return dataclasses.replace(result, algorithm=label) if isinstance(result, ConvertedHash) else result
+    return result._replace(algorithm=label) if isinstance(result, ConvertedHash) else result
 
 
 def _auth0_pbkdf2(value: str) -> ConvertedHash | HashFailure:

@@ -146,7 +146,25 @@ def base_language(locale: Any) -> str | None:
 def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
     """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None."""
     checked = check_hash(value, opts)
-    return checked if isinstance(checked, tuple) else None
+    return None if checked.__class__ is _converted_class() else checked
+
+
+def _parse_hash():
+    # transforms.hashes imports this module (Reason): bind late, once, not per user.
+    global _PARSE_HASH, _CONVERTED
+    if _PARSE_HASH is None:
+        from transforms.hashes import ConvertedHash, parse_hash
+
+        _PARSE_HASH, _CONVERTED = parse_hash, ConvertedHash
+    return _PARSE_HASH
+
+
+def _converted_class():
+    return _CONVERTED
+
+
+_PARSE_HASH: Any = None
+_CONVERTED: Any = None
 
 
 def check_hash(value: Any, opts: ValidationOptions) -> Any:
@@ -157,10 +175,8 @@ def check_hash(value: Any, opts: ValidationOptions) -> Any:
     the target's verifiers and limits apply too (transforms/hash_policy.py), the bcrypt cost
     options overriding its Bcrypt limits when set. The detail never contains the hash itself.
     """
-    from transforms.hashes import HashFailure, parse_hash
-
-    parsed = parse_hash(value)
-    if isinstance(parsed, HashFailure):
+    parsed = _parse_hash()(value)
+    if parsed.__class__ is not _converted_class():
         return parsed.reason, parsed.detail
     family = parsed.verifier if parsed.verifier in ("bcrypt", "argon2", "pbkdf2") else "other"
     if family not in opts.allowed_hash_families:
