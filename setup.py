@@ -18,6 +18,8 @@ REQUIRED = [
     "ijson>=3.3",
     # JWT-profile service-account authentication (push/verify/export with --key-file).
     "pyjwt[crypto]>=2.8",
+    # --zitadel-config reads the operator's ZITADEL runtime config, which is YAML.
+    "PyYAML>=6",
 ]
 
 TESTS = [

@@ -69,13 +69,51 @@ def add_output_arguments(parser: argparse.ArgumentParser, *,
     parser.add_argument("--strict", action="store_true", help="exit 1 if anything was dead-lettered")
 
 
+def add_hash_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the target ZITADEL accepts as password hashes, and what to do with the rest."""
+    group = parser.add_argument_group("password hashes (docs/password-hashes.md)")
+    group.add_argument("--zitadel-config", metavar="FILE", default=None,
+                       help="the target ZITADEL's config YAML: SystemDefaults.PasswordHasher.Verifiers and "
+                            ".Limits decide which hashes import (default: ZITADEL's defaults, bcrypt only); "
+                            "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_* variables apply on top")
+    group.add_argument("--on-unsupported-hash", choices=("dead-letter", "import-without-password"),
+                       default="dead-letter",
+                       help="a user whose hash the target cannot verify (unsupported algorithm, verifier not "
+                            "enabled, parameter out of limits): dead-letter them (default), or import them "
+                            "without a password and list them in <stem>.passwordless.ndjson for reset mails")
+    group.add_argument("--bcrypt-min-cost", type=int, default=None,
+                       help="lowest bcrypt cost the server accepts; overrides Limits.Bcrypt.MinCost (default 10)")
+    group.add_argument("--bcrypt-max-cost", type=int, default=None,
+                       help="highest bcrypt cost the server accepts; overrides Limits.Bcrypt.MaxCost (default 16)")
+
+
+def hash_policy_from_args(args: argparse.Namespace, environ=None):
+    """--zitadel-config + environment + --bcrypt-*-cost → the HashPolicy; ConfigError on problems."""
+    import os
+
+    from transforms.hash_policy import ConfigError as PolicyError, load_policy
+
+    try:
+        policy = load_policy(args.zitadel_config, os.environ if environ is None else environ)
+    except PolicyError as err:
+        raise ConfigError(str(err)) from None
+    overrides = {}
+    if args.bcrypt_min_cost is not None:
+        overrides["Bcrypt_MinCost"] = args.bcrypt_min_cost
+    if args.bcrypt_max_cost is not None:
+        overrides["Bcrypt_MaxCost"] = args.bcrypt_max_cost
+    policy = policy.with_limits(**overrides) if overrides else policy
+    if not 4 <= policy.limit("Bcrypt.MinCost") <= policy.limit("Bcrypt.MaxCost") <= 31:
+        raise ConfigError("--bcrypt-min-cost/--bcrypt-max-cost must satisfy 4 <= min <= max <= 31")
+    return policy
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags every user migrate command shares (zitadel-tools' plus ours)."""
     parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
     add_output_arguments(parser)
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
-    parser.add_argument("--bcrypt-min-cost", type=int, default=10, help="lowest bcrypt cost the server accepts (default 10)")
-    parser.add_argument("--bcrypt-max-cost", type=int, default=16, help="highest bcrypt cost the server accepts (default 16)")
+    add_hash_arguments(parser)
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
     push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
@@ -101,6 +139,8 @@ class CommonArgs:
     push_concurrency: int = 1
     push_verify: bool = False
     push_credentials: Any = None
+    hash_policy: Any = None  # transforms.hash_policy.HashPolicy
+    on_unsupported_hash: str = "dead-letter"
 
 
 def common_args(args: argparse.Namespace) -> CommonArgs:
@@ -114,8 +154,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         raise ConfigError(f"--timeout: {err}") from None
     if args.batch_size < 1:
         raise ConfigError("--batch-size must be at least 1")
-    if not 4 <= args.bcrypt_min_cost <= args.bcrypt_max_cost <= 31:
-        raise ConfigError("--bcrypt-min-cost/--bcrypt-max-cost must satisfy 4 <= min <= max <= 31")
+    policy = hash_policy_from_args(args)
     if not args.output or args.output.endswith("/"):
         raise ConfigError(f"--output {args.output!r} must name a file")
     credentials = None
@@ -128,8 +167,9 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         # Probe now: a bad URL or token must fail before an hour of conversion, not after it.
         connect(args.push_url, credentials, max_attempts=2)
     return CommonArgs(org, args.output, timeout, args.multiline, args.batch_size, args.dead_letter,
-                      args.strict, args.metadata, args.bcrypt_min_cost, args.bcrypt_max_cost,
-                      args.push_url, args.push_concurrency, args.push_verify, credentials)
+                      args.strict, args.metadata, policy.limit("Bcrypt.MinCost"), policy.limit("Bcrypt.MaxCost"),
+                      args.push_url, args.push_concurrency, args.push_verify, credentials,
+                      policy, args.on_unsupported_hash)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,6 +339,32 @@ def finalize_outputs(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
     return bodies, count
 
 
+def finalize_passwordless(layout: OutputLayout) -> tuple[str, int]:
+    """Join the run's passwordless listings (transforms/hash_metrics.py) into
+    ``<stem>.passwordless.ndjson`` (mode 0600); repeats from retried bundles are dropped."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.hash_metrics import PASSWORDLESS_PREFIX
+    from transforms.sinks import open_private
+
+    path = f"{layout.stem}.passwordless.ndjson"
+    found = sorted(m.path for m in FileSystems.match(
+        [FileSystems.join(layout.tmp_dir, PASSWORDLESS_PREFIX + "*")])[0].metadata_list)
+    if not found:
+        if FileSystems.exists(path):
+            FileSystems.delete([path])  # an earlier run's list would be wrong for this one
+        return path, 0
+    seen: set[bytes] = set()
+    with open_private(path) as out:
+        for part in found:
+            with FileSystems.open(part) as handle:
+                for line in handle:
+                    if line not in seen:
+                        seen.add(line)
+                        out.write(line)
+    return path, len(seen)
+
+
 def relative_path(directory: str, path: str) -> str:
     if "://" in path:
         return posixpath.basename(path) if posixpath.dirname(path) == directory else path
@@ -318,6 +384,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     """
     import orjson
 
+    from pipeline.hash_report import hash_manifest, hash_ranges_from_result, hash_summary
     from transforms.sinks import open_private
 
     layout = output_layout(common.output, common.dead_letter)
@@ -334,6 +401,8 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         result.wait_until_finish()
         elapsed = time.monotonic() - started
         counts = counters_from_result(result)
+        hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)
+        passwordless_path, passwordless_count = finalize_passwordless(layout)
         bodies, dead_count = finalize_outputs(layout)
     except BaseException:
         # Spill files and temporary bodies hold password hashes: don't leave them behind.
@@ -354,6 +423,8 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         "dead_letters_by_reason": dead_letter_totals(counts),
         "invariant": {"holds": holds, "text": invariant_text},
         "seconds": round(elapsed, 3),
+        **hash_fields,
+        "passwordless": {"path": relative_path(manifest_dir, passwordless_path), "count": passwordless_count},
         **(extra_manifest or {}),
     }
     with open_private(layout.manifest) as handle:
@@ -363,12 +434,16 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     lines += [("", ""), ("bodies written", len(bodies)), ("dead letters written", dead_count),
               ("seconds", f"{elapsed:.1f}")]
     print(summary_table(f"zitadel-beam migrate {source_name}: summary", lines))
+    if hash_summary(hash_fields):
+        print(hash_summary(hash_fields))
     print(f"accounting: {invariant_text} [{'ok' if holds else 'BROKEN'}]")
     print(f"manifest: {layout.manifest}")
     if bodies:
         print(f"bodies: {bodies[0]['path']}" + (f" ... {bodies[-1]['path']}" if len(bodies) > 1 else ""))
     if dead_count:
         print(f"dead letters: {layout.dead_letter}")
+    if passwordless_count:
+        print(f"imported without password ({passwordless_count}, for password-reset mails): {passwordless_path}")
     sys.stdout.flush()
     if not holds:
         return 3
@@ -376,7 +451,8 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         from pipeline.push import push_manifest
 
         report = push_manifest(layout.manifest, common.push_url, common.push_credentials,
-                               concurrency=common.push_concurrency, verify=common.push_verify)
+                               concurrency=common.push_concurrency, verify=common.push_verify,
+                               hash_policy=common.hash_policy)
         print(report.table())
         if report.verify is not None:
             print(report.verify.table())

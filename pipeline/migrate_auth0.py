@@ -164,7 +164,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         email_verified=known_args.email_verified,
         include_blocked=known_args.include_blocked,
         metadata=common.metadata,
-        validation=ValidationOptions(common.bcrypt_min_cost, common.bcrypt_max_cost, ("bcrypt",)),
+        validation=ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy),
+        on_unsupported_hash=common.on_unsupported_hash,
         idp_map=idp_map,
     )
 

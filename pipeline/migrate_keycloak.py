@@ -37,10 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which realm to read when the input holds several (multi-realm array or directory)")
     parser.add_argument("--include-disabled", action="store_true",
                         help="import users disabled in Keycloak (the import API cannot carry the disabled state)")
-    parser.add_argument("--on-unsupported-hash", choices=("dead-letter", "import-without-password"),
-                        default="dead-letter",
-                        help="what to do with a user whose password hash cannot be converted "
-                             "(default dead-letter; import-without-password makes them set a new one)")
     parser.add_argument("--allow-plaintext-passwords", action="store_true",
                         help="import plaintext `value` password credentials as the user's password with "
                              "passwordChangeRequired (default: dead-letter them as plaintext-password). "
@@ -103,9 +99,9 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     options = KeycloakOptions(
         include_disabled=known_args.include_disabled,
         metadata=common.metadata,
-        on_unsupported_hash=known_args.on_unsupported_hash,
+        on_unsupported_hash=common.on_unsupported_hash,
         allow_plaintext_passwords=known_args.allow_plaintext_passwords,
-        validation=ValidationOptions(common.bcrypt_min_cost, common.bcrypt_max_cost, ("bcrypt", "argon2", "pbkdf2")),
+        validation=ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"), hash_policy=common.hash_policy),
     )
 
     def add_source(pipeline, tmp_dir: str):

@@ -46,6 +46,8 @@ from apache_beam.metrics import Metrics
 from pipeline.durations import normalise_duration
 from pipeline.migrate import add_output_arguments
 from pipeline.errors import ConfigError
+from pipeline.hash_report import hash_manifest
+from transforms.hash_metrics import HASH_COUNTER
 from transforms.records import NAMESPACE
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
@@ -63,13 +65,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         batch_help="at most this many users (human + machine) per body (default 5000)",
         dead_letter_help="NDJSON file for items that cannot be imported (default <stem>.dead-letter.ndjson)",
         multiline_help="pretty-print the bodies")
+    parser.add_argument("--zitadel-config", metavar="FILE", default=None,
+                        help="the target ZITADEL's config YAML: the summary warns when its password verifiers "
+                             "or limits do not cover the export's hashes (default: ZITADEL's defaults)")
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+    policy = _hash_policy(known_args.zitadel_config)  # a bad config fails before the run
     result = split_export(known_args.export, known_args.output, timeout=known_args.timeout,
                           batch_size=known_args.batch_size, dead_letter=known_args.dead_letter,
                           multiline=known_args.multiline, pipeline_args=pipeline_args)
     print(result.summary())
+    _print_hash_report(result.manifest, policy)
     sys.stdout.flush()
     if not result.holds:
         return 3
@@ -77,6 +84,30 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         print(f"zitadel-beam: --strict: {result.dead_count} item(s) dead-lettered", file=sys.stderr)
         return 1
     return 0
+
+
+def _hash_policy(config: str | None):
+    import os
+
+    from transforms.hash_policy import ConfigError as PolicyError, load_policy
+
+    try:
+        return load_policy(config, os.environ)
+    except PolicyError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _print_hash_report(manifest_path: str, policy) -> None:
+    """The export's hashes by verifier, the config they need, and what ``policy`` lacks."""
+    from pipeline.hash_report import hash_summary, uncovered_hashes
+    from pipeline.push import load_manifest
+
+    manifest = load_manifest(manifest_path).raw
+    text = hash_summary(manifest)
+    if text:
+        print(text)
+    for line in uncovered_hashes(manifest, policy):
+        print(f"warning: the target's config does not cover this export: {line}")
 
 
 # --- Beam: render the bodies ---------------------------------------------------------------------
@@ -305,6 +336,7 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
         "invariant": {"holds": holds, "text": invariant},
         "seconds": round(elapsed, 3),
         "plan_seconds": round(planned, 3),
+        **hash_manifest({HASH_COUNTER + v: n for v, n in plan.hash_counts.items()}, plan.hash_ranges, None),
     }
     with open_private(layout.manifest) as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")

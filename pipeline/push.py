@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, TextIO
 
 from pipeline.durations import parse_duration
 from pipeline.errors import ConfigError
+from pipeline.hash_report import warn_uncovered
 from transforms import admin_api
 from transforms.admin_api import AdminClient, Credentials
 
@@ -133,6 +134,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default: the body's timeout + {_TIMEOUT_MARGIN:.0f} s)")
     parser.add_argument("--verify", action="store_true", help="run verify when the push is done")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.add_argument("--zitadel-config", metavar="FILE", default=None,
+                        help="the target's config YAML: warn before sending when its password verifiers or "
+                             "limits do not cover the manifest's hashes (default: ZITADEL's defaults)")
     add_credential_arguments(parser)
     from pipeline.gcs_import import add_gcs_arguments
 
@@ -154,11 +158,21 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         manifest_path, known_args.url, credentials_from_args(known_args),
         results_dir=known_args.results, concurrency=known_args.concurrency,
         max_attempts=known_args.max_attempts, request_timeout=known_args.request_timeout,
-        progress=not known_args.quiet, verify=known_args.verify)
+        progress=not known_args.quiet, verify=known_args.verify,
+        hash_policy=_hash_policy(known_args.zitadel_config))
     print(report.table())
     if report.verify is not None:
         print(report.verify.table())
     return 0 if report.ok else 1
+
+
+def _hash_policy(path: str | None):
+    from transforms.hash_policy import ConfigError as PolicyError, load_policy
+
+    try:
+        return load_policy(path, os.environ)
+    except PolicyError as err:
+        raise ConfigError(str(err)) from None
 
 
 # --- manifest and bodies ----------------------------------------------------------------------
@@ -853,7 +867,7 @@ def _precheck(manifest: Manifest, stream: TextIO) -> None:
 def push_manifest(manifest_path: str, url: str, credentials: Credentials, results_dir: str | None = None,
                   concurrency: int = 1, max_attempts: int = 6, request_timeout: float | None = None,
                   progress: bool = True, verify: bool = False, stream: TextIO | None = None,
-                  client: AdminClient | None = None) -> PushReport:
+                  client: AdminClient | None = None, hash_policy: Any = None) -> PushReport:
     """Push every body of a manifest; resumable through the ledger in ``results_dir``.
 
     >>> report = push_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud",
@@ -863,6 +877,7 @@ def push_manifest(manifest_path: str, url: str, credentials: Credentials, result
     Raises ConfigError for a bad manifest, URL or credential (the probe call).
     """
     manifest = load_manifest(manifest_path)
+    warn_uncovered(manifest.raw, hash_policy)  # the target would refuse those users' hashes
     ledger = Ledger(results_dir or default_results_dir(manifest))
     client = client or connect(url, credentials, max_attempts=max_attempts)
     _precheck(manifest, stream or sys.stderr)

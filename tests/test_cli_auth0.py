@@ -248,11 +248,12 @@ NOT_FROM_AUTH0 = {Reason.INVALID_PASSWORD, Reason.INVALID_IDP_LINK}
 
 
 def test_every_auth0_reason_code_is_exercised():
+    from test_auth0_hashes import HASH_REASONS  # exercised by the hash-per-user export there
     from test_auth0_mfa_idps import MFA_REASONS  # exercised by the --mfa samples there
 
     codes = {v for k, v in vars(Reason).items() if k.isupper()}
     covered = {reason for _, reason in EXPECTED_DEAD} | {Reason.UNREADABLE_INPUT}  # see test_unreadable_input
-    assert codes - KEYCLOAK_ONLY - NOT_FROM_AUTH0 == covered | MFA_REASONS
+    assert codes - KEYCLOAK_ONLY - NOT_FROM_AUTH0 == covered | MFA_REASONS | HASH_REASONS
 
 
 def test_unreadable_input(tmp_path):

@@ -326,6 +326,9 @@ def test_reader_bad_credential_json_is_a_dead_letter_not_a_crash(tmp_path):
 
 def _run_cli(tmp_path: Path, *args: str) -> tuple[int, dict | None]:
     output = tmp_path / "out" / "importBody.json"
+    if not any(arg.startswith("--zitadel-config") for arg in args):
+        # The target enables pbkdf2 and argon2 (ZITADEL's default is bcrypt only; see test_hash_policy).
+        args = (f"--zitadel-config={DATA / 'zitadel-config' / 'verifiers-enabled.yaml'}", *args)
     code = main(["migrate", "keycloak", "--org=123", f"--output={output}", *args])
     manifest_path = tmp_path / "out" / "importBody.manifest.json"
     return code, (json.loads(manifest_path.read_text()) if manifest_path.exists() else None)

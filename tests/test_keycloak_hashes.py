@@ -100,14 +100,13 @@ def test_pbkdf2_copies_salt_and_hash_verbatim():
         {"hashIterations": 27500, "algorithm": "pbkdf2-sha256", "additionalParameters": {}})
     assert convert_credential(credential) == ConvertedHash(
         "pbkdf2-sha256",
-        "$pbkdf2-sha256$27500$RaXjs4RiUKgJGkX6kp277w==$ng6oDRung/pBLayd5ro7IU3mL/p86pg3WvQNQc+N1Eg=")
+        "$pbkdf2-sha256$27500$RaXjs4RiUKgJGkX6kp277w==$ng6oDRung/pBLayd5ro7IU3mL/p86pg3WvQNQc+N1Eg=",
+        "pbkdf2", (("rounds", 27500),))
 
 
 @pytest.mark.parametrize("type_,version,prefix", [
     ("id", "1.3", "$argon2id$v=19$m=7168,t=5,p=1$"),
     ("i", "1.3", "$argon2i$v=19$m=7168,t=5,p=1$"),
-    ("d", "1.3", "$argon2d$v=19$m=7168,t=5,p=1$"),
-    ("id", "1.0", "$argon2id$v=16$m=7168,t=5,p=1$"),
 ])
 def test_argon2_known_password_verifies(type_, version, prefix):
     converted = convert_credential(_keycloak_argon2(PASSWORD, type_, version))
@@ -118,6 +117,14 @@ def test_argon2_known_password_verifies(type_, version, prefix):
     assert _verify_argon2(converted.value, PASSWORD)
     assert not _verify_argon2(converted.value, WRONG)
     assert hash_problem(converted.value, _KEYCLOAK_OPTS) is None
+
+
+@pytest.mark.parametrize("type_,version", [("d", "1.3"), ("id", "1.0"), ("i", "1.0")])
+def test_argon2_without_a_zitadel_verifier_is_refused(type_, version):
+    """passwap parses argon2i/argon2id with v=19 only: argon2d and version 1.0 (v=16) are refused."""
+    failure = convert_credential(_keycloak_argon2(PASSWORD, type_, version))
+    assert isinstance(failure, HashFailure) and failure.reason == Reason.UNSUPPORTED_ARGON2_VARIANT
+    assert ("1.0" in failure.detail) if version == "1.0" else ("argon2d" in failure.detail)
 
 
 def test_argon2_missing_parameters_use_keycloak_defaults():
@@ -150,6 +157,18 @@ def test_legacy_layout_pbkdf2_verifies():
     assert not _verify_pbkdf2_mcf(converted.value, WRONG)
 
 
+def test_keycloak_1x_credential_without_algorithm_is_pbkdf2_sha1():
+    """Keycloak 1.x wrote no algorithm: its only hasher was PBKDF2-HMAC-SHA1 with a 64-byte key."""
+    salt = os.urandom(16)
+    digest = hashlib.pbkdf2_hmac("sha1", PASSWORD.encode(), salt, 1000, 64)
+    credential = {"type": "password", "hashedSaltedValue": _b64(digest), "salt": _b64(salt), "hashIterations": 1000}
+    converted = convert_credential(credential)
+    assert isinstance(converted, ConvertedHash)
+    assert (converted.algorithm, converted.verifier) == ("pbkdf2-sha1", "pbkdf2")
+    assert converted.value.startswith("$pbkdf2$1000$")
+    assert _verify_pbkdf2_mcf(converted.value, PASSWORD) and not _verify_pbkdf2_mcf(converted.value, WRONG)
+
+
 _SECRET = "c2VjcmV0LWhhc2gtYnl0ZXMtdGhhdC1tdXN0LW5vdC1sZWFr"
 _SALT = "c2FsdHNhbHRzYWx0c2FsdA=="
 
@@ -160,17 +179,17 @@ _SALT = "c2FsdHNhbHRzYWx0c2FsdA=="
     ({"type": "password", "secretData": '{"value": "' + _SECRET, "credentialData": "{}"}, Reason.UNSUPPORTED_HASH),
     ({"type": "password", "secretData": json.dumps({"value": _SECRET, "salt": _SALT}), "credentialData": "not json"}, Reason.UNSUPPORTED_HASH),
     ({"type": "password", "secretData": "[1, 2]", "credentialData": "{}"}, Reason.UNSUPPORTED_HASH),
-    (_credential({"value": _SECRET, "salt": _SALT}, {"algorithm": "pbkdf2-sha256"}), Reason.UNSUPPORTED_HASH),
-    (_credential({"value": _SECRET, "salt": _SALT}, {"hashIterations": "many", "algorithm": "pbkdf2-sha256"}), Reason.UNSUPPORTED_HASH),
-    (_credential({"value": "not base64!", "salt": _SALT}, {"hashIterations": 10, "algorithm": "pbkdf2-sha256"}), Reason.UNSUPPORTED_HASH),
-    (_credential({"value": _SECRET, "salt": ""}, {"hashIterations": 10, "algorithm": "pbkdf2-sha256"}), Reason.UNSUPPORTED_HASH),
+    (_credential({"value": _SECRET, "salt": _SALT}, {"algorithm": "pbkdf2-sha256"}), Reason.INVALID_HASH),
+    (_credential({"value": _SECRET, "salt": _SALT}, {"hashIterations": "many", "algorithm": "pbkdf2-sha256"}), Reason.INVALID_HASH),
+    (_credential({"value": "not base64!", "salt": _SALT}, {"hashIterations": 10, "algorithm": "pbkdf2-sha256"}), Reason.INVALID_HASH),
+    (_credential({"value": _SECRET, "salt": ""}, {"hashIterations": 10, "algorithm": "pbkdf2-sha256"}), Reason.INVALID_HASH),
     (_credential({"value": _SECRET, "salt": _SALT}, {"hashIterations": 5, "algorithm": "argon2",
-                  "additionalParameters": {"type": ["x"]}}), Reason.UNSUPPORTED_HASH),
+                  "additionalParameters": {"type": ["x"]}}), Reason.INVALID_HASH),
     (_credential({"value": _SECRET, "salt": _SALT}, {"hashIterations": 5, "algorithm": "argon2",
-                  "additionalParameters": {"version": ["2.0"]}}), Reason.UNSUPPORTED_HASH),
+                  "additionalParameters": {"version": ["2.0"]}}), Reason.INVALID_HASH),
     (_credential({"value": _SECRET, "salt": _SALT}, {"hashIterations": 5, "algorithm": "argon2",
-                  "additionalParameters": {"hashLength": ["32"]}}), Reason.UNSUPPORTED_HASH),
-    (_credential({"value": _SECRET, "salt": ""}, {"hashIterations": 10, "algorithm": "bcrypt"}), Reason.UNSUPPORTED_HASH),
+                  "additionalParameters": {"hashLength": ["32"]}}), Reason.INVALID_HASH),
+    (_credential({"value": _SECRET, "salt": ""}, {"hashIterations": 10, "algorithm": "bcrypt"}), Reason.INVALID_HASH),
     (_credential({"value": _SECRET, "salt": _SALT}, {"hashIterations": 10}), Reason.UNSUPPORTED_HASH),
     ({"type": "password"}, Reason.UNSUPPORTED_HASH),
     ({"type": "password", "value": _SECRET}, Reason.PLAINTEXT_PASSWORD),

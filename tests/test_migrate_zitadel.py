@@ -315,3 +315,26 @@ def test_spilling_paths_keep_everything(tmp_path, monkeypatch):
     monkeypatch.undo()
     again = split_export(str(tmp_path / "e.json"), str(tmp_path / "p/b.json"), batch_size=50)
     assert [b["sha256"] for b in again.bodies] == [b["sha256"] for b in result.bodies]
+
+
+def test_hashes_of_the_export_are_counted_and_checked_against_the_target_config(tmp_path, capsys):
+    """migrate zitadel passes hashes through; the manifest and summary say what the target needs."""
+    doc = make_export((3, 4), ghost_grants=0)
+    users = doc["orgs"][0]["humanUsers"]
+    users[0]["user"]["hashedPassword"] = {"value": "$argon2id$v=19$m=7168,t=5,p=1$cmFuZG9tc2FsdGlzaGFyZA$"
+                                                   "DYojYpnUWSMmTtrkVXyaNWVGxLmGe1n8VJBPDdFkbjU"}
+    export = _write(tmp_path / "export.json", doc)
+    config = tmp_path / "zitadel.yaml"
+    config.write_text("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [argon2]\n")
+    rc = main(["migrate", "zitadel", f"--export={export}", f"--output={tmp_path}/out/importBody.json",
+               f"--zitadel-config={config}"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    manifest = json.loads((tmp_path / "out" / "importBody.manifest.json").read_text())
+    with_hash = sum(1 for org in doc["orgs"] for u in org.get("humanUsers", []) if u["user"].get("hashedPassword"))
+    assert sum(manifest["password_hashes"].values()) == with_hash
+    assert manifest["password_hashes"]["argon2"] == 1
+    assert manifest["password_hash_params"]["argon2"]["memory"] == [7168, 7168]
+    assert "MinMemory: 7168" in manifest["zitadel_config"]
+    assert "warning: the target's config does not cover this export: argon2 memory 7168 < " \
+           "SystemDefaults.PasswordHasher.Limits.Argon2.MinMemory = 8192" in out

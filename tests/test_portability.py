@@ -50,7 +50,9 @@ def test_auth0_multi_processing_matches_in_process(tmp_path):
 
 def test_keycloak_multi_processing_matches_in_process(tmp_path, data_dir):
     realm = data_dir / "realworld/keycloak/lakekeeper-iceberg-realm-argon2.json"
-    args = ["migrate", "keycloak", "--org=123", f"--realm={realm}"]
+    # argon2id m=7168: a target with argon2 enabled and Argon2.MinMemory lowered.
+    args = ["migrate", "keycloak", "--org=123", f"--realm={realm}",
+            f"--zitadel-config={data_dir / 'zitadel-config/verifiers-enabled.yaml'}"]
     single = _run(args + [f"--output={tmp_path}/single/importBody.json"], ROOT)
     multi = _run(args + [f"--output={tmp_path}/multi/importBody.json"] + MULTI, ROOT)
     assert single.returncode == 0, single.stderr

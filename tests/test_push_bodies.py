@@ -97,8 +97,12 @@ def test_keycloak_users_without_id_are_pushed_and_verified_by_user_name(zitadel,
     from transforms.admin_api import Credentials
 
     out = tmp_path / "importBody.json"
+    # alice and bob have pbkdf2-sha256 hashes: a target with the pbkdf2 verifier enabled.
+    zitadel.hash_verifiers = frozenset({"bcrypt", "pbkdf2"})
+    config = tmp_path / "zitadel.yaml"
+    config.write_text("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [pbkdf2]\n")
     assert main(["migrate", "keycloak", "--org=55", f"--realm={realm}", "--allow-plaintext-passwords",
-                 f"--output={out}"]) == 0
+                 f"--zitadel-config={config}", f"--output={out}"]) == 0
     report = push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url,
                                 Credentials("token", token=PAT), progress=False, verify=True)
     assert report.ok and report.created == 3, report.table()

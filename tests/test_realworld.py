@@ -46,7 +46,13 @@ def verify_hash(stored: str, password: str) -> bool:
     raise AssertionError(f"unexpected hash format {stored[:12]}")
 
 
+ENABLED_CONFIG = Path(__file__).resolve().parent / "data" / "zitadel-config" / "verifiers-enabled.yaml"
+
+
 def _run(argv: list[str], out: Path) -> tuple[dict, list[dict], list[dict]]:
+    if argv[1] == "keycloak" and not any(a.startswith("--zitadel-config") for a in argv):
+        # A target with pbkdf2 and argon2 enabled, Argon2.MinMemory 7168 (default runs: below).
+        argv = argv + [f"--zitadel-config={ENABLED_CONFIG}"]
     rc = main(argv + ["--org=1", f"--output={out / 'importBody.json'}"])
     manifest = json.loads((out / "importBody.manifest.json").read_text())
     assert rc == 0 and manifest["invariant"]["holds"], manifest["invariant"]
@@ -189,3 +195,33 @@ def test_realworld_auth0_identities_are_counted_per_provider(tmp_path):
     assert links["auth0|bqj8uvj5lfu21luxommlom"] == [{"configId": "900", "externalUserId": "998725698151649400000",
                                                       "displayName": "olivia.brown@hotmail.com"}]
     assert links["auth0|o7p6ycr4a2slqavaxaxrjm"] is None  # database only: the password, no link
+
+
+@pytest.mark.parametrize("config, reason", [
+    (None, "hash-verifier-disabled"),  # ZITADEL's defaults: bcrypt only
+    ("verifiers: [argon2]", "hash-parameter-out-of-limits"),  # argon2 on, Argon2.MinMemory 8192 > 7168
+])
+def test_realworld_keycloak_argon2_under_a_default_target(tmp_path, config, reason):
+    """Keycloak 24+'s argon2id (m=7168) needs the argon2 verifier and a lower MinMemory."""
+    path = REALWORLD / "keycloak/lakekeeper-iceberg-realm-argon2.json"
+    flags = []
+    if config is not None:
+        cfg = tmp_path / "zitadel.yaml"
+        cfg.write_text("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [argon2]\n")
+        flags.append(f"--zitadel-config={cfg}")
+    else:
+        flags.append("--zitadel-config=")
+    manifest, users, dead = _run(["migrate", "keycloak", f"--realm={path}", *flags], tmp_path / "out")
+    hashes = [d for d in dead if d["reason"] == reason]
+    assert len(hashes) == 2 and not users
+    if reason == "hash-parameter-out-of-limits":
+        assert "memory 7168 outside 8192..524288" in hashes[0]["detail"]
+        assert "Limits.Argon2.MinMemory" in hashes[0]["detail"]
+    manifest2, imported, _ = _run(["migrate", "keycloak", f"--realm={path}", "--on-unsupported-hash=import-without-password",
+                                   *flags], tmp_path / "out2")
+    assert {u["user"]["userName"] for u in imported} == {"anna", "peter"}
+    assert not any("hashedPassword" in u["user"] for u in imported)
+    assert manifest2["users_without_password_by_reason"] == {reason: 2}
+    rows = [json.loads(line) for line in (tmp_path / "out2" / manifest2["passwordless"]["path"]).read_text().splitlines()]
+    assert sorted((r["id"], r["reason"]) for r in rows) == sorted((u["userId"], reason) for u in imported)
+    assert all(r["email"] for r in rows)

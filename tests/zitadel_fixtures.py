@@ -31,9 +31,9 @@ _HASHES: list[str] = []
 
 
 def hash_pool(size: int = 8) -> list[str]:
-    """A few real bcrypt hashes (cost 4), made once: the server only checks their shape."""
+    """A few real bcrypt hashes (cost 10, the lowest a default server accepts), made once."""
     while len(_HASHES) < size:
-        _HASHES.append(bcrypt.hashpw(f"pw-{len(_HASHES)}".encode(), bcrypt.gensalt(4)).decode())
+        _HASHES.append(bcrypt.hashpw(f"pw-{len(_HASHES)}".encode(), bcrypt.gensalt(10)).decode())
     return _HASHES[:size]
 
 

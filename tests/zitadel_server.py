@@ -38,6 +38,8 @@ from typing import Any, Iterable
 
 import jwt
 
+import passwap_rules  # beside this file: passwap's parsing rules, also when run as a script
+
 __all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "main"]
 
 _LOGGER = logging.getLogger(__name__)
@@ -47,8 +49,6 @@ _LOGGER = logging.getLogger(__name__)
 # imports half of the users, then answers like an elapsed server-side timeout.
 FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadline")
 
-_BCRYPT = re.compile(r"^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$")
-_PHC = re.compile(r"^\$(argon2id|argon2i|scrypt|pbkdf2(-sha(1|224|256|384|512))?|md5|1|5|6|P|H)\$\S+$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -128,12 +128,8 @@ def validate_human_user(entry: dict) -> None:
         number = str(phone.get("phone", ""))
         if not number.startswith("+") or len(number) > 50:
             raise _InvalidArgument("invalid ImportHumanUserRequest_Phone.Phone: value must start with +, at most 50")
-    hashed = user.get("hashedPassword")
-    if hashed:
-        value = str(hashed.get("value", ""))
-        if not (_BCRYPT.match(value) or _PHC.match(value)):
-            # The real server fails later with a hash-verifier error; the tool must never get here.
-            raise _InvalidArgument("invalid ImportHumanUserRequest.HashedPassword: unsupported hash format")
+    # hashedPassword has no request-level rule: the server's passwap verifiers judge it per user
+    # (ZitadelServer.hash_verifiers / hash_limits, tests/passwap_rules.server_refusal).
 
 
 @dataclasses.dataclass
@@ -280,7 +276,12 @@ class ZitadelServer:
         token_ttl: int = 3600,
         host: str = "127.0.0.1",
         port: int = 0,
+        hash_verifiers: Iterable[str] = ("bcrypt",),
+        hash_limits: dict[str, int] | None = None,
     ) -> None:
+        # SystemDefaults.PasswordHasher: the hasher (bcrypt) plus Verifiers, and Limits.
+        self.hash_verifiers = frozenset(hash_verifiers) | {"bcrypt"}
+        self.hash_limits = {**passwap_rules.DEFAULT_LIMITS, **(hash_limits or {})}
         self.faults = Faults()
         self.state = _State()
         self.token_ttl = token_ttl
@@ -426,6 +427,12 @@ class ZitadelServer:
             budget[0] -= 1
             user_id = str(entry.get("userId", "")) or f"gen-{secrets.token_hex(8)}"  # server-assigned
             user = entry["user"]
+            hashed = user.get("hashedPassword")
+            if isinstance(hashed, dict) and hashed.get("value"):
+                refusal = passwap_rules.server_refusal(str(hashed["value"]), self.hash_verifiers, self.hash_limits)
+                if refusal is not None:  # this user fails; the rest of the body imports
+                    errors.append({"type": "human_user", "id": user_id, "message": refusal})
+                    continue
             with self.state.lock:
                 if user_id in self.state.users:
                     errors.append({"type": "human_user", "id": user_id,
@@ -854,6 +861,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-secret-file", help="file holding that client's secret")
     parser.add_argument("--per-user-delay-ms", type=float, default=0.0, help="simulated import work per user")
     parser.add_argument("--token-ttl", type=int, default=3600, help="lifetime of issued tokens (seconds)")
+    parser.add_argument("--hash-verifier", action="append", default=[],
+                        help="enable a passwap verifier (repeatable; bcrypt is always on)")
+    parser.add_argument("--hash-limit", action="append", default=[], metavar="GROUP.KEY=N",
+                        help="override a limit, e.g. Argon2.MinMemory=7168 (repeatable)")
     args = parser.parse_args(argv)
     tokens = []
     if args.token_file:
@@ -863,7 +874,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.client_id and args.client_secret_file:
         with open(args.client_secret_file, encoding="utf-8") as handle:
             clients[args.client_id] = handle.read().strip()
-    server = ZitadelServer(tokens=tokens, clients=clients, token_ttl=args.token_ttl, port=args.port)
+    limits = {key: int(value) for key, _, value in (item.partition("=") for item in args.hash_limit)}
+    server = ZitadelServer(tokens=tokens, clients=clients, token_ttl=args.token_ttl, port=args.port,
+                           hash_verifiers=args.hash_verifier, hash_limits=limits)
     server.faults.per_user_delay = args.per_user_delay_ms / 1000.0
     print(server.url, flush=True)
     try:

@@ -56,10 +56,13 @@ from transforms.auth0_mapping import (
     pick_profile,
     record_email,
 )
+from transforms.hash_metrics import HashTally
+from transforms.hashes import ConvertedHash
+from transforms.hash_policy import DROPPABLE_REASONS
 from transforms.validate import (
     Reason,
     ValidationOptions,
-    hash_problem,
+    check_hash,
     normalise_otp,
     otp_problem,
     validate_user,
@@ -111,6 +114,13 @@ class Auth0Options:
     metadata: bool = False
     validation: ValidationOptions = ValidationOptions()
     idp_map: tuple[tuple[str, str], ...] = ()
+    # --on-unsupported-hash (transforms/hash_policy.py): "import-without-password" imports the
+    # user without its password and dead-letters the hash record with the reason.
+    on_unsupported_hash: str = "dead-letter"
+
+    @property
+    def drop_bad_hashes(self) -> bool:
+        return self.on_unsupported_hash == "import-without-password"
 
 
 def _counter(name: str):
@@ -163,6 +173,8 @@ class _ParseUnitFn(beam.DoFn):
     def setup(self):
         self._read = {k: _counter(name) for k, name in _READ_COUNTERS.items()}
         self._metadata_dropped = _counter("auth0.metadata_dropped")
+        self._dropped = _counter("auth0.imported_without_password")
+        self._tally = HashTally(self._tmp_dir)
         self._idp_map = dict(self._options.idp_map)
         self._counts: collections.Counter[Any] = collections.Counter()
 
@@ -202,11 +214,21 @@ class _ParseUnitFn(beam.DoFn):
                         yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
                             sortkey, item[5][0], item[5][1], source, orjson.Fragment(raw)))
                     else:
-                        custom, _ = custom_password_hash(value)
+                        custom, hash_problem_ = custom_password_hash(value)
+                        if custom is None and hash_problem_ is not None:
+                            # Only reached with --on-unsupported-hash=import-without-password
+                            # (else the profile itself was dead-lettered): account for the hash.
+                            self._read[CUSTOM_HASHES].inc()
+                            self._dropped.inc()
+                            self._tally.without_password(hash_problem_[0], item[3] or None, value.get("email"))
+                            key = "custom_password_hash" if "custom_password_hash" in value else "password_hash"
+                            yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
+                                sortkey, hash_problem_[0], f"{hash_problem_[1]} (user imported without password)",
+                                CUSTOM_HASH_SOURCE, {"user_id": item[3], "email": value.get("email"), key: value[key]}))
                         if custom is not None:
                             self._read[CUSTOM_HASHES].inc()
-                            record = {"user_id": item[3], "email": value.get("email"),
-                                      "custom_password_hash": value["custom_password_hash"]}
+                            key = "custom_password_hash" if "custom_password_hash" in value else "password_hash"
+                            record = {"user_id": item[3], "email": value.get("email"), key: value[key]}
                             parts.setdefault((CUSTOM_HASHES, part), []).append(
                                 (sortkey[0], sortkey[1], email, "", "", custom, orjson.dumps(record),
                                  CUSTOM_HASHES, sortkey))
@@ -225,6 +247,7 @@ class _ParseUnitFn(beam.DoFn):
                     part = partition_of(email, self._partitions)
                 parts.setdefault((kind, part), []).append(item)
         self._read[kind].inc(count)
+        self._tally.publish()
         for key, value in self._counts.items():
             if isinstance(key, tuple):  # an identity: (outcome, provider)
                 key = "auth0.identities.database" if key[0] == "database" else f"auth0.identities.{key[0]}.{key[1]}"
@@ -261,6 +284,8 @@ class _ParseUnitFn(beam.DoFn):
         entry_json, meta_json, notes, name_key = b"", b"", (), ""
         if problem is None:
             problem = custom_password_hash(profile)[1]
+            if problem is not None and opts.drop_bad_hashes and problem[0] in DROPPABLE_REASONS:
+                problem = None  # the user comes without password; the hash is dead-lettered
         if problem is None:
             entry = map_profile(profile, None, opts.email_verified)
             result = validate_user(entry, opts.validation)
@@ -374,12 +399,15 @@ class _JoinPartitionFn(beam.DoFn):
 
     def setup(self):
         self._conflicts = _counter("auth0.password_conflicts")
+        self._dropped = _counter("auth0.imported_without_password")
+        self._tally = HashTally(self._tmp_dir)
         self._notes: dict[str, Any] = {}
 
     def process(self, element: tuple[int, Iterable[tuple[int, bytes]]]):
         part, blobs = element
         with no_gc():
             yield from self._join(part, blobs)
+        self._tally.publish()
 
     def _note(self, note: str) -> None:
         if note not in self._notes:
@@ -447,8 +475,18 @@ class _JoinPartitionFn(beam.DoFn):
             problem = item[5]
             entry_json = item[6]
             if problem is None and chosen is not None:
-                problem = hash_problem(chosen[5], self._options.validation)
-                if problem is not None:  # the profile was fine; the hash is not: reject both
+                checked = check_hash(chosen[5], self._options.validation)
+                problem = None if isinstance(checked, ConvertedHash) else checked
+                if problem is None:
+                    self._tally.add(checked)
+                if problem is not None and self._options.drop_bad_hashes and problem[0] in DROPPABLE_REASONS:
+                    # --on-unsupported-hash=import-without-password: the user comes without it.
+                    self._dropped.inc()
+                    self._tally.without_password(problem[0], item[3] or None, _email_of(item[6]))
+                    yield _dl(chosen, problem[0], f"{problem[1]} (user imported without password)",
+                              chosen[7], chosen[6])
+                    chosen, problem = None, None
+                elif problem is not None:  # the profile was fine; the hash is not: reject both
                     yield _dl(item, problem[0], problem[1], PROFILES, item[9])
                 else:
                     entry_json = with_password(entry_json, chosen[5])
@@ -468,10 +506,19 @@ class _JoinPartitionFn(beam.DoFn):
             if otp is not None:
                 entry_json = with_otp(entry_json, otp[4])
                 companions.append([[otp[0], otp[1]], MFA_SOURCE, orjson.Fragment(otp[5])])
-            rows.append((item[0], item[1], item[3], item[4], entry_json, item[7], chosen is not None,
+            rows.append((item[0], item[1], item[3], item[4], entry_json, item[7],
+                         checked.verifier if chosen is not None else "",
                          PROFILE_SOURCE, item[9], orjson.dumps(companions) if companions else b""))
         if rows:
             yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))
+
+
+def _email_of(entry_json: bytes) -> str | None:
+    """The e-mail of a mapped user entry (for the passwordless listing; rare, so parsed here)."""
+    try:
+        return orjson.loads(entry_json)["user"]["email"]["email"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
 
 
 def _dl(item, reason: str, detail: str, kind: int, raw: bytes):

@@ -75,30 +75,25 @@ def counter_safe(name: Any) -> str:
 
 
 def custom_password_hash(profile: dict[str, Any]) -> tuple[str | None, tuple[str, str] | None]:
-    """Auth0's bulk-import ``custom_password_hash`` → ``(hash, None)``, ``(None, problem)`` or
-    ``(None, None)`` when the profile carries none.
+    """The password hash a bulk-import profile carries → ``(hash, None)``, ``(None, problem)``
+    or ``(None, None)`` when it carries none.
 
-    Only ``algorithm: bcrypt`` can be imported (its ``hash.value`` is the MCF string the server
-    verifies); Auth0's other algorithms (md5, sha*, hmac, pbkdf2 in Auth0's own PHC variant,
-    argon2, scrypt, ldap) are reported as ``unsupported-hash``.
+    Auth0's bulk-import schema has ``custom_password_hash`` (every algorithm, converted by
+    transforms/hashes.py) or the top-level ``password_hash`` (a bcrypt string); both at once is
+    ambiguous. Whether the target accepts the result is checked where the hash is joined.
     """
-    block = profile.get("custom_password_hash")
-    if block is None:
-        return None, None
+    from transforms.hashes import ConvertedHash, bcrypt_mcf, convert_auth0
     from transforms.validate import Reason
 
-    if not isinstance(block, dict):
-        return None, (Reason.UNSUPPORTED_HASH, "custom_password_hash is not an object")
-    algorithm = block.get("algorithm")
-    if not isinstance(algorithm, str) or algorithm.strip().lower() != "bcrypt":
-        shown = algorithm[:40] if isinstance(algorithm, str) and algorithm.isprintable() else "?"
-        return None, (Reason.UNSUPPORTED_HASH,
-                      f"custom_password_hash algorithm {shown!r} cannot be imported (bcrypt only)")
-    value = block.get("hash")
-    value = value.get("value") if isinstance(value, dict) else value
-    if not isinstance(value, str) or not value:
-        return None, (Reason.MISSING_PASSWORD_HASH, "custom_password_hash has no hash.value")
-    return value, None
+    block, top = profile.get("custom_password_hash"), profile.get("password_hash")
+    if block is None and top is None:
+        return None, None
+    if block is not None and top is not None:
+        return None, (Reason.AMBIGUOUS_PASSWORD, "profile has both password_hash and custom_password_hash")
+    converted = convert_auth0(block) if block is not None else bcrypt_mcf(top)
+    if isinstance(converted, ConvertedHash):
+        return converted.value, None
+    return None, (converted.reason, converted.detail if block is not None else f"password_hash: {converted.detail}")
 
 
 def idp_links(profile: dict[str, Any], idp_map: dict[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:

@@ -43,8 +43,9 @@ class BodySpec:
     multiline: bool = False
 
 
-# One user, encoded: (file_index, position, user JSON, metadata JSON items or b"", has password).
-Fragment = tuple[int, int, bytes, bytes, bool]
+# One user, encoded: (file_index, position, user JSON, metadata JSON items or b"", password:
+# the hash's ZITADEL verifier, "password" for plaintext, "" for none; see records.EncodedRow).
+Fragment = tuple[int, int, bytes, bytes, str]
 
 
 def to_fragment(row: list[Any]) -> Fragment:

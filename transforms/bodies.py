@@ -26,6 +26,7 @@ Example::
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
 from typing import Any, Iterable, Iterator
@@ -145,6 +146,9 @@ class _BodyWriterFn(beam.DoFn):
             handle.write(data)
         self._users.inc(len(fragments))
         self._with_pw.inc(sum(1 for f in fragments if f[4]))
+        verifiers = collections.Counter(f[4] for f in fragments if f[4] and f[4] != "password")
+        for verifier, count in verifiers.items():  # password_hashes.<verifier> (pipeline/hash_report.py)
+            Metrics.counter(NAMESPACE, "password_hashes." + verifier).inc(count)
         self._metadata.inc(sum(f[3].count(b'"id":') for f in fragments if f[3]))
         self._bodies.inc()
         # An unescaped '"otpCode":' can only be the key (quotes inside strings are escaped).

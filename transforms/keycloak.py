@@ -37,6 +37,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
 from transforms.records import NAMESPACE, EncodedRow, dead_letter, encode_row, no_gc, pack_rows, partition_of
 from transforms.spill import write_spill
@@ -130,6 +131,7 @@ class MappedUser:
     dropped_hash: HashFailure | None = None  # set with --on-unsupported-hash=import-without-password
     notes: list[str] = dataclasses.field(default_factory=list)
     metadata_dropped: int = 0
+    converted: ConvertedHash | None = None  # the hash written, for the run's verifier tally
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,12 +248,19 @@ def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
     federated = bool(user.get("federationLink"))
     password: str | None = None
     dropped_hash: HashFailure | None = None
+    written_hash: ConvertedHash | None = None
     credential = None if federated else _password_credential(user.get("credentials"))
     if credential is not None:
         converted = convert_credential(credential)
+        policy = options.validation.hash_policy
+        if isinstance(converted, ConvertedHash) and policy is not None:
+            # A verifier the target has not enabled or a parameter outside its limits is handled
+            # like an unsupported algorithm (transforms/hash_policy.py).
+            converted = policy.check(converted) or converted
         if isinstance(converted, ConvertedHash):
             body["hashedPassword"] = {"value": converted.value}
             password = converted.algorithm
+            written_hash = converted
         elif converted.reason == Reason.PLAINTEXT_PASSWORD and options.allow_plaintext_passwords:
             plaintext = plaintext_value(credential)
             if plaintext is None:
@@ -272,7 +281,7 @@ def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
     if result.reason is not None:
         return Rejection(result.reason, result.detail)
     metadata, dropped = attribute_metadata(attributes) if options.metadata else ([], 0)
-    return MappedUser(entry, metadata, password, federated, dropped_hash, result.notes, dropped)
+    return MappedUser(entry, metadata, password, federated, dropped_hash, result.notes, dropped, written_hash)
 
 
 # --------------------------------------------------------------------------- planning (launcher)
@@ -451,6 +460,9 @@ class _ReadRealmFileFn(beam.DoFn):
         self._chunk = chunk_users
         self._tmp_dir = tmp_dir
 
+    def setup(self):
+        self._tally = HashTally(self._tmp_dir)
+
     def process(self, source: RealmSource):
         counts: collections.Counter[str] = collections.Counter()
         parts: dict[int, list[EncodedRow]] = {}
@@ -486,6 +498,7 @@ class _ReadRealmFileFn(beam.DoFn):
             counts["keycloak.users_read"] += 0  # always reported, even for an empty realm
             for name, value in counts.items():
                 Metrics.counter(NAMESPACE, name).inc(value)
+            self._tally.publish()
 
     def _one(self, user: Any, sortkey: tuple[int, int], parts: dict[int, list[EncodedRow]],
              counts: collections.Counter[str]) -> tuple[tuple[int, int], bytes] | None:
@@ -499,7 +512,8 @@ class _ReadRealmFileFn(beam.DoFn):
         try:
             # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
             # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
-            row = encode_row([list(sortkey), mapped.entry, mapped.metadata, user, SOURCE, []])
+            row = encode_row([list(sortkey), mapped.entry, mapped.metadata, user, SOURCE, [],
+                              mapped.converted.verifier if mapped.converted is not None else ""])
         except orjson.JSONEncodeError as err:
             return _dead_letter(sortkey, Reason.UNREADABLE_INPUT,
                                 f"user holds a value JSON output cannot carry ({_first_line(err)})", user)
@@ -511,6 +525,11 @@ class _ReadRealmFileFn(beam.DoFn):
             counts["keycloak.federated"] += 1
         if mapped.dropped_hash is not None:
             counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
+            email = mapped.entry["user"].get("email")
+            self._tally.without_password(mapped.dropped_hash.reason, mapped.entry.get("userId"),
+                                         email.get("email") if isinstance(email, dict) else None)
+        if mapped.converted is not None:
+            self._tally.add(mapped.converted)
         for note in mapped.notes:
             counts[f"notes.{note}"] += 1
         if self._options.metadata:

@@ -73,10 +73,12 @@ def dead_letter(sortkey: SortKey, reason: str, detail: str, source: str, record:
     return (tuple(sortkey), line)
 
 
-# (file_index, position, user_id, user_name_key, entry_json, metadata_json, has_password,
+# (file_index, position, user_id, user_name_key, entry_json, metadata_json, password,
 #  source, record_json, companions_json): metadata_json is the org-level ``userMetadata`` items
-# of this user without brackets (b"" for none), companions_json b"" for none.
-EncodedRow = tuple[int, int, str, str, bytes, bytes, bool, str, bytes, bytes]
+# of this user without brackets (b"" for none), companions_json b"" for none. ``password`` is the
+# ZITADEL verifier of the user's hash, "password" for a plaintext password, "" for none (truthy
+# = has a password; the bodies stage counts written hashes by verifier from it).
+EncodedRow = tuple[int, int, str, str, bytes, bytes, str, str, bytes, bytes]
 
 
 def user_name_key(user_name: Any) -> str:
@@ -87,11 +89,15 @@ def user_name_key(user_name: Any) -> str:
 def encode_row(row: list[Any]) -> EncodedRow:
     sortkey, entry, metadata, record, source = row[:5]
     companions = row[5] if len(row) > 5 else []
+    user = entry["user"]
+    password = row[6] if len(row) > 6 else ("hash" if "hashedPassword" in user else "")
+    if not password and "password" in user:
+        password = "password"
     user_id = entry.get("userId") or ""
     meta = orjson.dumps([{"id": user_id, **item} for item in metadata])[1:-1] if metadata else b""
     return (
         sortkey[0], sortkey[1], user_id, user_name_key(entry["user"].get("userName")),
-        orjson.dumps(entry), meta, "hashedPassword" in entry["user"] or "password" in entry["user"], source,
+        orjson.dumps(entry), meta, password, source,
         orjson.dumps(record), orjson.dumps(companions) if companions else b"",
     )
 

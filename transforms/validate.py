@@ -26,6 +26,7 @@ __all__ = [
     "ValidationResult",
     "validate_user",
     "hash_problem",
+    "check_hash",
     "valid_email",
     "base_language",
     "MAX_NAME",
@@ -75,17 +76,33 @@ class Reason:
     OTP_SUPERSEDED = "otp-superseded"
     UNKNOWN_USER = "unknown-user"
     INVALID_IDP_LINK = "invalid-idp-link"
+    # Password hashes against the target's passwap rules (issue 12; docs/password-hashes.md).
+    UNSUPPORTED_SALTED_SHA = "unsupported-hash-salted-sha"
+    UNSUPPORTED_HMAC = "unsupported-hash-hmac"
+    UNSUPPORTED_MD4 = "unsupported-hash-md4"
+    UNSUPPORTED_LDAP = "unsupported-hash-ldap"
+    UNSUPPORTED_PBKDF2_DIGEST = "unsupported-hash-pbkdf2-digest"
+    UNSUPPORTED_ARGON2_VARIANT = "unsupported-hash-argon2-variant"
+    UNSUPPORTED_SCRYPT_COST = "unsupported-hash-scrypt-cost"
+    UNSUPPORTED_SALT = "unsupported-hash-salt"
+    UNSUPPORTED_PASSWORD_ENCODING = "unsupported-password-encoding"
+    HASH_VERIFIER_DISABLED = "hash-verifier-disabled"
+    HASH_OUT_OF_LIMITS = "hash-parameter-out-of-limits"
 
 
 @dataclasses.dataclass(frozen=True)
 class ValidationOptions:
     """Limits that can differ between ZITADEL instances."""
 
-    bcrypt_min_cost: int = 10
-    bcrypt_max_cost: int = 16
-    # Hash families a source may produce; bcrypt is the only one Auth0 exports. "other" admits
-    # the remaining formats the server verifies (scrypt, md5crypt, sha2 crypt, phpass): push only.
+    # --bcrypt-min-cost/--bcrypt-max-cost; None: from hash_policy (or 10..16 without one).
+    bcrypt_min_cost: int | None = None
+    bcrypt_max_cost: int | None = None
+    # Hash families a source may produce. "other" admits the remaining formats the server
+    # verifies (scrypt, md5 variants, sha2 crypt, phpass, drupal7).
     allowed_hash_families: tuple[str, ...] = ("bcrypt",)
+    # The target's verifiers and limits (transforms/hash_policy.HashPolicy); None: format and
+    # bcrypt cost only (push, which leaves the rest to the server and warns from the manifest).
+    hash_policy: Any = None
 
 
 @dataclasses.dataclass
@@ -102,17 +119,7 @@ _EMAIL_RE = re.compile(
     r"^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
     r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$"
 )
-_BCRYPT_RE = re.compile(r"^\$2[aby]\$(\d\d)\$[./A-Za-z0-9]{53}$")
-_ARGON2_RE = re.compile(
-    r"^\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$"
-)
-_PBKDF2_RE = re.compile(
-    r"^\$pbkdf2(?:-sha(?:1|224|256|384|512))?\$\d+\$[A-Za-z0-9+/.=]+\$[A-Za-z0-9+/.=]+$"
-)
 _LANGUAGE_RE = re.compile(r"^[a-zA-Z]{2,8}$")
-# Other formats passwap verifies (FACTS.md §1), accepted only where a source allows "other":
-# scrypt, md5crypt, sha256/sha512 crypt, phpass.
-_OTHER_HASH_RE = re.compile(r"^(?:\$scrypt\$\S+|\$1\$\S+|\$[56]\$\S+|\$[PH]\$\S{31})$")
 # An RFC 4648 base32 TOTP secret (Auth0's otp_secret, ZITADEL's otpCode), padding optional.
 _BASE32_RE = re.compile(r"^[A-Z2-7]{16,128}=*$")
 MAX_PASSWORD = 200
@@ -137,37 +144,57 @@ def base_language(locale: Any) -> str | None:
 
 
 def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
-    """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None.
+    """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None."""
+    checked = check_hash(value, opts)
+    return None if checked.__class__ is _converted_class() else checked
 
-    The detail never contains the hash itself (hashes must not reach logs or reports).
+
+def _parse_hash():
+    # transforms.hashes imports this module (Reason): bind late, once, not per user.
+    global _PARSE_HASH, _CONVERTED
+    if _PARSE_HASH is None:
+        from transforms.hashes import ConvertedHash, parse_hash
+
+        _PARSE_HASH, _CONVERTED = parse_hash, ConvertedHash
+    return _PARSE_HASH
+
+
+def _converted_class():
+    return _CONVERTED
+
+
+_PARSE_HASH: Any = None
+_CONVERTED: Any = None
+
+
+def check_hash(value: Any, opts: ValidationOptions) -> Any:
+    """The parsed hash (transforms.hashes.ConvertedHash) when the server can verify ``value``,
+    else ``(reason, detail)``.
+
+    The format rules are transforms/hashes.py's (passwap's parsers); with ``opts.hash_policy``
+    the target's verifiers and limits apply too (transforms/hash_policy.py), the bcrypt cost
+    options overriding its Bcrypt limits when set. The detail never contains the hash itself.
     """
-    if not isinstance(value, str) or not value:
-        return Reason.INVALID_HASH, "password hash is empty or not a string"
-    if value.startswith("$2"):
-        if "bcrypt" not in opts.allowed_hash_families:
-            return Reason.INVALID_HASH, "bcrypt hashes are not expected from this source"
-        match = _BCRYPT_RE.match(value)
-        if not match:
-            return Reason.INVALID_HASH, (
-                "not a well-formed bcrypt hash ($2a$/$2b$/$2y$, two-digit cost, 53 characters)"
-            )
-        cost = int(match.group(1))
-        if not opts.bcrypt_min_cost <= cost <= opts.bcrypt_max_cost:
-            return Reason.BCRYPT_COST, (
-                f"bcrypt cost {cost} outside {opts.bcrypt_min_cost}..{opts.bcrypt_max_cost}"
-            )
-        return None
-    if value.startswith("$argon2") and "argon2" in opts.allowed_hash_families:
-        return None if _ARGON2_RE.match(value) else (
-            Reason.INVALID_HASH, "not a well-formed argon2 PHC string")
-    if value.startswith("$pbkdf2") and "pbkdf2" in opts.allowed_hash_families:
-        return None if _PBKDF2_RE.match(value) else (
-            Reason.INVALID_HASH, "not a well-formed pbkdf2 MCF string")
-    if "other" in opts.allowed_hash_families and _OTHER_HASH_RE.match(value):
-        return None
-    prefix = value.split("$")[1] if value.startswith("$") and value.count("$") > 1 else ""
-    label = f"'${prefix}$' hashes" if prefix and len(prefix) <= 20 else "this hash format"
-    return Reason.INVALID_HASH, f"{label} cannot be imported from this source"
+    parsed = _parse_hash()(value)
+    if parsed.__class__ is not _converted_class():
+        return parsed.reason, parsed.detail
+    family = parsed.verifier if parsed.verifier in ("bcrypt", "argon2", "pbkdf2") else "other"
+    if family not in opts.allowed_hash_families:
+        return Reason.INVALID_HASH, f"{parsed.algorithm} hashes cannot be imported from this source"
+    policy = opts.hash_policy
+    if policy is None:
+        cost = parsed.param("cost")
+        low, high = opts.bcrypt_min_cost or 10, opts.bcrypt_max_cost or 16
+        if cost is not None and not low <= cost <= high:
+            return Reason.BCRYPT_COST, f"bcrypt cost {cost} outside {low}..{high}"
+        return parsed
+    overrides = {}
+    if opts.bcrypt_min_cost is not None:
+        overrides["Bcrypt_MinCost"] = opts.bcrypt_min_cost
+    if opts.bcrypt_max_cost is not None:
+        overrides["Bcrypt_MaxCost"] = opts.bcrypt_max_cost
+    failure = (policy.with_limits(**overrides) if overrides else policy).check(parsed)
+    return (failure.reason, failure.detail) if failure is not None else parsed
 
 
 def otp_problem(value: Any) -> tuple[str, str] | None:

@@ -222,6 +222,10 @@ class ExportPlan:
     counts: dict[str, int]
     dead_by_reason: dict[str, int]
     org_ids: list[str]
+    # The human users' password hashes (transforms/hashes.parse_hash), for the manifest and the
+    # config the target needs: verifier → users, and verifier → param → (min, max).
+    hash_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    hash_ranges: dict[str, dict[str, tuple[int, int]]] = dataclasses.field(default_factory=dict)
 
 
 class _Planner:
@@ -243,6 +247,8 @@ class _Planner:
         self.org_pos_of: dict[str, int] = {}
         self.org_ids: list[str] = []
         self.unresolved_ids: set[str] = set()
+        self.hash_counts: dict[str, int] = {}
+        self.hash_ranges: dict[str, dict[str, tuple[int, int]]] = {}
         self.unresolved_file = os.path.join(work_dir, "unresolved.ndjson")
         self.index_files: dict[int, str] = {}
         self._unresolved_handle: IO[bytes] | None = None
@@ -352,9 +358,25 @@ class _Planner:
         if field == "humanUsers":
             plan.users += 1
             self.bump("human_users")
+            hashed = value["user"].get("hashedPassword")
+            if isinstance(hashed, dict) and hashed.get("value"):
+                self._tally_hash(hashed["value"])
         else:
             plan.machines += 1
             self.bump("machine_users")
+
+    def _tally_hash(self, value: Any) -> None:
+        from transforms.hashes import ConvertedHash, parse_hash
+
+        parsed = parse_hash(value)
+        if not isinstance(parsed, ConvertedHash):
+            self.bump("hashes_unparsed")  # the target will refuse it; counted, the user still goes
+            return
+        self.hash_counts[parsed.verifier] = self.hash_counts.get(parsed.verifier, 0) + 1
+        ranges = self.hash_ranges.setdefault(parsed.verifier, {})
+        for name, number in parsed.params:
+            low, high = ranges.get(name, (number, number))
+            ranges[name] = (min(low, number), max(high, number))
 
     def _record(self, field: str, value: Any, line: bytes) -> None:
         uid = value.get(USER_RECORD_FIELDS[field]) if isinstance(value, dict) else None
@@ -478,7 +500,7 @@ class _Planner:
             if os.path.exists(path):
                 os.unlink(path)
         return ExportPlan(plans, dict(sorted(self.counts.items())), dict(sorted(self.dead_by_reason.items())),
-                          self.org_ids)
+                          self.org_ids, self.hash_counts, self.hash_ranges)
 
     def _resolve_cross_org(self) -> None:
         where: dict[str, tuple[int, int]] = {}
