@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 from pipeline.durations import normalise_duration
 from pipeline.errors import ConfigError
+from pipeline.preflight import spill_dir
 from pipeline.report import counters_from_result, dead_letter_totals, summary_table
 
 __all__ = [
@@ -321,6 +322,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     from transforms.sinks import open_private
 
     layout = output_layout(common.output, common.dead_letter)
+    layout = dataclasses.replace(layout, tmp_dir=spill_dir(pipeline_args, layout.tmp_dir))
     check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
     check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
     try:

@@ -46,6 +46,7 @@ from apache_beam.metrics import Metrics
 from pipeline.durations import normalise_duration
 from pipeline.migrate import add_output_arguments
 from pipeline.errors import ConfigError
+from pipeline.preflight import spill_dir
 from transforms.records import NAMESPACE
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
@@ -243,6 +244,7 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
     if not output or output.endswith("/"):
         raise ConfigError(f"--output {output!r} must name a file")
     layout = output_layout(output, dead_letter)
+    layout = dataclasses.replace(layout, tmp_dir=spill_dir(list(pipeline_args or []), layout.tmp_dir))
     check_gcs_reachable([export, layout.output, layout.dead_letter])
     check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
     try:
