@@ -43,10 +43,10 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from pipeline.durations import normalise_duration
+from transforms.durations import normalise_duration
 from pipeline.migrate import add_output_arguments
 from pipeline.errors import ConfigError
-from pipeline.preflight import spill_dir
+from pipeline.preflight import check_written, spill_dir
 from transforms.records import NAMESPACE
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
@@ -72,7 +72,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
                           multiline=known_args.multiline, pipeline_args=pipeline_args)
     print(result.summary())
     sys.stdout.flush()
-    if not result.holds:
+    if not result.holds or check_written(result.manifest):
         return 3
     if known_args.strict and result.dead_count:
         print(f"zitadel-beam: --strict: {result.dead_count} item(s) dead-lettered", file=sys.stderr)

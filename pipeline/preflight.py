@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 import uuid
 from typing import Iterator
 
 from pipeline.errors import ConfigError
 
-__all__ = ["LOCAL_RUNNERS", "REMOTE_RUNNERS", "PATH_FLAGS", "runner_name", "is_remote", "check_paths", "run_id", "spill_dir"]
+__all__ = ["LOCAL_RUNNERS", "REMOTE_RUNNERS", "PATH_FLAGS", "runner_name", "is_remote", "check_paths", "run_id", "spill_dir", "check_written"]
 
 # Beam 2.77's StandardOptions.LOCAL_RUNNERS, plus InteractiveRunner (which runs on a local runner
 # underneath). A test keeps this list equal to Beam's; it is copied so that the check needs no
@@ -136,3 +137,19 @@ def spill_dir(pipeline_args: list[str], local_dir: str) -> str:
         return local_dir
     temp = _beam_flags(pipeline_args).temp_location or ""
     return f"{temp.rstrip('/')}/zitadel-beam/{run_id(pipeline_args)}"
+
+
+def check_written(manifest_path: str) -> int:
+    """After a run: 0 when the bodies on disk (or in the bucket) agree with the manifest, else 3.
+
+    Re-reads every body the manifest lists (sha256, users per body, the run's counters), so a run
+    whose outputs went missing or were cut short is never reported as a success.
+    """
+    from transforms.manifest import recount
+
+    problems = recount(manifest_path)
+    if not problems:
+        return 0
+    print(f"zitadel-beam: the written bodies disagree with {manifest_path}: {'; '.join(problems[:5])}",
+          file=sys.stderr)
+    return 3
