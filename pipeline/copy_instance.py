@@ -29,7 +29,7 @@ import sys
 
 from pipeline.errors import ConfigError
 from pipeline.migrate_zitadel import split_export
-from pipeline.options import add_side_credential_arguments, credentials_for, flag_duration
+from pipeline.options import add_export_selection_arguments, add_side_credential_arguments, credentials_for, flag_duration
 from transforms.admin_api import connect
 from transforms.files import check_gcs_reachable, exists, join
 from transforms.instance_moves import check_machine_users, export_document, export_request, split_is_current
@@ -44,10 +44,7 @@ BODY_NAME = "importBody.json"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-url", required=True, help="the instance to copy from")
     parser.add_argument("--target-url", required=True, help="the instance to copy into (it must exist, configured)")
-    parser.add_argument("--org-ids", help="comma-separated org ids to copy (default: every org)")
-    parser.add_argument("--excluded-org-ids", help="comma-separated org ids to leave out")
-    parser.add_argument("--with-passwords", action="store_true", help="copy password hashes")
-    parser.add_argument("--with-otp", action="store_true", help="copy users' OTP secrets")
+    add_export_selection_arguments(parser)
     parser.add_argument("--work-dir", default="./zitadel-copy",
                         help="folder for the export, bodies, manifest (local or gs://; default ./zitadel-copy)")
     parser.add_argument("--re-export", action="store_true", help="export again even if the work dir has one")

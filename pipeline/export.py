@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.errors import ConfigError
-from pipeline.options import add_credential_arguments, credentials_from_args
+from pipeline.options import add_credential_arguments, add_export_selection_arguments, credentials_from_args
 from transforms.admin_api import connect
 from transforms.instance_moves import export_document, export_request
 
@@ -37,10 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gcs-output", help="instead of --output: gs://bucket/path the *server* writes to")
     parser.add_argument("--service-account",
                         help="service-account JSON key file for --gcs-output (sent base64-encoded)")
-    parser.add_argument("--org-ids", help="comma-separated org ids to export (default: every org)")
-    parser.add_argument("--excluded-org-ids", help="comma-separated org ids to leave out")
-    parser.add_argument("--with-passwords", action="store_true", help="include password hashes")
-    parser.add_argument("--with-otp", action="store_true", help="include users' OTP secrets")
+    add_export_selection_arguments(parser)
     parser.add_argument("--timeout", default="30m0s",
                         help="server-side timeout of the export, a Go duration (default 30m0s)")
     add_credential_arguments(parser)

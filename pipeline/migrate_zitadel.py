@@ -47,6 +47,7 @@ from transforms.durations import normalise_duration
 from pipeline.migrate import add_output_arguments
 from pipeline.errors import ConfigError
 from pipeline.preflight import check_written, spill_dir
+from transforms.files import size
 from transforms.records import NAMESPACE
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
@@ -203,14 +204,6 @@ def _open_export(path: str):
     return FileSystems.open(path)
 
 
-def _size(path: str) -> int:
-    from apache_beam.io.filesystems import FileSystems
-
-    if "://" not in path:
-        return os.path.getsize(path)
-    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-
-
 def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size: int = 5000,
                  dead_letter: str | None = None, multiline: bool = False,
                  pipeline_args: list[str] | None = None) -> SplitResult:
@@ -278,7 +271,7 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.monotonic() - started
-    export_bytes = _size(export)
+    export_bytes = size(export)
     if len(bodies) != len(plan.bodies):
         raise RuntimeError(f"planned {len(plan.bodies)} bodies, {len(bodies)} were written")  # a bug
     for entry, body in zip(bodies, plan.bodies):

@@ -19,7 +19,7 @@ from transforms.admin_api import Credentials
 from transforms.durations import flag_duration, flag_seconds
 
 __all__ = ["add_credential_arguments", "credentials_from_args", "add_side_credential_arguments", "credentials_for",
-           "add_gcs_arguments", "flag_duration", "flag_seconds"]
+           "add_export_selection_arguments", "add_gcs_arguments", "flag_duration", "flag_seconds"]
 
 
 def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +63,14 @@ def credentials_for(args: argparse.Namespace, side: str, environ=None) -> admin_
     except admin_api.CredentialError as err:
         text = str(err).replace("--", f"--{side}-").replace("ZITADEL_TOKEN", f"ZITADEL_{side.upper()}_TOKEN")
         raise ConfigError(f"{side}: {text}") from None
+
+
+def add_export_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which orgs and secrets an export carries (``export`` and ``copy``)."""
+    parser.add_argument("--org-ids", help="comma-separated org ids to export (default: every org)")
+    parser.add_argument("--excluded-org-ids", help="comma-separated org ids to leave out")
+    parser.add_argument("--with-passwords", action="store_true", help="include password hashes")
+    parser.add_argument("--with-otp", action="store_true", help="include users' OTP secrets")
 
 
 def add_gcs_arguments(parser: argparse.ArgumentParser) -> None:

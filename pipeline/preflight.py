@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 import time
@@ -26,7 +27,7 @@ from typing import Iterator
 
 from pipeline.errors import ConfigError
 
-__all__ = ["LOCAL_RUNNERS", "REMOTE_RUNNERS", "PATH_FLAGS", "runner_name", "is_remote", "check_paths", "run_id", "spill_dir", "check_written"]
+__all__ = ["LOCAL_RUNNERS", "REMOTE_RUNNERS", "PATH_FLAGS", "runner_name", "is_remote", "check_paths", "run_id", "spill_dir", "check_written", "dataflow_client_installed"]
 
 # Beam 2.77's StandardOptions.LOCAL_RUNNERS, plus InteractiveRunner (which runs on a local runner
 # underneath). A test keeps this list equal to Beam's; it is copied so that the check needs no
@@ -38,6 +39,8 @@ LOCAL_RUNNERS = ("BundleBasedDirectRunner", "DirectRunner", "SwitchingDirectRunn
 # to Beam, which rejects it listing the valid ones; a dotted class path counts as remote.
 REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner", "FlinkRunner", "SparkRunner", "PortableRunner",
                   "KafkaStreamsRunner")
+
+DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
 # argparse dest → flag, for every flag of any command that names data (not credentials).
 PATH_FLAGS = {
@@ -117,6 +120,17 @@ def check_paths(known_args: argparse.Namespace, pipeline_args: list[str]) -> Non
     if staging and not staging.startswith("gs://"):
         raise ConfigError(f"--staging_location {staging!r} is not on Cloud Storage: use a gs:// path "
                           f"(docs/runners.md)")
+    if runner in DATAFLOW_RUNNERS and not dataflow_client_installed():
+        raise ConfigError(f"{runner} needs Beam's gcp extra (the Dataflow service client): "
+                          f"pip install '.[dataflow]' (docs/runners.md#dataflow)")
+
+
+def dataflow_client_installed() -> bool:
+    """Is the client Beam's DataflowRunner submits jobs with importable? (Found, not imported.)"""
+    try:
+        return importlib.util.find_spec("google.cloud.dataflow") is not None
+    except ModuleNotFoundError:  # no google.cloud at all
+        return False
 
 
 def run_id(pipeline_args: list[str]) -> str:

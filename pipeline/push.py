@@ -7,17 +7,9 @@ Examples::
     zitadel-beam push --url=... --manifest=... --key-file=sa-key.json --concurrency=2 --verify
     zitadel-beam push --url=... --manifest=... --client-id=importer --client-secret-file=secret.txt
 
-The engine is ``transforms/push_engine.py``; what it does, per body (the import is slow, not
-transactional, and rejects a whole request for one invalid user: ``docs/zitadel-import-api.md``):
-
-- one cheap authenticated call first, so a bad URL or credential fails in a second;
-- skip the body if its ledger file under ``--results`` says done for the same sha256;
-- send it with retries (429/502/503/504, dropped connections, client timeouts); when the server's
-  own timeout elapses (``context deadline exceeded``) send the users again in halves;
-- ``Errors.User.AlreadyExisting`` means *present* (a retry after a lost answer, or a re-run), and
-  ``Errors.Org.AlreadyExisting`` is success; every other per-user error goes to
-  ``<results>/push-dead-letter.ndjson`` with the server's message (ids only, never hashes);
-- the ledger is written atomically (temp file + rename), so a killed run resumes cleanly.
+The work (probe, ledger and resume, retries, halving after a server timeout, per-user results)
+is done by ``transforms/push_engine.py``; its docstring lists the steps. With ``--gcs-document``
+the request is handed to ``pipeline/gcs_import.py`` instead.
 
 Exit status: 0 when every user is created or present, 1 otherwise, 2 for configuration errors.
 """

@@ -77,6 +77,15 @@ def test_remote_runner_without_temp_location_exits_2(tmp_path):
     assert seconds < BOUND_SECONDS
 
 
+def test_dataflow_without_its_client_is_one_line(monkeypatch):
+    monkeypatch.setattr(preflight, "dataflow_client_installed", lambda: False)
+    args = ["--runner=DataflowRunner", "--temp_location=gs://b/t"]
+    with pytest.raises(ConfigError, match=r"DataflowRunner needs Beam's gcp extra .*pip install '\.\[dataflow\]'"):
+        preflight.check_paths(_ns(users="gs://b/u.json", output="gs://b/o.json"), args)
+    preflight.check_paths(_ns(users="gs://b/u.json", output="gs://b/o.json"), ["--runner=FlinkRunner",
+                                                                              "--temp_location=gs://b/t"])
+
+
 def test_remote_runner_with_local_temp_location_exits_2(tmp_path):
     args = ["migrate", "auth0", "--org=1", "--users=gs://b/u.json", "--output=gs://b/o.json",
             "--runner=DataflowRunner", "--temp_location=/tmp/x"]
