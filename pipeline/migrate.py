@@ -173,7 +173,7 @@ def make_pipeline(pipeline_args: list[str]):
     runner_name = options.view_as(StandardOptions).runner
     if runner_name in (None, "FnApiRunner"):
         # The plain DirectRunner tries to download Prism first and falls back to a far slower
-        # runner (FACTS.md §4); the FnApiRunner is what "the local runner" means here.
+        # runner (docs/runners.md#local); the FnApiRunner is what "the local runner" means here.
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
         options.view_as(StandardOptions).runner = None

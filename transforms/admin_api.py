@@ -11,7 +11,7 @@ open one in ``setup()``. Example::
         ...
 
 Failures are classified by the HTTP status *and* the gRPC ``code``/``message`` of the body
-(FACTS.md §1: ZITADEL Cloud once answered a missing token with HTTP 500 and code 2
+(docs/zitadel-import-api.md#error-bodies: ZITADEL Cloud once answered a missing token with HTTP 500 and code 2
 "Unauthenticated"): auth failures and invalid requests are never retried; 429, 502, 503, 504
 (other than the server's own ``context deadline exceeded``), dropped connections and client
 timeouts are retried with exponential backoff, full jitter and ``Retry-After``. No token, secret or
