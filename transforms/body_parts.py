@@ -11,10 +11,10 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 __all__ = ["DATA_KEYS", "USER_KEYS", "META_KEYS", "first_key", "orgs_of", "org_id_of", "users_of", "metadata_of",
-           "user_id_of", "user_name_of", "body_user_ids", "with_orgs", "split_body"]
+           "user_id_of", "user_name_of", "UserRef", "body_user_ids", "with_orgs", "split_body"]
 
 DATA_KEYS = ("dataOrgs", "data_orgs", "dataOrgsv1", "data_orgsv1")
 USER_KEYS = ("humanUsers", "human_users")
@@ -46,9 +46,16 @@ def user_id_of(entry: dict) -> str:
     return str(entry.get("userId", entry.get("user_id", "")))
 
 
-def body_user_ids(body: dict) -> list[tuple[str, str]]:
+class UserRef(NamedTuple):
+    """One human user of a body: the org it goes to and its id ('' when the server assigns one)."""
+
+    org_id: str
+    user_id: str
+
+
+def body_user_ids(body: dict) -> list[UserRef]:
     """(org id, user id) of every human user in an ImportDataRequest, in order."""
-    return [(org_id_of(org), user_id_of(u)) for org in orgs_of(body) for u in users_of(org)]
+    return [UserRef(org_id_of(org), user_id_of(u)) for org in orgs_of(body) for u in users_of(org)]
 
 
 def with_orgs(body: dict, orgs: list[dict]) -> dict:

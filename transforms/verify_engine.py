@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import time
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 from transforms import admin_api
 from transforms.admin_api import AdminClient, Credentials, connect
@@ -144,10 +144,16 @@ def expected_users(manifest_path: str) -> dict[str, list[str]]:
     return per_org
 
 
-def _body_users(body: dict) -> list[tuple[str, str, str]]:
-    """(org id, user id, user name) of every human user, in order."""
+class _ExpectedUser(NamedTuple):
+    org_id: str
+    user_id: str
+    user_name: str
+
+
+def _body_users(body: dict) -> list[_ExpectedUser]:
+    """Every human user of a body, in order."""
     names = [user_name_of(u) for org in orgs_of(body) for u in users_of(org)]
-    return [(org, uid, name) for (org, uid), name in zip(body_user_ids(body), names)]
+    return [_ExpectedUser(ref.org_id, ref.user_id, name) for ref, name in zip(body_user_ids(body), names)]
 
 
 def verify_manifest(manifest_path: str, url: str, credentials: Credentials, results_dir: str | None = None,
