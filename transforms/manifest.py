@@ -17,6 +17,8 @@ import json
 import os
 import posixpath
 
+import orjson
+
 from transforms.body_parts import body_user_ids
 from transforms.errors import ConfigError
 from transforms.files import check_gcs_reachable, is_gcs, read_bytes, resolve, write_atomic
@@ -160,7 +162,7 @@ def recount(manifest_path: str) -> list[str]:
         except (OSError, ValueError) as err:
             problems.append(f"{ref.name}: {err}")
             continue
-        users = len(body_user_ids(json.loads(data)))
+        users = len(body_user_ids(orjson.loads(data)))  # orjson: the bodies of 1M users are ~0.5 GB
         written += users
         if users != ref.users:
             problems.append(f"{ref.name}: {users} users in the file, the manifest says {ref.users}")
