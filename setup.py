@@ -9,7 +9,7 @@ REQUIRED = [
     "apache-beam>=2.77,<3",
     "google-cloud-storage>=2.18.2,<4",
     # Without google-auth-httplib2, Beam's GCS client connects anonymously and private
-    # buckets fail in production (FACTS.md §4).
+    # buckets fail in production (docs/gcs.md#credentials).
     "google-auth-httplib2>=0.2",
     "orjson>=3.9.7,<4",
     "bcrypt>=4.1",
@@ -22,7 +22,11 @@ REQUIRED = [
     "PyYAML>=6",
 ]
 
-TESTS = [
+# The DataflowRunner submits jobs with the Dataflow service client in Beam's gcp extra
+# (docs/runners.md#dataflow); local runs do not need it.
+DATAFLOW = ["apache-beam[gcp]>=2.77,<3"]
+
+TESTS = DATAFLOW + [
     "pytest>=8",
     # The packaging test builds a wheel without build isolation (no download per run).
     "setuptools>=61",
@@ -38,6 +42,6 @@ setuptools.setup(
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "transforms", "transforms.*"]),
     install_requires=REQUIRED,
-    extras_require={"test": TESTS},
+    extras_require={"dataflow": DATAFLOW, "test": TESTS},
     entry_points={"console_scripts": ["zitadel-beam=pipeline.cli:main"]},
 )

@@ -22,6 +22,7 @@ from typing import Sequence
 
 from pipeline.errors import ConfigError
 from pipeline.gcs_env import prepare_emulator_credentials
+from pipeline.preflight import check_paths
 
 __all__ = ["main", "build_parser"]
 
@@ -100,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         known_args, rest = parser.parse_known_args(argv)
         logging.getLogger().setLevel(logging.INFO if known_args.verbose else logging.WARNING)
+        check_paths(known_args, rest)  # before anything slow: a remote runner needs gs:// paths
         if known_args._path in _BEAM_COMMANDS:
             _check_beam_args(rest)
         elif rest:

@@ -1,10 +1,5 @@
-"""Errors the command line reports as one readable line (exit status 2)."""
+"""Errors the command line reports as one readable line (exit status 2); defined in transforms/errors.py."""
+
+from transforms.errors import ConfigError
 
 __all__ = ["ConfigError"]
-
-
-class ConfigError(Exception):
-    """A problem with the command line or its inputs: missing file, bad flag, bad URL.
-
-    Raised before any work starts; the CLI prints ``zitadel-beam: error: <message>`` and exits 2.
-    """

@@ -21,14 +21,16 @@ import logging
 import os
 import posixpath
 import re
-import socket
 import sys
 import time
 from typing import Any, Callable, Mapping
 
-from pipeline.durations import normalise_duration
+from transforms.durations import normalise_duration
 from pipeline.errors import ConfigError
+from pipeline.preflight import check_written, spill_dir
 from pipeline.report import counters_from_result, dead_letter_totals, summary_table
+from transforms.files import check_gcs_reachable, check_local_outputs
+from transforms.manifest import MANIFEST_VERSION
 
 __all__ = [
     "add_common_arguments",
@@ -50,7 +52,6 @@ __all__ = [
 ]
 
 _LOGGER = logging.getLogger(__name__)
-MANIFEST_VERSION = 1
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, *,
@@ -91,12 +92,9 @@ def hash_policy_from_args(args: argparse.Namespace, environ=None):
     """--zitadel-config + environment + --bcrypt-*-cost → the HashPolicy; ConfigError on problems."""
     import os
 
-    from transforms.hash_policy import ConfigError as PolicyError, load_policy
+    from transforms.hash_policy import load_policy
 
-    try:
-        policy = load_policy(args.zitadel_config, os.environ if environ is None else environ)
-    except PolicyError as err:
-        raise ConfigError(str(err)) from None
+    policy = load_policy(args.zitadel_config, os.environ if environ is None else environ)
     overrides = {}
     if args.bcrypt_min_cost is not None:
         overrides["Bcrypt_MinCost"] = args.bcrypt_min_cost
@@ -118,7 +116,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
     push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
     push.add_argument("--push-verify", action="store_true", help="verify through events search after the push")
-    from pipeline.push import add_credential_arguments
+    from pipeline.options import add_credential_arguments
 
     add_credential_arguments(parser)
 
@@ -159,7 +157,8 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         raise ConfigError(f"--output {args.output!r} must name a file")
     credentials = None
     if args.push_url:
-        from pipeline.push import connect, credentials_from_args
+        from pipeline.options import credentials_from_args
+        from transforms.admin_api import connect
 
         if args.push_concurrency < 1:
             raise ConfigError("--push-concurrency must be at least 1")
@@ -203,41 +202,6 @@ def output_layout(output: str, dead_letter: str | None) -> OutputLayout:
                         dead_letter or f"{stem}.dead-letter.ndjson", tmp)
 
 
-def check_gcs_reachable(paths: list[str], timeout: float = 5.0) -> None:
-    """Fail in seconds, not after Beam's ~120 s of retries, when gs:// cannot be reached."""
-    if not any(p.startswith("gs://") for p in paths):
-        return
-    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
-    if emulator:
-        hostport = re.sub(r"^https?://", "", emulator).rstrip("/")
-        host, _, port = hostport.rpartition(":")
-        address = (host or hostport, int(port) if port.isdigit() else 80)
-    else:
-        address = ("storage.googleapis.com", 443)
-    try:
-        socket.create_connection(address, timeout=timeout).close()
-    except OSError as err:
-        raise ConfigError(f"cannot reach Cloud Storage at {address[0]}:{address[1]} ({err.strerror or err})") from None
-
-
-def check_local_outputs(paths: Mapping[str, str]) -> None:
-    """Fail before the run, in one line, when a local output cannot be written (not after it)."""
-    for flag, path in paths.items():
-        if "://" in path:
-            continue
-        if os.path.isdir(path):
-            raise ConfigError(f"{flag} {path!r} is a directory, not a file")
-        folder = os.path.dirname(os.path.abspath(path))
-        if os.path.exists(folder) and not os.path.isdir(folder):
-            raise ConfigError(f"{flag} {path!r}: {folder!r} is a file, not a folder")
-        try:
-            os.makedirs(folder, exist_ok=True)
-        except OSError as err:
-            raise ConfigError(f"{flag} {path!r}: cannot create folder {folder!r} ({err.strerror or err})") from None
-        if not os.access(folder, os.W_OK):
-            raise ConfigError(f"{flag} {path!r}: folder {folder!r} is not writable")
-
-
 def make_pipeline(pipeline_args: list[str]):
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -246,7 +210,7 @@ def make_pipeline(pipeline_args: list[str]):
     runner_name = options.view_as(StandardOptions).runner
     if runner_name in (None, "FnApiRunner"):
         # The plain DirectRunner tries to download Prism first and falls back to a far slower
-        # runner (FACTS.md §4); the FnApiRunner is what "the local runner" means here.
+        # runner (docs/runners.md#local); the FnApiRunner is what "the local runner" means here.
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
         options.view_as(StandardOptions).runner = None
@@ -384,10 +348,11 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     """
     import orjson
 
-    from pipeline.hash_report import hash_manifest, hash_ranges_from_result, hash_summary
+    from transforms.hash_report import hash_manifest, hash_ranges_from_result, hash_summary
     from transforms.sinks import open_private
 
     layout = output_layout(common.output, common.dead_letter)
+    layout = dataclasses.replace(layout, tmp_dir=spill_dir(pipeline_args, layout.tmp_dir))
     check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
     check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
     try:
@@ -445,10 +410,10 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     if passwordless_count:
         print(f"imported without password ({passwordless_count}, for password-reset mails): {passwordless_path}")
     sys.stdout.flush()
-    if not holds:
+    if not holds or check_written(layout.manifest):
         return 3
     if common.push_url:
-        from pipeline.push import push_manifest
+        from transforms.push_engine import push_manifest
 
         report = push_manifest(layout.manifest, common.push_url, common.push_credentials,
                                concurrency=common.push_concurrency, verify=common.push_verify,

@@ -43,11 +43,14 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from pipeline.durations import normalise_duration
+from transforms.durations import normalise_duration
 from pipeline.migrate import add_output_arguments
 from pipeline.errors import ConfigError
-from pipeline.hash_report import hash_manifest
+from transforms.hash_policy import load_policy
+from transforms.hash_report import hash_manifest
 from transforms.hash_metrics import HASH_COUNTER
+from pipeline.preflight import check_written, spill_dir
+from transforms.files import size
 from transforms.records import NAMESPACE
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
@@ -71,14 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
-    policy = _hash_policy(known_args.zitadel_config)  # a bad config fails before the run
+    policy = load_policy(known_args.zitadel_config, os.environ)  # a bad config fails before the run
     result = split_export(known_args.export, known_args.output, timeout=known_args.timeout,
                           batch_size=known_args.batch_size, dead_letter=known_args.dead_letter,
                           multiline=known_args.multiline, pipeline_args=pipeline_args)
     print(result.summary())
     _print_hash_report(result.manifest, policy)
     sys.stdout.flush()
-    if not result.holds:
+    if not result.holds or check_written(result.manifest):
         return 3
     if known_args.strict and result.dead_count:
         print(f"zitadel-beam: --strict: {result.dead_count} item(s) dead-lettered", file=sys.stderr)
@@ -86,21 +89,10 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     return 0
 
 
-def _hash_policy(config: str | None):
-    import os
-
-    from transforms.hash_policy import ConfigError as PolicyError, load_policy
-
-    try:
-        return load_policy(config, os.environ)
-    except PolicyError as err:
-        raise ConfigError(str(err)) from None
-
-
 def _print_hash_report(manifest_path: str, policy) -> None:
     """The export's hashes by verifier, the config they need, and what ``policy`` lacks."""
-    from pipeline.hash_report import hash_summary, uncovered_hashes
-    from pipeline.push import load_manifest
+    from transforms.hash_report import hash_summary, uncovered_hashes
+    from transforms.manifest import load_manifest
 
     manifest = load_manifest(manifest_path).raw
     text = hash_summary(manifest)
@@ -233,14 +225,6 @@ def _open_export(path: str):
     return FileSystems.open(path)
 
 
-def _size(path: str) -> int:
-    from apache_beam.io.filesystems import FileSystems
-
-    if "://" not in path:
-        return os.path.getsize(path)
-    return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-
-
 def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size: int = 5000,
                  dead_letter: str | None = None, multiline: bool = False,
                  pipeline_args: list[str] | None = None) -> SplitResult:
@@ -274,6 +258,7 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
     if not output or output.endswith("/"):
         raise ConfigError(f"--output {output!r} must name a file")
     layout = output_layout(output, dead_letter)
+    layout = dataclasses.replace(layout, tmp_dir=spill_dir(list(pipeline_args or []), layout.tmp_dir))
     check_gcs_reachable([export, layout.output, layout.dead_letter])
     check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
     try:
@@ -307,7 +292,7 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.monotonic() - started
-    export_bytes = _size(export)
+    export_bytes = size(export)
     if len(bodies) != len(plan.bodies):
         raise RuntimeError(f"planned {len(plan.bodies)} bodies, {len(bodies)} were written")  # a bug
     for entry, body in zip(bodies, plan.bodies):

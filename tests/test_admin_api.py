@@ -192,14 +192,20 @@ def test_export_returns_passwords_only_when_asked(zitadel):
 
 def test_token_file_credentials(zitadel, tmp_path):
     (tmp_path / "pat").write_text(PAT + "\n")
-    client = AdminClient(zitadel.url, load_credentials(token_file=str(tmp_path / "pat")))
+    credentials = load_credentials(token_file=str(tmp_path / "pat"))
+    assert credentials.kind == "token" and credentials.token == PAT  # the trailing newline is dropped
+    client = AdminClient(zitadel.url, credentials)
     client.probe()
+    assert zitadel.requests[-1] == ("/admin/v1/events/_search", 200)  # the server accepted the token
 
 
 def test_env_token_credentials(zitadel, monkeypatch):
     monkeypatch.setenv("ZITADEL_TOKEN", PAT)
-    client = AdminClient(zitadel.url, load_credentials())
+    credentials = load_credentials()
+    assert credentials.kind == "token" and credentials.token == PAT
+    client = AdminClient(zitadel.url, credentials)
     client.probe()
+    assert zitadel.requests[-1] == ("/admin/v1/events/_search", 200)
 
 
 def test_client_credentials_fetch_and_refresh_tokens_before_expiry(tmp_path):

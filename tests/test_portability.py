@@ -1,4 +1,4 @@
-"""Every pipeline runs in separate worker processes (issue 6), and the package installs cleanly.
+"""Every pipeline runs in separate worker processes, and the package installs cleanly.
 
 ``--direct_running_mode=multi_processing --direct_num_workers=2`` runs each bundle in a fresh
 SDK worker process: nothing may rely on globals of the launching session, every DoFn must pickle,

@@ -93,7 +93,7 @@ def test_check_body_fixes_like_migrate_and_keeps_valid_bodies_byte_for_byte():
 
 def test_keycloak_users_without_id_are_pushed_and_verified_by_user_name(zitadel, tmp_path):
     realm = REALWORLD / "keycloak" / "strimzi-kafka-authz-realm.json"
-    from pipeline import push
+    from transforms import push_engine
     from transforms.admin_api import Credentials
 
     out = tmp_path / "importBody.json"
@@ -103,7 +103,7 @@ def test_keycloak_users_without_id_are_pushed_and_verified_by_user_name(zitadel,
     config.write_text("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [pbkdf2]\n")
     assert main(["migrate", "keycloak", "--org=55", f"--realm={realm}", "--allow-plaintext-passwords",
                  f"--zitadel-config={config}", f"--output={out}"]) == 0
-    report = push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url,
+    report = push_engine.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url,
                                 Credentials("token", token=PAT), progress=False, verify=True)
     assert report.ok and report.created == 3, report.table()
     assert len(report.verify.orgs) == 1 and report.verify.orgs[0].created == 3

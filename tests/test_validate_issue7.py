@@ -1,13 +1,12 @@
-"""The validation rules added for real-world inputs: plaintext passwords, OTP secrets, IdP links,
-and the hash families push accepts from foreign bodies (tables, no pipeline)."""
+"""The validation rules added for real-world inputs: plaintext passwords, OTP secrets, IdP links
+(tables, no pipeline). The hash families push accepts are in test_body_check.py."""
 from __future__ import annotations
 
 import copy
 
 import pytest
 
-from transforms.body_check import PUSH_VALIDATION
-from transforms.validate import Reason, ValidationOptions, hash_problem, otp_problem, validate_user
+from transforms.validate import Reason, ValidationOptions, otp_problem, validate_user
 
 BASE = {"userId": "1", "user": {"userName": "a@b.co", "profile": {"firstName": "A", "lastName": "B"},
                                 "email": {"email": "a@b.co"}}}
@@ -52,19 +51,3 @@ def test_rejected(fields, reason):
 
 def test_otp_detail_never_shows_the_secret():
     assert "JBSWY3DP" not in otp_problem("JBSWY3DP!")[1]
-
-
-@pytest.mark.parametrize("value, push_ok", [
-    ("$6$rounds=5000$salt$" + "a" * 86, True),  # sha512 crypt
-    ("$5$salt$" + "a" * 43, True),  # sha256 crypt
-    ("$1$salt$" + "a" * 22, True),  # md5crypt
-    ("$P$" + "B" * 31, True),  # phpass
-    ("$scrypt$ln=16,r=8,p=1$c2FsdA$aGFzaA", True),
-    ("$2b$04$" + "a" * 53, True),  # bcrypt cost 4: push checks the format only by default
-    ("plain-text", False),
-    ("$sha1$1$x$y", False),
-])
-def test_push_accepts_every_family_the_server_verifies(value, push_ok):
-    assert (hash_problem(value, PUSH_VALIDATION) is None) is push_ok
-    if value.startswith(("$6$", "$1$", "$P$")):
-        assert hash_problem(value, ValidationOptions()) is not None  # never from an Auth0 export

@@ -11,7 +11,7 @@ open one in ``setup()``. Example::
         ...
 
 Failures are classified by the HTTP status *and* the gRPC ``code``/``message`` of the body
-(FACTS.md §1: ZITADEL Cloud once answered a missing token with HTTP 500 and code 2
+(docs/zitadel-import-api.md#error-bodies: ZITADEL Cloud once answered a missing token with HTTP 500 and code 2
 "Unauthenticated"): auth failures and invalid requests are never retried; 429, 502, 503, 504
 (other than the server's own ``context deadline exceeded``), dropped connections and client
 timeouts are retried with exponential backoff, full jitter and ``Retry-After``. No token, secret or
@@ -33,7 +33,10 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator, Mapping
 
+from transforms.errors import ConfigError
+
 __all__ = [
+    "connect",
     "AdminApiError",
     "AuthError",
     "InvalidRequest",
@@ -561,3 +564,24 @@ class AdminClient:
         answer = self._post_json("/admin/v1/events/_search", b'{"limit":1,"asc":false}', timeout, retrier=quick)
         if "events" not in answer and answer:
             raise AdminApiError("POST /admin/v1/events/_search: the answer has no 'events'", 200)
+
+
+def connect(url: str, credentials: Credentials, max_attempts: int = 6, timeout: float = 30.0,
+            **client_options: Any) -> AdminClient:
+    """An AdminClient that has passed the probe call; ConfigError with one line otherwise.
+
+    >>> client = connect("https://x.zitadel.cloud", credentials)  # doctest: +SKIP
+    """
+    try:
+        client = AdminClient(url, credentials, max_attempts=max_attempts, timeout=timeout, **client_options)
+    except ValueError as err:
+        raise ConfigError(f"--url: {err}") from None
+    try:
+        client.probe()
+    except AuthError as err:
+        raise ConfigError(f"{client.base_url}: authentication failed: {err.message}") from None
+    except RetriesExhausted as err:
+        raise ConfigError(f"{client.base_url}: not reachable: {err.message}") from None
+    except AdminApiError as err:
+        raise ConfigError(f"{client.base_url}: does not answer like a ZITADEL admin API: {err.message}") from None
+    return client

@@ -147,7 +147,7 @@ class _BodyWriterFn(beam.DoFn):
         self._users.inc(len(fragments))
         self._with_pw.inc(sum(1 for f in fragments if f[4]))
         verifiers = collections.Counter(f[4] for f in fragments if f[4] and f[4] != "password")
-        for verifier, count in verifiers.items():  # password_hashes.<verifier> (pipeline/hash_report.py)
+        for verifier, count in verifiers.items():  # password_hashes.<verifier> (transforms/hash_report.py)
             Metrics.counter(NAMESPACE, "password_hashes." + verifier).inc(count)
         self._metadata.inc(sum(f[3].count(b'"id":') for f in fragments if f[3]))
         self._bodies.inc()

@@ -2,7 +2,7 @@
 
 ``zitadel-beam push`` sends bodies it did not write: zitadel-tools' (``data_orgs`` in snake_case,
 ``hashedPassword.algorithm``, users without ``userId``), hand-edited ones, exports converted
-elsewhere. One invalid user makes the server reject the whole request (FACTS.md §1), so every
+elsewhere. One invalid user makes the server reject the whole request (docs/zitadel-import-api.md#validation), so every
 human user is checked with :func:`transforms.validate.validate_user` (same rules, same reason
 codes as ``migrate``) before the body is sent; invalid users are taken out and reported, never sent.
 

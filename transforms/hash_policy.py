@@ -17,6 +17,7 @@ import dataclasses
 import os
 from typing import Any, Iterable, Mapping
 
+from transforms import errors
 from transforms.hashes import ConvertedHash, HashFailure
 from transforms.validate import Reason
 
@@ -80,8 +81,8 @@ _HASHER_VERIFIER = {"bcrypt": "bcrypt", "argon2i": "argon2", "argon2id": "argon2
 _CONFIG_PREFIX = "SystemDefaults.PasswordHasher."
 
 
-class ConfigError(ValueError):
-    """The ZITADEL config cannot be used; one readable line."""
+class ConfigError(errors.ConfigError, ValueError):
+    """The ZITADEL config cannot be used; one readable line (the CLI exits 2 with it)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,7 @@ will travel in. The plan it returns lists the bodies, their segments and the ord
 rendering a body is then only "read its segments, group by field" (``pipeline/migrate_zitadel.py``
 does that in parallel with Beam, one element per body).
 
-Which body an item goes to (FACTS.md §1; ZITADEL's import runs org-level resources before users
+Which body an item goes to (docs/zitadel-import-api.md, docs/instance-moves.md; ZITADEL's import runs org-level resources before users
 and grants/members after them, within one request, so a split must keep those orders):
 
 - ``head`` of an org: ``orgId``, ``org`` and every org-level field (policies, domains, IdPs,

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_duration", "format_duration", "normalise_duration"]
+from transforms.errors import ConfigError
+
+__all__ = ["parse_duration", "format_duration", "normalise_duration", "flag_duration", "flag_seconds"]
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -46,3 +48,19 @@ def format_duration(seconds: float) -> str:
 def normalise_duration(text: str) -> str:
     """``30m`` → ``30m0s`` (what zitadel-tools writes into the body)."""
     return format_duration(parse_duration(text))
+
+
+def flag_duration(flag: str, text: str) -> str:
+    """``normalise_duration`` for a flag's value; ConfigError naming the flag otherwise."""
+    try:
+        return normalise_duration(text)
+    except ValueError as err:
+        raise ConfigError(f"{flag}: {err}") from None
+
+
+def flag_seconds(flag: str, text: str) -> float:
+    """``parse_duration`` for a flag's value; ConfigError naming the flag otherwise."""
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise ConfigError(f"{flag}: {err}") from None

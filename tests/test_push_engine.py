@@ -14,6 +14,8 @@ import time
 import pytest
 
 from pipeline import push
+from transforms import body_parts, push_engine
+from transforms.manifest import load_manifest
 from pipeline.cli import main
 from pipeline.errors import ConfigError
 from transforms.admin_api import Credentials, load_credentials
@@ -32,7 +34,7 @@ def _ledger(manifest, index: int) -> dict:
 
 def test_clean_push_creates_every_user_once_and_a_rerun_skips_everything(zitadel, tmp_path):
     manifest, ids = write_manifest(tmp_path, users=45, bodies=3)
-    report = push.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
     assert report.ok and report.created == 45 and report.present == 0 and report.failed == 0
     assert zitadel.user_ids("123") == set(ids)
     assert len(zitadel.state.metadata) == 45  # userMetadata followed its users
@@ -40,7 +42,7 @@ def test_clean_push_creates_every_user_once_and_a_rerun_skips_everything(zitadel
     assert ledger["status"] == "done" and ledger["sha256"] and len(ledger["created"]) == 15
     assert stat.S_IMODE(os.stat(str(manifest).replace(".manifest.json", ".results/body-00000.json")).st_mode) == 0o600
     calls = zitadel.state.import_calls
-    again = push.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    again = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
     assert again.ok and [b.status for b in again.bodies] == ["skipped"] * 3
     assert zitadel.state.import_calls == calls
     assert "total" in report.table() and report.dead_letter is None
@@ -70,7 +72,7 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
             faults.inject(kind)
         faults.randomize(0.3, seed=5)
         client = fast_client(server.url, TOKEN, max_attempts=12)
-        report = push.push_manifest(str(manifest), server.url, TOKEN, concurrency=3, request_timeout=0.3,
+        report = push_engine.push_manifest(str(manifest), server.url, TOKEN, concurrency=3, request_timeout=0.3,
                                     progress=False, client=client, max_attempts=12)
         imports = sum(1 for path, _ in server.requests if path == "/admin/v1/import")
         assert set(faults.fired) == set(FAULT_KINDS)
@@ -84,7 +86,7 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
         faults.randomize(0.3, kinds=("429", "502", "503", "504", "drop", "drop_after"),
                          paths=("/admin/v1/events/_search",), seed=3)
         fired = len(faults.fired)
-        verified = push.push_manifest(str(manifest), server.url, TOKEN, progress=False, verify=True,
+        verified = push_engine.push_manifest(str(manifest), server.url, TOKEN, progress=False, verify=True,
                                       client=client)
         assert verified.verify.ok and verified.verify.created == 240
         assert len(faults.fired) > fired
@@ -93,7 +95,7 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
 def test_server_timeout_splits_the_body_in_halves(zitadel, tmp_path):
     zitadel.faults.per_user_delay = 0.01
     manifest, ids = write_manifest(tmp_path, users=24, bodies=1, timeout="60ms")
-    report = push.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
     assert report.ok, report.table()
     assert zitadel.user_ids() == set(ids) and len(zitadel.state.metadata) == 24
     outcomes = [p["outcome"] for p in _ledger(manifest, 0)["parts"]]
@@ -136,7 +138,7 @@ def test_expired_token_is_refreshed_mid_run(tmp_path):
     with ZitadelServer(clients={"importer": "client-secret-abc"}, token_ttl=1) as server:
         server.faults.per_user_delay = 0.014  # 0.28 s per body: the run outlives two tokens
         creds = load_credentials(client_id="importer", client_secret_file=str(tmp_path / "secret"))
-        report = push.push_manifest(str(manifest), server.url, creds, progress=False)
+        report = push_engine.push_manifest(str(manifest), server.url, creds, progress=False)
         assert report.ok and server.user_ids() == set(ids)
         assert len(server.issued_tokens) >= 2
         assert all(status != 401 for _, status in server.requests)
@@ -147,7 +149,7 @@ def test_revoked_credentials_stop_the_run_with_a_clear_report(zitadel, tmp_path)
     client = fast_client(zitadel.url, TOKEN)
     client.probe()
     zitadel.revoke_all_tokens()
-    report = push.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False, client=client)
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False, client=client)
     assert not report.ok and "authentication failed" in report.fatal
     assert {b.status for b in report.bodies} == {"not-sent"}
     assert client.stats.requests == 2  # the probe, then one import: no retries of an auth failure
@@ -157,7 +159,7 @@ def test_after_is_honoured_with_concurrency(zitadel, tmp_path):
     zitadel.faults.per_user_delay = 0.01
     manifest, ids = write_manifest(tmp_path, users=40, bodies=4, org_id="777",
                                    body_orgs=[{"org": {"name": "Acme"}}])
-    report = push.push_manifest(str(manifest), zitadel.url, TOKEN, concurrency=4, progress=False)
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, concurrency=4, progress=False)
     assert report.ok and zitadel.user_ids("777") == set(ids)
     log = sorted(zitadel.state.import_log)
     org_call, user_calls = log[0], log[1:]
@@ -169,7 +171,7 @@ def test_after_is_honoured_with_concurrency(zitadel, tmp_path):
 def test_failed_prerequisite_blocks_dependent_bodies(zitadel, tmp_path, monkeypatch):
     _server_side_validation_only(monkeypatch)
     manifest, _ = write_manifest(tmp_path, users=10, bodies=2, after=[[], [0]], invalid=[0])
-    report = push.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
     assert [b.status for b in report.bodies] == ["failed", "blocked"] and not report.ok
 
 
@@ -177,7 +179,7 @@ def test_changed_body_is_not_sent(zitadel, tmp_path):
     manifest, _ = write_manifest(tmp_path, users=20, bodies=2)
     body = tmp_path / "importBody-00002-of-00002.json"
     body.write_bytes(body.read_bytes().replace(b"First", b"Fiona"))
-    report = push.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
     assert [b.status for b in report.bodies] == ["done", "failed"]
     assert report.bodies[1].failed[0]["reason"] == "unreadable-body"
     assert len(zitadel.user_ids()) == 10
@@ -199,7 +201,7 @@ def test_configuration_errors_are_one_line_and_exit_2(zitadel, tmp_path, monkeyp
     rc = main(["push", *[x for kv in base.items() for x in kv]])
     err = capsys.readouterr().err
     assert rc == 2 and expected in err and len(err.strip().splitlines()) == 1
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # seconds, not the minutes of a full retry budget
 
 
 def test_bad_token_fails_fast_at_the_probe(zitadel, tmp_path, monkeypatch, capsys):
@@ -227,9 +229,9 @@ def test_split_body_keeps_metadata_with_its_user_and_org_settings_first():
                                    "humanUsers": [{"userId": u} for u in "abcde"],
                                    "userMetadata": [{"id": "a", "key": "k"}, {"id": "e", "key": "k"}]}]},
             "timeout": "1m"}
-    first, second = push.split_body(body)
-    assert push.body_user_ids(first) == [("1", "a"), ("1", "b")]
-    assert push.body_user_ids(second) == [("1", "c"), ("1", "d"), ("1", "e")]
+    first, second = body_parts.split_body(body)
+    assert body_parts.body_user_ids(first) == [("1", "a"), ("1", "b")]
+    assert body_parts.body_user_ids(second) == [("1", "c"), ("1", "d"), ("1", "e")]
     assert first["dataOrgs"]["orgs"][0]["org"] == {"name": "A"} and "org" not in second["dataOrgs"]["orgs"][0]
     assert second["dataOrgs"]["orgs"][0]["userMetadata"] == [{"id": "e", "key": "k"}]
     assert first["timeout"] == second["timeout"] == "1m"
@@ -238,7 +240,7 @@ def test_split_body_keeps_metadata_with_its_user_and_org_settings_first():
 def test_progress_line_shows_rate_and_eta(tmp_path):
     manifest, _ = write_manifest(tmp_path, users=20, bodies=2)
     stream = io.StringIO()
-    with push._Progress(push.load_manifest(str(manifest)), stream, enabled=True, interval=60) as live:
+    with push_engine._Progress(load_manifest(str(manifest)), stream, enabled=True, interval=60) as live:
         live.users_processed(10, 0, 0)
         line = live.line()
     assert "bodies 0/2" in line and "created 10" in line and "users/s" in line and "ETA 0:0" in line
@@ -270,7 +272,7 @@ def test_killed_push_resumes_without_duplicates(zitadel, tmp_path):
     assert 30 <= at_kill < 120 and proc.returncode == -signal.SIGKILL
     assert leaked_secrets((out + err).decode()) == []
 
-    report = push.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
     assert report.ok, report.table()
     assert report.bodies[0].status == "skipped"
     assert zitadel.added_event_counts() == {uid: 1 for uid in ids}
@@ -288,6 +290,6 @@ def test_push_and_verify_read_manifest_and_bodies_from_gcs(zitadel, tmp_path, gc
         gcs_emulator.blob(f"out/{path.name}").upload_from_filename(str(path))
     monkeypatch.chdir(tmp_path)
     url = f"gs://{gcs_emulator.name}/out/{manifest.name}"
-    report = push.push_manifest(url, zitadel.url, TOKEN, progress=False, verify=True)
+    report = push_engine.push_manifest(url, zitadel.url, TOKEN, progress=False, verify=True)
     assert report.ok and report.verify.created == 20 and zitadel.user_ids() == set(ids)
     assert report.results_dir == "importBody.results" and (tmp_path / "importBody.results" / "body-00001.json").exists()

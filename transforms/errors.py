@@ -1,0 +1,12 @@
+"""Errors the command line reports as one readable line (exit status 2)."""
+
+__all__ = ["ConfigError"]
+
+
+class ConfigError(Exception):
+    """A problem with the command line or its inputs: missing file, bad flag, bad URL.
+
+    Raised before any work starts; the CLI prints ``zitadel-beam: error: <message>`` and exits 2.
+    Engines in ``transforms/`` raise it too (a manifest that cannot be read, an instance that
+    refuses the credentials), so it lives here; ``pipeline.errors`` re-exports it.
+    """
