@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from transforms.hashes import ConvertedHash, bcrypt_mcf, convert_auth0
+from transforms.reasons import Reason
 from transforms.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE
 
 __all__ = [
@@ -82,9 +84,6 @@ def custom_password_hash(profile: dict[str, Any]) -> tuple[str | None, tuple[str
     transforms/hashes.py) or the top-level ``password_hash`` (a bcrypt string); both at once is
     ambiguous. Whether the target accepts the result is checked where the hash is joined.
     """
-    from transforms.hashes import ConvertedHash, bcrypt_mcf, convert_auth0
-    from transforms.validate import Reason
-
     block, top = profile.get("custom_password_hash"), profile.get("password_hash")
     if block is None and top is None:
         return None, None

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from transforms import errors
 from transforms.hashes import ConvertedHash, HashFailure
-from transforms.validate import Reason
+from transforms.reasons import Reason
 
 __all__ = [
     "VERIFIERS",

@@ -42,7 +42,7 @@ from typing import Any, Mapping, NamedTuple
 
 import orjson
 
-from transforms.validate import Reason
+from transforms.reasons import Reason
 
 __all__ = [
     "ConvertedHash",

@@ -20,6 +20,9 @@ import dataclasses
 import re
 from typing import Any
 
+from transforms.hashes import ConvertedHash, parse_hash
+from transforms.reasons import Reason  # re-exported: the reason codes predate their own module
+
 __all__ = [
     "Reason",
     "ValidationOptions",
@@ -40,54 +43,6 @@ MAX_PHONE = 50
 MAX_LANGUAGE = 10
 MAX_METADATA_KEY = 200
 MAX_METADATA_VALUE = 500_000
-
-
-class Reason:
-    """Stable, machine-readable dead-letter reason codes (documented in the README)."""
-
-    MALFORMED_JSON = "malformed-json"
-    NOT_AN_OBJECT = "not-an-object"
-    MISSING_USER_ID = "missing-user-id"
-    MISSING_EMAIL = "missing-email"
-    INVALID_EMAIL = "invalid-email"
-    INVALID_USERNAME = "invalid-username"
-    INVALID_FIRST_NAME = "invalid-first-name"
-    INVALID_LAST_NAME = "invalid-last-name"
-    INVALID_USER_ID = "invalid-user-id"
-    INVALID_HASH = "invalid-hash"
-    BCRYPT_COST = "bcrypt-cost-out-of-range"
-    DUPLICATE_USER_ID = "duplicate-user-id"
-    DUPLICATE_USERNAME = "duplicate-username"
-    BLOCKED = "blocked"
-    ORPHAN_PASSWORD = "orphan-password"
-    PASSWORD_SUPERSEDED = "password-superseded"
-    AMBIGUOUS_PASSWORD = "ambiguous-password"
-    MISSING_PASSWORD_HASH = "missing-password-hash"
-    PROFILE_REJECTED = "profile-rejected"
-    UNREADABLE_INPUT = "unreadable-input"
-    # Keycloak source (issue 3).
-    UNSUPPORTED_HASH = "unsupported-hash"
-    PLAINTEXT_PASSWORD = "plaintext-password"
-    DISABLED = "disabled"
-    SERVICE_ACCOUNT = "service-account"
-    # Real-world inputs, MFA and identities (issue 7).
-    INVALID_PASSWORD = "invalid-password"
-    INVALID_OTP_SECRET = "invalid-otp-secret"
-    OTP_SUPERSEDED = "otp-superseded"
-    UNKNOWN_USER = "unknown-user"
-    INVALID_IDP_LINK = "invalid-idp-link"
-    # Password hashes against the target's passwap rules (issue 12; docs/password-hashes.md).
-    UNSUPPORTED_SALTED_SHA = "unsupported-hash-salted-sha"
-    UNSUPPORTED_HMAC = "unsupported-hash-hmac"
-    UNSUPPORTED_MD4 = "unsupported-hash-md4"
-    UNSUPPORTED_LDAP = "unsupported-hash-ldap"
-    UNSUPPORTED_PBKDF2_DIGEST = "unsupported-hash-pbkdf2-digest"
-    UNSUPPORTED_ARGON2_VARIANT = "unsupported-hash-argon2-variant"
-    UNSUPPORTED_SCRYPT_COST = "unsupported-hash-scrypt-cost"
-    UNSUPPORTED_SALT = "unsupported-hash-salt"
-    UNSUPPORTED_PASSWORD_ENCODING = "unsupported-password-encoding"
-    HASH_VERIFIER_DISABLED = "hash-verifier-disabled"
-    HASH_OUT_OF_LIMITS = "hash-parameter-out-of-limits"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,25 +101,7 @@ def base_language(locale: Any) -> str | None:
 def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
     """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None."""
     checked = check_hash(value, opts)
-    return None if checked.__class__ is _converted_class() else checked
-
-
-def _parse_hash():
-    # transforms.hashes imports this module (Reason): bind late, once, not per user.
-    global _PARSE_HASH, _CONVERTED
-    if _PARSE_HASH is None:
-        from transforms.hashes import ConvertedHash, parse_hash
-
-        _PARSE_HASH, _CONVERTED = parse_hash, ConvertedHash
-    return _PARSE_HASH
-
-
-def _converted_class():
-    return _CONVERTED
-
-
-_PARSE_HASH: Any = None
-_CONVERTED: Any = None
+    return None if checked.__class__ is ConvertedHash else checked
 
 
 def check_hash(value: Any, opts: ValidationOptions) -> Any:
@@ -175,8 +112,8 @@ def check_hash(value: Any, opts: ValidationOptions) -> Any:
     the target's verifiers and limits apply too (transforms/hash_policy.py), the bcrypt cost
     options overriding its Bcrypt limits when set. The detail never contains the hash itself.
     """
-    parsed = _parse_hash()(value)
-    if parsed.__class__ is not _converted_class():
+    parsed = parse_hash(value)
+    if parsed.__class__ is not ConvertedHash:
         return parsed.reason, parsed.detail
     family = parsed.verifier if parsed.verifier in ("bcrypt", "argon2", "pbkdf2") else "other"
     if family not in opts.allowed_hash_families:

@@ -42,6 +42,7 @@ from typing import IO, Any, Iterator
 import ijson
 import orjson
 
+from transforms.hashes import ConvertedHash, parse_hash
 from transforms.sinks import open_private
 
 __all__ = [
@@ -366,8 +367,6 @@ class _Planner:
             self.bump("machine_users")
 
     def _tally_hash(self, value: Any) -> None:
-        from transforms.hashes import ConvertedHash, parse_hash
-
         parsed = parse_hash(value)
         if not isinstance(parsed, ConvertedHash):
             self.bump("hashes_unparsed")  # the target will refuse it; counted, the user still goes
