@@ -270,8 +270,9 @@ def _identity_control_chars(entry: dict[str, Any], user: dict[str, Any]) -> tupl
     """A control character in a field that names or logs in the user (README "Text rules")."""
     email = user.get("email")
     links = user.get("idps")
-    checks = [(entry.get("userId"), "userId"), (user.get("userName"), "userName"),
-              (email.get("email") if isinstance(email, dict) else None, "email")]
+    # The e-mail before userName: sources fall back to the address as userName.
+    checks = [(entry.get("userId"), "userId"), (email.get("email") if isinstance(email, dict) else None, "email"),
+              (user.get("userName"), "userName")]
     if isinstance(links, list):
         for link in links:
             if isinstance(link, dict):
