@@ -6,7 +6,7 @@ the same input gives the same id in every run, on every runner and worker (no ``
 randomness) and a re-run or a push resume meets the same ids. Real Auth0 ids are
 ``<provider>|<id>`` with an identity provider name (``auth0``, ``google-oauth2``, ``samlp``...)
 and Keycloak ids are UUIDs without ``|``, so a derived id does not collide with a real one
-(README "User ids"). Ids are at most 52 characters (ZITADEL allows 200).
+(README "User ids", docs/source-schemas.md). Ids are at most 52 characters (ZITADEL allows 200).
 
 Example::
 
