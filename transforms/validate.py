@@ -130,9 +130,9 @@ _LANGUAGE_RE = re.compile(r"^[a-zA-Z]{2,8}$")
 _BASE32_RE = re.compile(r"^[A-Z2-7]{16,128}=*$")
 MAX_PASSWORD = 200
 
-# C0 controls (U+0000-U+001F) and DEL (docs/source-schemas.md). TAB, LF and CR are controls too: ZITADEL stores names
-# and identifiers as single-line text, so the README's "Text rules" treat them like the rest,
-# except that in a name they separate words and become a space (see clean_text).
+# C0 controls (U+0000-U+001F) and DEL (docs/source-schemas.md). TAB, LF and CR are controls
+# too: names and identifiers are single-line text, so the README's "Text rules" treat them like
+# the rest, except that in a name they separate words and become a space (see clean_text).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _WHITESPACE_CONTROL_RE = re.compile(r"[\t\n\r]+")
 # The note counted when a name lost control characters.
