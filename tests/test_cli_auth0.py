@@ -141,7 +141,7 @@ def synthetic_export(tmp: Path, real_hash: str):
         {"user_id": "auth0|aaa000000000000000000004", "email": "lang@example.com", "locale": "123"},
         # dead letters
         {"user_id": "auth0|aaa000000000000000000005", "email": "blocked@example.com", "blocked": True},
-        {"email": "noid@example.com"},
+        {"name": "No Id"},  # neither user_id nor e-mail (with an e-mail the id is derived)
         {"user_id": "auth0|aaa000000000000000000006"},
         {"user_id": "auth0|aaa000000000000000000007", "email": "not an e-mail"},
         {"user_id": "auth0|000000000000000000000000", "email": "dup-id@example.com"},  # user0's id again
@@ -253,6 +253,7 @@ def test_every_auth0_reason_code_is_exercised():
 
     codes = {v for k, v in vars(Reason).items() if k.isupper()}
     covered = {reason for _, reason in EXPECTED_DEAD} | {Reason.UNREADABLE_INPUT}  # see test_unreadable_input
+    covered |= {Reason.CONTROL_CHARACTERS, Reason.INVALID_EMAIL_FALLBACK}  # see test_bulk_import_shape
     assert codes - KEYCLOAK_ONLY - NOT_FROM_AUTH0 == covered | MFA_REASONS | HASH_REASONS
 
 
