@@ -111,6 +111,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
     add_output_arguments(parser)
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
+    parser.add_argument("--email-fallback", metavar="TEMPLATE", default=None,
+                        help="address for users without e-mail, e.g. '{username}@users.example.com' "
+                             "(placeholders {username}, {id}); always imported unverified (default: "
+                             "such users are dead letters)")
     add_hash_arguments(parser)
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
@@ -139,6 +143,7 @@ class CommonArgs:
     push_credentials: Any = None
     hash_policy: Any = None  # transforms.hash_policy.HashPolicy
     on_unsupported_hash: str = "dead-letter"
+    email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/ids.py)
 
 
 def common_args(args: argparse.Namespace) -> CommonArgs:
@@ -153,6 +158,13 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
     if args.batch_size < 1:
         raise ConfigError("--batch-size must be at least 1")
     policy = hash_policy_from_args(args)
+    fallback = getattr(args, "email_fallback", None)
+    if fallback is not None:
+        from transforms.ids import check_template
+
+        problem = check_template(fallback)
+        if problem is not None:
+            raise ConfigError(problem)
     if not args.output or args.output.endswith("/"):
         raise ConfigError(f"--output {args.output!r} must name a file")
     credentials = None
@@ -168,7 +180,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
     return CommonArgs(org, args.output, timeout, args.multiline, args.batch_size, args.dead_letter,
                       args.strict, args.metadata, policy.limit("Bcrypt.MinCost"), policy.limit("Bcrypt.MaxCost"),
                       args.push_url, args.push_concurrency, args.push_verify, credentials,
-                      policy, args.on_unsupported_hash)
+                      policy, args.on_unsupported_hash, fallback)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -390,6 +402,10 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         "seconds": round(elapsed, 3),
         **hash_fields,
         "passwordless": {"path": relative_path(manifest_dir, passwordless_path), "count": passwordless_count},
+        # Users without e-mail given --email-fallback's address; users given a derived id.
+        "email_fallback": counts.get("notes.email-fallback", 0),
+        "derived_ids": counts.get("notes.derived-id", 0),
+        "control_chars_removed": counts.get("notes.control-chars-removed", 0),
         **(extra_manifest or {}),
     }
     with open_private(layout.manifest) as handle:

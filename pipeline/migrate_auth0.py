@@ -167,6 +167,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         validation=ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy),
         on_unsupported_hash=common.on_unsupported_hash,
         idp_map=idp_map,
+        email_fallback=common.email_fallback,
     )
 
     def add_source(pipeline, tmp_dir: str):

@@ -101,6 +101,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         metadata=common.metadata,
         on_unsupported_hash=common.on_unsupported_hash,
         allow_plaintext_passwords=known_args.allow_plaintext_passwords,
+        email_fallback=common.email_fallback,
         validation=ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"), hash_policy=common.hash_policy),
     )
 

@@ -56,6 +56,9 @@ def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[s
     lines: list[tuple[str, Any]] = [
         ("phones dropped (not +..., or > 50 chars)", counts.get("notes.phone-dropped", 0)),
         ("languages dropped (no valid base language)", counts.get("notes.language-dropped", 0)),
+        ("names with control characters removed", counts.get("notes.control-chars-removed", 0)),
+        ("e-mail from --email-fallback (unverified)", counts.get("notes.email-fallback", 0)),
+        ("ids derived (source had none)", counts.get("notes.derived-id", 0)),
     ]
     if counts.get("metadata_written") or counts.get(f"{source}.metadata_dropped"):
         lines.append(("metadata entries written", counts.get("metadata_written", 0)))

@@ -160,9 +160,9 @@ def test_each_user_imports_or_is_refused_with_its_reason(tmp_path, export, confi
     if config is not None:
         server.hash_verifiers = frozenset(passwap_rules.ORDER)
         server.hash_limits = {**passwap_rules.DEFAULT_LIMITS, "Argon2.MinMemory": 7168, "Bcrypt.MinCost": 4}
-    from pipeline import push
+    from transforms import push_engine
 
-    report = push.push_manifest(str(tmp_path / "importBody.manifest.json"), server.url,
+    report = push_engine.push_manifest(str(tmp_path / "importBody.manifest.json"), server.url,
                                 Credentials("token", token=PAT), progress=False)
     assert report.created == len(written), report.table()
     assert {user["profile"]["lastName"] for _, user in server.state.users.values()} == \
@@ -174,9 +174,9 @@ def test_default_server_refuses_per_user_what_a_default_run_would_not_write(tmp_
     one by one with passwap's errors and the body still goes through."""
     users, _ = export
     rc, manifest, written, _ = _migrate(tmp_path, users, f"--zitadel-config={ENABLED}")
-    from pipeline import push
+    from transforms import push_engine
 
-    report = push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url,
+    report = push_engine.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url,
                                 Credentials("token", token=PAT), progress=False)
     imported = {user["profile"]["lastName"] for _, user in zitadel.state.users.values()}
     assert imported == {"bcrypt10", "top-bcrypt"}
@@ -213,17 +213,17 @@ def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(tmp
         {v: {p: tuple(r) for p, r in ps.items()} for v, ps in manifest["password_hash_params"].items()}) == []
     assert yaml.safe_load(snippet)["SystemDefaults"]["PasswordHasher"]["Verifiers"][0] == "argon2"
 
-    from pipeline import push
+    from transforms import push_engine
 
     with caplog.at_level("WARNING"):
-        push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url, Credentials("token", token=PAT),
+        push_engine.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url, Credentials("token", token=PAT),
                            progress=False)
     warnings = [r.getMessage() for r in caplog.records if "does not cover" in r.getMessage()]
     assert any("verifier 'argon2' is not enabled" in w for w in warnings)
     assert any("bcrypt cost 4 < SystemDefaults.PasswordHasher.Limits.Bcrypt.MinCost = 10" in w for w in warnings)
     caplog.clear()
     with caplog.at_level("WARNING"):
-        push.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url, Credentials("token", token=PAT),
+        push_engine.push_manifest(str(tmp_path / "importBody.manifest.json"), zitadel.url, Credentials("token", token=PAT),
                            progress=False, hash_policy=load_policy(str(config), {}))
     assert not [r for r in caplog.records if "does not cover" in r.getMessage()]
 

@@ -16,6 +16,7 @@ from transforms.auth0 import Auth0Options, ReadAuth0Users
 from transforms.bodies import BodySpec, UsersToBodies
 from transforms.records import decode_rows, encode_rows
 from transforms.spill import load_blob
+from transforms.ids import auth0_user_id
 from transforms.validate import Reason, ValidationOptions
 
 TestPipeline.__test__ = False  # not a test class, whatever its name says
@@ -79,7 +80,8 @@ PROFILES = [
     {"user_id": "auth0|d5", "email": "dup@example.com", "username": "dup2"},
     {"user_id": "auth0|e6", "email": "blocked@example.com", "blocked": True},
     {"user_id": "auth0|f7", "email": "nopw@example.com"},
-    {"email": "noid@example.com"},
+    {"email": "noid@example.com"},  # Auth0's bulk-import shape: the id is derived from the e-mail
+    {"username": "nobody"},  # neither id nor e-mail
     {"user_id": "auth0|g8"},
     "not json",
     {"user_id": "auth0|h9", "email": "badhash@example.com"},
@@ -114,6 +116,7 @@ def test_read_auth0_users_join_and_dead_letters(tmp_path):
             ("auth0|d4", None),
             ("auth0|d5", None),
             ("auth0|f7", None),
+            (auth0_user_id("noid@example.com"), None),
         ]), label="JoinedUsers")
         assert_that(dead, equal_to([
             ("auth0-password", Reason.PASSWORD_SUPERSEDED, "ann@example.com"),
@@ -122,7 +125,7 @@ def test_read_auth0_users_join_and_dead_letters(tmp_path):
             ("auth0-profile", Reason.BLOCKED, "auth0|e6"),
             ("auth0-password", Reason.PROFILE_REJECTED, "blocked@example.com"),
             ("auth0-password", Reason.ORPHAN_PASSWORD, "orphan@example.com"),
-            ("auth0-profile", Reason.MISSING_USER_ID, "noid@example.com"),
+            ("auth0-profile", Reason.MISSING_USER_ID, ""),
             ("auth0-profile", Reason.MISSING_EMAIL, "auth0|g8"),
             ("auth0-profile", Reason.MALFORMED_JSON, "not json"),
             ("auth0-profile", Reason.INVALID_HASH, "auth0|h9"),

@@ -141,7 +141,7 @@ def synthetic_export(tmp: Path, real_hash: str):
         {"user_id": "auth0|aaa000000000000000000004", "email": "lang@example.com", "locale": "123"},
         # dead letters
         {"user_id": "auth0|aaa000000000000000000005", "email": "blocked@example.com", "blocked": True},
-        {"email": "noid@example.com"},
+        {"name": "No Id"},  # neither user_id nor e-mail (with an e-mail the id is derived)
         {"user_id": "auth0|aaa000000000000000000006"},
         {"user_id": "auth0|aaa000000000000000000007", "email": "not an e-mail"},
         {"user_id": "auth0|000000000000000000000000", "email": "dup-id@example.com"},  # user0's id again
@@ -253,6 +253,7 @@ def test_every_auth0_reason_code_is_exercised():
 
     codes = {v for k, v in vars(Reason).items() if k.isupper()}
     covered = {reason for _, reason in EXPECTED_DEAD} | {Reason.UNREADABLE_INPUT}  # see test_unreadable_input
+    covered |= {Reason.CONTROL_CHARACTERS, Reason.INVALID_EMAIL_FALLBACK}  # see test_bulk_import_shape
     assert codes - KEYCLOAK_ONLY - NOT_FROM_AUTH0 == covered | MFA_REASONS | HASH_REASONS
 
 
@@ -621,3 +622,69 @@ def test_existing_outputs_become_private(tmp_path, capsys):
         assert stat.S_IMODE(os.stat(out / name).st_mode) == 0o600, name
     printed = capsys.readouterr().out
     assert "profiles read" in printed and "[ok]" in printed
+
+
+# --------------------------------------------------------------------------- bulk-import shape
+
+
+BULK = REPO / "tests" / "data" / "auth0-bulk" / "bulk-import-shape.json"
+
+
+@pytest.mark.parametrize("flags, written, dead", [
+    # (extra flags, userNames written, dead-letter reasons) — every one of the 5 profiles accounted.
+    ([], ["Ann.Lee@Example.com", "bo@example.com"],
+     {Reason.MISSING_EMAIL: 1, Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1}),
+    (["--email-fallback={username}@users.example.test"], ["Ann.Lee@Example.com", "bo@example.com", "carol"],
+     {Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1}),
+    (["--email-fallback={username} x@users.example.test"], ["Ann.Lee@Example.com", "bo@example.com"],
+     {Reason.INVALID_EMAIL_FALLBACK: 1, Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1}),
+], ids=["default", "fallback", "fallback-invalid"])
+def test_bulk_import_shape(tmp_path, flags, written, dead):
+    from transforms.ids import auth0_user_id
+
+    runs = []
+    for attempt in ("a", "b"):  # two runs: the derived ids must not change
+        rc, _, manifest = migrate(tmp_path, BULK, Path("none"), "--metadata", *flags, name=f"{attempt}/importBody.json")
+        assert rc == 0 and manifest["invariant"]["holds"]
+        runs.append((body_users(manifest, tmp_path / attempt), dead_letters(manifest, tmp_path / attempt), manifest))
+    users, letters, manifest = runs[0]
+    assert users == runs[1][0]
+    assert sorted(u["user"]["userName"] for u in users) == sorted(written)
+    reasons: dict[str, int] = {}
+    for letter in letters:
+        reasons[letter["reason"]] = reasons.get(letter["reason"], 0) + 1
+    assert reasons == dead
+    assert len(users) + len(letters) == 5  # every person in one place
+    by_name = {u["user"]["userName"]: u for u in users}
+    ann, bo = by_name["Ann.Lee@Example.com"], by_name["bo@example.com"]
+    # Ids derived from the trimmed, case-folded e-mail; the bulk-import hashes kept.
+    assert ann["userId"] == auth0_user_id("ann.lee@example.com")
+    assert bo["userId"] == auth0_user_id("bo@example.com")
+    assert bcrypt.checkpw(b"ann-password", ann["user"]["hashedPassword"]["value"].encode())
+    assert bcrypt.checkpw(b"bo-password", bo["user"]["hashedPassword"]["value"].encode())
+    # Metadata is written against the derived id, never an empty one.
+    meta_ids = {m["id"] for body in manifest["bodies"]
+                for m in json.loads((tmp_path / "a" / body["path"]).read_bytes())["dataOrgs"]["orgs"][0].get("userMetadata", [])}
+    assert meta_ids == {ann["userId"]}
+    # Control characters removed from free-text names, counted.
+    assert bo["user"]["profile"]["displayName"] == "Bo Chen" and bo["user"]["profile"]["nickName"] == "bo"
+    assert manifest["control_chars_removed"] == 1
+    assert manifest["derived_ids"] == 2
+    if "carol" in by_name:
+        assert by_name["carol"]["userId"] == "legacy-17"
+        assert by_name["carol"]["user"]["email"] == {"email": "carol@users.example.test"}  # unverified
+        assert "hashedPassword" not in by_name["carol"]["user"]
+    assert manifest["email_fallback"] == (1 if "carol" in by_name else 0)
+    for letter in letters:
+        if letter["reason"] == Reason.MISSING_EMAIL:
+            assert "--email-fallback" in letter["detail"]
+        if letter["reason"] == Reason.INVALID_EMAIL_FALLBACK:
+            assert "{username} x@users.example.test" in letter["detail"]
+        if letter["reason"] == Reason.CONTROL_CHARACTERS:
+            assert letter["detail"] == "email contains control character U+0000"
+
+
+def test_email_fallback_template_errors_are_one_line(tmp_path, capsys):
+    rc, _, manifest = migrate(tmp_path, BULK, Path("none"), "--email-fallback={name}@x.test")
+    assert rc == 2 and manifest is None
+    assert "unknown placeholder {name}" in capsys.readouterr().err

@@ -33,6 +33,7 @@ from transforms.keycloak import (
     other_credential_types,
     plan_realm_sources,
 )
+from transforms.ids import keycloak_user_id
 from transforms.records import decode_rows
 from transforms.spill import load_blob
 from transforms.validate import Reason
@@ -175,11 +176,35 @@ def test_first_password_credential_wins_and_others_are_counted():
     assert other_credential_types(user["credentials"]) == ["otp", "webauthn"]
 
 
-def test_user_without_id_leaves_user_id_empty():
+def test_user_without_id_gets_an_id_derived_from_realm_and_username():
     user = _user(11)
     del user["id"]
-    mapped = map_user(user, KeycloakOptions())
-    assert "userId" not in mapped.entry
+    mapped = map_user(user, KeycloakOptions(), "acme")
+    # Stable across runs and case-insensitive, like Keycloak's usernames (README "User ids").
+    assert mapped.entry["userId"] == keycloak_user_id("acme", "USER11")
+    assert mapped.entry["userId"] != map_user(user, KeycloakOptions(), "other").entry["userId"]
+    assert mapped.derived_id and "derived-id" in mapped.notes
+
+
+@pytest.mark.parametrize("template, extra, want", [
+    # (--email-fallback, user fields, e-mail written or dead-letter reason)
+    (None, {}, Reason.MISSING_EMAIL),
+    ("{username}@users.example.com", {}, "user5@users.example.com"),
+    ("{id}@ids.example.com", {}, "id-5@ids.example.com"),
+    ("{username}@users.example.com", {"username": "ann lee"}, Reason.INVALID_EMAIL_FALLBACK),
+    ("{username}@users.example.com", {"emailVerified": True}, "user5@users.example.com"),
+])
+def test_email_fallback(template, extra, want):
+    user = _user(5, **extra)
+    del user["email"]
+    mapped = map_user(user, KeycloakOptions(email_fallback=template), "acme")
+    if want.startswith(("missing", "invalid")):
+        assert isinstance(mapped, Rejection) and mapped.reason == want
+        assert "--email-fallback" in mapped.detail  # names the flag (and the template when set)
+        return
+    # Always unverified: nobody confirmed a made-up address.
+    assert mapped.entry["user"]["email"] == {"email": want}
+    assert mapped.email_fallback and "email-fallback" in mapped.notes
 
 
 # --------------------------------------------------------------------------- planning
@@ -214,7 +239,7 @@ def test_plan_multi_realm_array(tmp_path):
                                           {"realm": "acme", "users": [_user(2), _user(3)]}])
     with pytest.raises(RealmInputError, match="master"):
         plan_realm_sources(str(path))
-    assert plan_realm_sources(str(path), "acme") == [RealmSource(0, str(path), 1)]
+    assert plan_realm_sources(str(path), "acme") == [RealmSource(0, str(path), 1, "acme")]
 
 
 @pytest.mark.parametrize("content,message", [

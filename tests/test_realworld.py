@@ -20,6 +20,7 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
+from transforms.ids import keycloak_user_id
 
 REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
 
@@ -155,7 +156,7 @@ def test_realworld_file_converts(name, tmp_path):
 
 
 def test_realworld_keycloak_details(tmp_path):
-    """What the table does not show: ids left to the server, 64-byte hashes passed through, and
+    """What the table does not show: ids derived for users without one, 64-byte hashes passed through, and
     the legacy and current JHipster files giving the same users."""
     _, legacy, _ = _run(["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/jhipster-split-users-0-legacy-hashedSaltedValue.json'}"],
                         tmp_path / "legacy")
@@ -168,7 +169,9 @@ def test_realworld_keycloak_details(tmp_path):
 
     _, strimzi, _ = _run(["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/strimzi-kafka-authz-realm.json'}"],
                          tmp_path / "strimzi")
-    assert [("userId" in u, u["user"]["userName"]) for u in strimzi] == [(False, "alice"), (False, "bob")]
+    # No `id` in the file: ids derived from the realm and the username (README "User ids").
+    assert [(u["userId"], u["user"]["userName"]) for u in strimzi] == [
+        (keycloak_user_id("kafka-authz", "alice"), "alice"), (keycloak_user_id("kafka-authz", "bob"), "bob")]
 
     _, renku, _ = _run(["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/renku-renga-realm-legacy-pbkdf2-sha1.json'}"],
                        tmp_path / "renku")

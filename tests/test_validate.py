@@ -7,10 +7,13 @@ import bcrypt
 import pytest
 
 from transforms.validate import (
+    CONTROL_CHARS_REMOVED,
     MAX_NAME,
     Reason,
     ValidationOptions,
     base_language,
+    clean_text,
+    control_char_problem,
     hash_problem,
     valid_email,
     validate_user,
@@ -245,3 +248,71 @@ def test_valid_email(email, ok):
 ])
 def test_base_language(locale, base):
     assert base_language(locale) == base
+
+
+# --------------------------------------------------------------------------- text rules (README)
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"userId": "auth0|1\x00"}, "userId"),
+    ({"user__userName": "ann\x00@example.com"}, "userName"),
+    ({"user__userName": "ann\tlee"}, "userName"),
+    ({"user__userName": "ann\x7f"}, "userName"),
+    ({"user__email": {"email": "ann@example.com\n"}}, "email"),
+    ({"user__idps": [{"configId": "idp\x1b", "externalUserId": "1"}]}, "idps.configId"),
+    ({"user__idps": [{"configId": "idp", "externalUserId": "1\r"}]}, "idps.externalUserId"),
+], ids=["user-id-nul", "username-nul", "username-tab", "username-del", "email-lf", "idp-config-esc",
+        "idp-external-cr"])
+def test_control_characters_in_identity_fields_reject_the_user(changes, field):
+    result = validate_user(entry(**changes), OPTS)
+    assert result.reason == Reason.CONTROL_CHARACTERS
+    assert result.detail.startswith(f"{field} contains control character U+")
+
+
+@pytest.mark.parametrize("field, value, cleaned", [
+    ("firstName", "Ann\x00", "Ann"),
+    ("lastName", "Lee\x01\x02", "Lee"),
+    ("lastName", "van\tder\r\nLee", "van der Lee"),
+    ("nickName", "\x1bannie\x7f", "annie"),
+    ("displayName", "Ann Lee\n", "Ann Lee"),
+    ("displayName", "\x00", None),  # optional: left out when nothing remains
+    ("nickName", "\t", None),
+])
+def test_control_characters_removed_from_names(field, value, cleaned):
+    user = entry(**{f"user__profile__{field}": value})
+    result = validate_user(user, OPTS)
+    assert (result.reason, result.notes) == (None, [CONTROL_CHARS_REMOVED])
+    assert user["user"]["profile"].get(field) == cleaned
+
+
+@pytest.mark.parametrize("field, reason", [
+    ("firstName", Reason.INVALID_FIRST_NAME),
+    ("lastName", Reason.INVALID_LAST_NAME),
+])
+def test_name_empty_after_removal_is_rejected(field, reason):
+    result = validate_user(entry(**{f"user__profile__{field}": "\x00\x00"}), OPTS)
+    assert result.reason == reason
+
+
+def test_control_characters_removed_from_idp_display_name():
+    user = entry(user__idps=[{"configId": "idp", "externalUserId": "1", "displayName": "Ann\x00 Lee"}])
+    result = validate_user(user, OPTS)
+    assert (result.reason, result.notes) == (None, [CONTROL_CHARS_REMOVED])
+    assert user["user"]["idps"][0]["displayName"] == "Ann Lee"
+
+
+@pytest.mark.parametrize("value, cleaned", [
+    ("plain", "plain"),
+    ("  spaced  ", "  spaced  "),  # nothing removed: left as the source had it
+    ("a\x00b", "ab"),
+    ("a\t\tb", "a b"),
+    ("a\u0085b", "a\u0085b"),  # C1 controls are not C0: kept (ZITADEL stores them)
+])
+def test_clean_text(value, cleaned):
+    assert clean_text(value) == cleaned
+
+
+def test_control_char_problem_never_shows_the_value():
+    assert control_char_problem("secret\x00value", "metadata key") == (
+        Reason.CONTROL_CHARACTERS, "metadata key contains control character U+0000")
+    assert control_char_problem("fine", "userName") is None

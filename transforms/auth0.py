@@ -63,10 +63,12 @@ from transforms.validate import (
     Reason,
     ValidationOptions,
     check_hash,
+    control_char_problem,
     normalise_otp,
     otp_problem,
     validate_user,
 )
+from transforms.ids import auth0_user_id, fallback_email
 
 __all__ = [
     "Auth0Options",
@@ -117,6 +119,8 @@ class Auth0Options:
     # --on-unsupported-hash (transforms/hash_policy.py): "import-without-password" imports the
     # user without its password and dead-letters the hash record with the reason.
     on_unsupported_hash: str = "dead-letter"
+    # --email-fallback TEMPLATE ({username}, {id}): the address of profiles without one (unverified).
+    email_fallback: str | None = None
 
     @property
     def drop_bad_hashes(self) -> bool:
@@ -209,6 +213,7 @@ class _ParseUnitFn(beam.DoFn):
                 if kind == PROFILES:
                     email = normalise_email(value.get("email"))
                     item = self._profile(sortkey, email, value, raw)
+                    email = item[2]  # a fallback address joins no password record (see _profile)
                     part = partition_of(email, self._partitions)
                     if item[5] is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
@@ -280,7 +285,18 @@ class _ParseUnitFn(beam.DoFn):
     def _profile(self, sortkey, email: str, profile: dict[str, Any], raw: bytes) -> _ProfileItem:
         opts = self._options
         user_id = profile.get("user_id") if isinstance(profile.get("user_id"), str) else ""
-        problem = _profile_problem(profile, email, opts.include_blocked)
+        derived = not user_id.strip() and bool(email) and "user_id" not in _present(profile)
+        if derived:
+            # Auth0's bulk-import shape has no user_id: README "User ids".
+            user_id = auth0_user_id(email)
+        fallback = None
+        if not email and opts.email_fallback is not None and user_id.strip():
+            fallback = fallback_email(opts.email_fallback, _text_field(profile, "username"), user_id)
+        problem = _profile_problem(profile, email, opts.include_blocked, user_id, opts.email_fallback, fallback)
+        if fallback is not None:
+            # Password records join on e-mail; a made-up address must not meet one, so the join
+            # key is one no record can have (records without e-mail are dead letters).
+            email = "\x00" + user_id
         entry_json, meta_json, notes, name_key = b"", b"", (), ""
         if problem is None:
             problem = custom_password_hash(profile)[1]
@@ -288,11 +304,17 @@ class _ParseUnitFn(beam.DoFn):
                 problem = None  # the user comes without password; the hash is dead-lettered
         if problem is None:
             entry = map_profile(profile, None, opts.email_verified)
+            if derived:
+                entry = {"userId": user_id, **entry}
+            if fallback is not None:
+                entry["user"]["email"] = {"email": fallback}  # never verified
+                entry["user"]["userName"] = entry["user"]["userName"] or fallback
             result = validate_user(entry, opts.validation)
             if result.reason is not None:
                 problem = (result.reason, result.detail)
             else:
-                notes = tuple(result.notes)
+                notes = tuple(result.notes) + (("derived-id",) if derived else ()) + (
+                    ("email-fallback",) if fallback is not None else ())
                 name_key = user_name_key(entry["user"]["userName"])
                 links, outcomes = idp_links(profile, self._idp_map)
                 for outcome in outcomes:
@@ -303,17 +325,36 @@ class _ParseUnitFn(beam.DoFn):
                 if opts.metadata:
                     metadata, dropped = metadata_entries(profile)
                     self._metadata_dropped.inc(dropped)
-                    if metadata:
+                    bad_key = next((p for p in (control_char_problem(m["key"], "metadata key")
+                                                for m in metadata) if p is not None), None)
+                    if bad_key is not None:
+                        problem, entry_json, notes, name_key = bad_key, b"", (), ""
+                    elif metadata:
                         meta_json = orjson.dumps([{"id": user_id, **m} for m in metadata])[1:-1]
         return (sortkey[0], sortkey[1], email, user_id, name_key, problem, entry_json, meta_json, notes, raw)
 
 
-def _profile_problem(profile: dict[str, Any], email: str, include_blocked: bool) -> tuple[str, str] | None:
-    user_id = profile.get("user_id")
-    if not isinstance(user_id, str) or not user_id.strip():
-        return Reason.MISSING_USER_ID, "profile has no user_id"
+def _present(profile: dict[str, Any]) -> set[str]:
+    """Keys with a non-null value: an explicit but empty or non-string user_id is not absent."""
+    return {k for k, v in profile.items() if v is not None and v != ""}
+
+
+def _text_field(profile: dict[str, Any], key: str) -> str:
+    value = profile.get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _profile_problem(profile: dict[str, Any], email: str, include_blocked: bool, user_id: str,
+                     template: str | None, fallback: str | None) -> tuple[str, str] | None:
+    if not user_id.strip():
+        if email or "user_id" in _present(profile):
+            return Reason.MISSING_USER_ID, "profile has no usable user_id"
+        return Reason.MISSING_USER_ID, "profile has neither user_id nor e-mail (an id is derived from the e-mail)"
     if not email:
-        return Reason.MISSING_EMAIL, "profile has no e-mail address"
+        if template is None:
+            return Reason.MISSING_EMAIL, "profile has no e-mail address (--email-fallback TEMPLATE gives one)"
+        if fallback is None:
+            return Reason.INVALID_EMAIL_FALLBACK, f"--email-fallback {template!r} gives no valid e-mail address for this user"
     if profile.get("blocked") is True and not include_blocked:
         return Reason.BLOCKED, "user is blocked in Auth0 (use --include-blocked to import anyway)"
     return None

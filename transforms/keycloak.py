@@ -46,8 +46,10 @@ from transforms.validate import (
     MAX_METADATA_VALUE,
     Reason,
     ValidationOptions,
+    control_char_problem,
     validate_user,
 )
+from transforms.ids import fallback_email, keycloak_user_id
 
 __all__ = [
     "KeycloakOptions",
@@ -105,6 +107,8 @@ class KeycloakOptions:
     # server's password complexity policy applies); otherwise it is dead-lettered.
     allow_plaintext_passwords: bool = False
     validation: ValidationOptions = ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"))
+    # --email-fallback TEMPLATE ({username}, {id}): the address of users without one (unverified).
+    email_fallback: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +118,7 @@ class RealmSource:
     index: int
     path: str
     item: int | None = None
+    realm: str = ""  # the realm's name: derived ids of users without ``id`` depend on it
 
 
 class RealmInputError(ValueError):
@@ -132,6 +137,8 @@ class MappedUser:
     notes: list[str] = dataclasses.field(default_factory=list)
     metadata_dropped: int = 0
     converted: ConvertedHash | None = None  # the hash written, for the run's verifier tally
+    derived_id: bool = False  # the user had no ``id``: README "User ids"
+    email_fallback: bool = False  # the address came from --email-fallback
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,11 +215,13 @@ def other_credential_types(credentials: Any) -> list[str]:
     return names
 
 
-def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
+def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser | Rejection:
     """One element of a realm's ``users`` array → a validated ``humanUsers`` entry, or why not.
 
     Same mapping as ``zitadel-tools migrate keycloak`` for the fields it reads (FACTS.md §2),
     plus name fallbacks, phone, preferred language, metadata and every password algorithm.
+    A user without ``id`` gets one derived from ``realm`` and the username (transforms/ids.py);
+    one without e-mail gets ``options.email_fallback``'s address, unverified.
     """
     if not isinstance(user, Mapping):
         return Rejection(Reason.NOT_AN_OBJECT, "user is not a JSON object")
@@ -234,6 +243,18 @@ def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
         profile["preferredLanguage"] = locale
     email = _text(user, "email")
     verified = user.get("emailVerified") is True
+    raw_id = user.get("id")
+    derived = raw_id in (None, "") and bool(user_name)
+    user_id = keycloak_user_id(realm, user_name) if derived else raw_id
+    fallback = False
+    if not email:
+        if options.email_fallback is None:
+            return Rejection(Reason.MISSING_EMAIL, "no e-mail address (--email-fallback TEMPLATE gives one)")
+        email = fallback_email(options.email_fallback, user_name, user_id) or ""
+        if not email:
+            return Rejection(Reason.INVALID_EMAIL_FALLBACK,
+                             f"--email-fallback {options.email_fallback!r} gives no valid e-mail address for this user")
+        verified, fallback = False, True
     body: dict[str, Any] = {
         "userName": user_name,
         "profile": profile,
@@ -274,14 +295,20 @@ def map_user(user: Any, options: KeycloakOptions) -> MappedUser | Rejection:
         else:
             return Rejection(converted.reason, converted.detail)
 
-    user_id = user.get("id")
-    # No id: the server assigns one. A non-string id goes to validation, which rejects it.
+    # No id: derived above from realm + username, never empty or per run (metadata, links and
+    # MFA are written against it). No username either: validation rejects the user. A
+    # non-string id goes to validation, which rejects it.
     entry: dict[str, Any] = {"userId": user_id, "user": body} if user_id not in (None, "") else {"user": body}
     result = validate_user(entry, options.validation)
     if result.reason is not None:
         return Rejection(result.reason, result.detail)
     metadata, dropped = attribute_metadata(attributes) if options.metadata else ([], 0)
-    return MappedUser(entry, metadata, password, federated, dropped_hash, result.notes, dropped, written_hash)
+    problem = next((p for p in (control_char_problem(m["key"], "metadata key") for m in metadata) if p), None)
+    if problem is not None:
+        return Rejection(*problem)
+    notes = result.notes + (["derived-id"] if derived else []) + (["email-fallback"] if fallback else [])
+    return MappedUser(entry, metadata, password, federated, dropped_hash, notes, dropped, written_hash,
+                      derived, fallback)
 
 
 # --------------------------------------------------------------------------- planning (launcher)
@@ -425,7 +452,7 @@ def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmS
     if not candidates:
         raise RealmInputError(
             f"{realm}: no \"users\" array (and no <realm>-users-N.json files of a split export)")
-    return [RealmSource(index, path, item) for index, (path, item, _) in enumerate(candidates)]
+    return [RealmSource(index, path, item, name) for index, (path, item, name) in enumerate(candidates)]
 
 
 # --------------------------------------------------------------------------- reading (workers)
@@ -487,7 +514,7 @@ class _ReadRealmFileFn(beam.DoFn):
                             (source.index, position), Reason.UNREADABLE_INPUT, detail, FILE_SOURCE,
                             {"file": source.path, "position": position}))
                         break
-                    dead = self._one(user, (source.index, position), parts, counts)
+                    dead = self._one(user, (source.index, position), parts, counts, source.realm)
                     position += 1
                     if dead is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead)
@@ -501,12 +528,12 @@ class _ReadRealmFileFn(beam.DoFn):
             self._tally.publish()
 
     def _one(self, user: Any, sortkey: tuple[int, int], parts: dict[int, list[EncodedRow]],
-             counts: collections.Counter[str]) -> tuple[tuple[int, int], bytes] | None:
+             counts: collections.Counter[str], realm: str = "") -> tuple[tuple[int, int], bytes] | None:
         counts["keycloak.users_read"] += 1
         if isinstance(user, Mapping):
             for kind in other_credential_types(user.get("credentials")):
                 counts[f"keycloak.other_credentials.{kind}"] += 1
-        mapped = map_user(user, self._options)
+        mapped = map_user(user, self._options, realm)
         if isinstance(mapped, Rejection):
             return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
         try:

@@ -55,3 +55,6 @@ class Reason:
     UNSUPPORTED_PASSWORD_ENCODING = "unsupported-password-encoding"
     HASH_VERIFIER_DISABLED = "hash-verifier-disabled"
     HASH_OUT_OF_LIMITS = "hash-parameter-out-of-limits"
+    # Users without id or e-mail, text hygiene (README "Text rules").
+    CONTROL_CHARACTERS = "control-characters"
+    INVALID_EMAIL_FALLBACK = "invalid-email-fallback"

@@ -36,6 +36,9 @@ __all__ = [
     "otp_problem",
     "normalise_otp",
     "idp_link_problem",
+    "control_char_problem",
+    "clean_text",
+    "CONTROL_CHARS_REMOVED",
 ]
 
 MAX_NAME = 200
@@ -78,6 +81,36 @@ _LANGUAGE_RE = re.compile(r"^[a-zA-Z]{2,8}$")
 # An RFC 4648 base32 TOTP secret (Auth0's otp_secret, ZITADEL's otpCode), padding optional.
 _BASE32_RE = re.compile(r"^[A-Z2-7]{16,128}=*$")
 MAX_PASSWORD = 200
+
+# C0 controls (U+0000-U+001F) and DEL (docs/source-schemas.md). TAB, LF and CR are controls
+# too: names and identifiers are single-line text, so the README's "Text rules" treat them like
+# the rest, except that in a name they separate words and become a space (see clean_text).
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_WHITESPACE_CONTROL_RE = re.compile(r"[\t\n\r]+")
+# The note counted when a name lost control characters.
+CONTROL_CHARS_REMOVED = "control-chars-removed"
+# Fields that are free text: control characters are removed. Every other text field is an
+# identity or login (userName, e-mail, userId, idp configId/externalUserId, metadata keys): a
+# control character there makes the user a dead letter naming the field.
+_CLEANED_PROFILE_FIELDS = ("firstName", "lastName", "nickName", "displayName")
+
+
+def clean_text(value: str) -> str:
+    """``value`` with TAB/LF/CR runs turned into one space, other C0 controls and DEL removed,
+    and the ends trimmed when anything changed (``"Ann\\tLee\\x00"`` → ``"Ann Lee"``)."""
+    if _CONTROL_RE.search(value) is None:
+        return value
+    return _CONTROL_RE.sub("", _WHITESPACE_CONTROL_RE.sub(" ", value)).strip()
+
+
+def control_char_problem(value: Any, field: str) -> tuple[str, str] | None:
+    """``(control-characters, detail naming field)`` when ``value`` is a string holding a C0
+    control character or DEL; the detail names the code point, never the value."""
+    if isinstance(value, str):
+        found = _CONTROL_RE.search(value)
+        if found is not None:
+            return Reason.CONTROL_CHARACTERS, f"{field} contains control character U+{ord(found.group()):04X}"
+    return None
 
 
 def valid_email(email: str) -> bool:
@@ -167,11 +200,51 @@ def _check_len(value: Any, what: str, reason: str) -> tuple[str, str] | None:
     return None
 
 
+def _identity_control_chars(entry: dict[str, Any], user: dict[str, Any]) -> tuple[str, str] | None:
+    """A control character in a field that names or logs in the user (README "Text rules")."""
+    email = user.get("email")
+    links = user.get("idps")
+    # The e-mail before userName: sources fall back to the address as userName.
+    checks = [(entry.get("userId"), "userId"), (email.get("email") if isinstance(email, dict) else None, "email"),
+              (user.get("userName"), "userName")]
+    if isinstance(links, list):
+        for link in links:
+            if isinstance(link, dict):
+                checks += [(link.get("configId"), "idps.configId"), (link.get("externalUserId"), "idps.externalUserId")]
+    return next((p for p in (control_char_problem(v, f) for v, f in checks) if p is not None), None)
+
+
+def _clean_names(user: dict[str, Any], result: ValidationResult) -> None:
+    """Remove control characters from the free-text names, noting it once per user."""
+    changed = False
+    profile = user.get("profile")
+    if isinstance(profile, dict):
+        for key in _CLEANED_PROFILE_FIELDS:
+            value = profile.get(key)
+            if isinstance(value, str) and value != (cleaned := clean_text(value)):
+                profile[key] = cleaned
+                changed = True
+        for key in ("nickName", "displayName"):
+            if profile.get(key) == "":  # optional: an empty one is left out, not rejected
+                del profile[key]
+    links = user.get("idps")
+    if isinstance(links, list):
+        for link in links:
+            value = link.get("displayName") if isinstance(link, dict) else None
+            if isinstance(value, str) and value != (cleaned := clean_text(value)):
+                link["displayName"] = cleaned
+                changed = True
+    if changed:
+        result.notes.append(CONTROL_CHARS_REMOVED)
+
+
 def validate_user(entry: dict[str, Any], opts: ValidationOptions) -> ValidationResult:
     """Check one ``humanUsers`` entry in place against the import API's rules.
 
     Rejections return a reason; fixable fields (phone, preferred language) are removed from
-    ``entry`` and named in ``notes`` (``phone-dropped``, ``language-dropped``).
+    ``entry`` and named in ``notes`` (``phone-dropped``, ``language-dropped``). Control
+    characters are removed from names (note ``control-chars-removed``) and reject the user in
+    identity fields (README "Text rules").
     """
     result = ValidationResult()
     user = entry.get("user") or {}
@@ -179,6 +252,11 @@ def validate_user(entry: dict[str, Any], opts: ValidationOptions) -> ValidationR
     if user_id is not None and (not isinstance(user_id, str) or len(user_id) > MAX_NAME):
         result.reason, result.detail = Reason.INVALID_USER_ID, "userId is not a string of at most 200 characters"
         return result
+    problem = _identity_control_chars(entry, user)
+    if problem is not None:
+        result.reason, result.detail = problem
+        return result
+    _clean_names(user, result)
     problem = _check_len(user.get("userName"), "userName", Reason.INVALID_USERNAME)
     profile = user.get("profile") or {}
     problem = problem or _check_len(profile.get("firstName"), "firstName", Reason.INVALID_FIRST_NAME)
