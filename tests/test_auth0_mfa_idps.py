@@ -12,7 +12,8 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
-from pipeline.migrate_auth0 import parse_idp_map
+from pipeline.migrate_auth0 import RESERVED_ALIASES
+from pipeline.options import parse_idp_map
 from pipeline.errors import ConfigError
 from transforms.auth0_mapping import idp_links
 from transforms.validate import Reason
@@ -148,7 +149,7 @@ def test_parse_idp_map(values, expected):
 @pytest.mark.parametrize("values", [["google"], ["=1"], ["github="], ["auth0=1"], ["a=1", "a=2"]])
 def test_parse_idp_map_rejects(values):
     with pytest.raises(ConfigError):
-        parse_idp_map(values)
+        parse_idp_map(values, RESERVED_ALIASES)
 
 
 def test_idp_links_outcomes():
