@@ -55,6 +55,8 @@ NOT_CARRIED_FIELDS = frozenset({
     "updated_at", "last_ip", "last_password_reset", "password_set_date",
 })
 
+_KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS
+
 
 def _present(value: Any) -> bool:
     return value not in (None, "", [], {}, 0, False)
@@ -63,7 +65,7 @@ def _present(value: Any) -> bool:
 def fields_not_carried(profile: dict[str, Any], metadata: bool) -> list[str]:
     """Fields of a profile that hold something the import does not carry (a key-set difference
     plus the metadata blocks without ``--metadata`` and ``blocked`` when it is imported anyway)."""
-    names = [k for k in NOT_CARRIED_FIELDS.intersection(profile) if _present(profile[k])]
+    names = [k for k in NOT_CARRIED_FIELDS.intersection(profile.keys()) if _present(profile[k])]
     if not metadata:
         names += [k for k in ("app_metadata", "user_metadata") if _present(profile.get(k))]
     if profile.get("blocked") is True:
@@ -73,7 +75,8 @@ def fields_not_carried(profile: dict[str, Any], metadata: bool) -> list[str]:
 
 def unknown_fields(profile: dict[str, Any]) -> list[str]:
     """Counter-safe names of the profile's fields the tool does not know."""
-    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in profile.keys() - CARRIED_FIELDS - NOT_CARRIED_FIELDS]
+    extra = profile.keys() - _KNOWN_FIELDS
+    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in extra] if extra else []
 
 
 def normalise_email(value: Any) -> str:

@@ -145,7 +145,7 @@ def fields_not_carried(user: Mapping[str, Any], metadata: bool) -> list[str]:
     A set difference of key names plus a look at the few fields carried only in part
     (``attributes`` without ``--metadata``, unmapped links are counted by ``idp_links``).
     """
-    names = [k for k in NOT_CARRIED_FIELDS.intersection(user) if _present(user[k])]
+    names = [k for k in NOT_CARRIED_FIELDS.intersection(user.keys()) if _present(user[k])]
     if not metadata and _present(user.get("attributes")):
         names.append("attributes")
     return names
@@ -153,7 +153,8 @@ def fields_not_carried(user: Mapping[str, Any], metadata: bool) -> list[str]:
 
 def unknown_fields(user: Mapping[str, Any]) -> list[str]:
     """Counter-safe names of the fields of ``user`` the tool does not know."""
-    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in user.keys() - _KNOWN_FIELDS]
+    extra = user.keys() - _KNOWN_FIELDS
+    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in extra] if extra else []
 
 
 def idp_links(user: Mapping[str, Any], idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
