@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 from transforms.durations import normalise_duration
 from pipeline.errors import ConfigError
 from pipeline.preflight import check_written, spill_dir
-from pipeline.report import counters_from_result, dead_letter_totals, summary_table
+from pipeline.report import counters_from_result, dead_letter_totals, not_carried_fields, summary_table
 from transforms.files import check_gcs_reachable, check_local_outputs
 from transforms.manifest import MANIFEST_VERSION
 
@@ -401,6 +401,7 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         "invariant": {"holds": holds, "text": invariant_text},
         "seconds": round(elapsed, 3),
         **hash_fields,
+        **not_carried_fields(counts),
         "passwordless": {"path": relative_path(manifest_dir, passwordless_path), "count": passwordless_count},
         # Users without e-mail given --email-fallback's address; users given a derived id.
         "email_fallback": counts.get("notes.email-fallback", 0),

@@ -22,10 +22,14 @@ import os
 from typing import Any, Mapping
 
 from pipeline.errors import ConfigError
+from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 from pipeline.report import count_prefix, shared_summary_lines
 
-__all__ = ["add_arguments", "run", "summary_lines", "invariant", "parse_idp_map"]
+__all__ = ["add_arguments", "run", "summary_lines", "invariant", "RESERVED_ALIASES"]
+
+# --idp-map aliases that are not IdPs in Auth0, with the reason shown.
+RESERVED_ALIASES = {"auth0": "'auth0' identities are Auth0's own database (the password), not an IdP"}
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -42,31 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Auth0 MFA export (NDJSON or array; path or glob): OTP secrets become the users' "
                              "otpCode (authenticator apps keep working); recovery codes cannot be imported and "
                              "are counted")
-    parser.add_argument("--idp-map", action="append", default=[], metavar="PROVIDER=IDP_ID",
-                        help="link Auth0 identities of PROVIDER (e.g. google-oauth2, github, samlp) to the "
-                             "ZITADEL IdP with id IDP_ID (repeatable); identities of unmapped providers are "
-                             "counted per provider in the summary")
+    add_idp_map_argument(parser, "Auth0 identities of PROVIDER (e.g. google-oauth2, github, samlp)")
     parser.add_argument("--email-verified", action="store_true",
                         help="mark every e-mail verified (otherwise the source's email_verified is kept)")
     parser.add_argument("--include-blocked", action="store_true",
                         help="import users blocked in Auth0 (the import API cannot carry the blocked state)")
     add_common_arguments(parser)
 
-
-def parse_idp_map(values: list[str]) -> tuple[tuple[str, str], ...]:
-    """``["google-oauth2=123", ...]`` → ``(("google-oauth2", "123"), ...)``; ConfigError otherwise."""
-    mapping: dict[str, str] = {}
-    for value in values:
-        provider, sep, idp_id = value.partition("=")
-        provider, idp_id = provider.strip(), idp_id.strip()
-        if not sep or not provider or not idp_id or len(idp_id) > 200:
-            raise ConfigError(f"--idp-map {value!r}: expected PROVIDER=IDP_ID, e.g. google-oauth2=123456789")
-        if provider == "auth0":
-            raise ConfigError("--idp-map: 'auth0' identities are Auth0's own database (the password), not an IdP")
-        if mapping.get(provider, idp_id) != idp_id:
-            raise ConfigError(f"--idp-map: provider {provider!r} is mapped twice")
-        mapping[provider] = idp_id
-    return tuple(sorted(mapping.items()))
 
 
 
@@ -143,7 +129,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.validate import ValidationOptions
 
     common = common_args(known_args)
-    idp_map = parse_idp_map(known_args.idp_map)
+    idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)
     password_pattern = _password_pattern(known_args.passwords)
     patterns = {"--users": known_args.users, "--passwords": password_pattern, "--mfa": known_args.mfa}
     patterns = {flag: value for flag, value in patterns.items() if value}

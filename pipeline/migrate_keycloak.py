@@ -21,6 +21,7 @@ import argparse
 from typing import Any, Mapping
 
 from pipeline.errors import ConfigError
+from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 from pipeline.report import count_prefix, shared_summary_lines
 
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "passwordChangeRequired (default: dead-letter them as plaintext-password). "
                              "ZITADEL's password complexity policy still applies on the server: a password "
                              "it rejects fails that user's import")
+    add_idp_map_argument(parser, "Keycloak federatedIdentities of identity-provider ALIAS (e.g. google, corp-saml)")
     add_common_arguments(parser)
 
 
@@ -82,6 +84,14 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     for name, value in counts.items():
         if name.startswith("keycloak.other_credentials."):
             lines.append((f"other credentials not converted: {name.split('.', 2)[2]}", value))
+    links = {k: v for k, v in counts.items() if k.startswith("keycloak.idp_links.")}
+    if links:
+        lines.append(("federatedIdentities (users written)", sum(links.values())))
+        for outcome, label in (("linked", "linked to IdP"), ("unmapped", "no --idp-map, not linked"),
+                               ("invalid", "no usable userId, not linked")):
+            for name, value in sorted(links.items()):
+                if name.startswith(f"keycloak.idp_links.{outcome}."):
+                    lines.append((f"  {label}: {name.split('.', 3)[3]}", value))
     return lines + shared_summary_lines(counts, "keycloak")
 
 
@@ -91,6 +101,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.validate import ValidationOptions
 
     common = common_args(known_args)
+    idp_map = parse_idp_map(known_args.idp_map)
     check_gcs_reachable([known_args.realm])  # planning reads the realm: fail fast, not after ~120 s
     try:
         sources = plan_realm_sources(known_args.realm, known_args.realm_name)
@@ -103,6 +114,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         allow_plaintext_passwords=known_args.allow_plaintext_passwords,
         email_fallback=common.email_fallback,
         validation=ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"), hash_policy=common.hash_policy),
+        idp_map=idp_map,
     )
 
     def add_source(pipeline, tmp_dir: str):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Mapping
 
 from pipeline.errors import ConfigError
 from transforms import admin_api
@@ -19,7 +20,7 @@ from transforms.admin_api import Credentials
 from transforms.durations import flag_duration, flag_seconds
 
 __all__ = ["add_credential_arguments", "credentials_from_args", "add_side_credential_arguments", "credentials_for",
-           "add_export_selection_arguments", "add_gcs_arguments", "flag_duration", "flag_seconds"]
+           "add_export_selection_arguments", "add_idp_map_argument", "parse_idp_map", "add_gcs_arguments", "flag_duration", "flag_seconds"]
 
 
 def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,3 +82,29 @@ def add_gcs_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--wait", default="10m0s",
                        help="with --verify: how long to poll events search for the users (default 10m0s)")
     group.add_argument("--poll-interval", type=float, default=10.0, help="seconds between verify polls (default 10)")
+
+
+def add_idp_map_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--idp-map ALIAS=IDP_ID`` (repeatable), shared by ``migrate auth0`` and ``migrate keycloak``."""
+    parser.add_argument("--idp-map", action="append", default=[], metavar="ALIAS=IDP_ID",
+                        help=f"link {what} to the ZITADEL IdP with id IDP_ID (repeatable); links of unmapped "
+                             "aliases are counted per alias in the summary and manifest (docs/idp-links.md)")
+
+
+def parse_idp_map(values: list[str], reserved: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """``["google-oauth2=123", ...]`` → ``(("google-oauth2", "123"), ...)``; ConfigError otherwise.
+
+    ``reserved`` names aliases a source cannot map, with the reason shown to the user.
+    """
+    mapping: dict[str, str] = {}
+    for value in values:
+        alias, sep, idp_id = value.partition("=")
+        alias, idp_id = alias.strip(), idp_id.strip()
+        if not sep or not alias or not idp_id or len(idp_id) > 200:
+            raise ConfigError(f"--idp-map {value!r}: expected ALIAS=IDP_ID, e.g. google-oauth2=123456789")
+        if reserved and alias in reserved:
+            raise ConfigError(f"--idp-map: {reserved[alias]}")
+        if mapping.get(alias, idp_id) != idp_id:
+            raise ConfigError(f"--idp-map: alias {alias!r} is mapped twice")
+        mapping[alias] = idp_id
+    return tuple(sorted(mapping.items()))

@@ -7,7 +7,11 @@ from apache_beam.metrics.metric import MetricsFilter
 
 from transforms.records import NAMESPACE
 
-__all__ = ["counters_from_result", "summary_table", "dead_letter_totals", "count_prefix", "shared_summary_lines"]
+__all__ = ["counters_from_result", "summary_table", "dead_letter_totals", "count_prefix", "shared_summary_lines",
+           "not_carried_fields", "MAX_UNKNOWN_FIELD_NAMES"]
+
+# Distinct unknown field names the manifest lists by name; the rest are summed as `other`.
+MAX_UNKNOWN_FIELD_NAMES = 100
 
 
 def counters_from_result(result) -> dict[str, int]:
@@ -63,9 +67,51 @@ def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[s
     if counts.get("metadata_written") or counts.get(f"{source}.metadata_dropped"):
         lines.append(("metadata entries written", counts.get("metadata_written", 0)))
         lines.append(("metadata entries dropped (limits)", counts.get(f"{source}.metadata_dropped", 0)))
+    lines += not_carried_lines(counts)
     lines.append(("dead-lettered", count_prefix(counts, "dead_letter.")))
     for name, value in counts.items():
         if name.startswith("dead_letter."):
             _, letter_source, reason = name.split(".", 2)
             lines.append((f"  {reason} ({letter_source})", value))
+    return lines
+
+
+def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
+    """The manifest's account of what written users had and the import does not carry.
+
+    ``fields_not_carried`` ``{"<source>.<field>": users}`` from ``not_carried.`` counters,
+    ``unknown_fields`` likewise from ``unknown_field.`` counters (at most
+    ``MAX_UNKNOWN_FIELD_NAMES`` names, the rest as ``<source>.other``) and
+    ``cannot_sign_in_yet`` (written users with neither a password nor an IdP link).
+    See docs/fields-not-carried.md.
+    """
+    carried = {name.split(".", 1)[1]: value for name, value in counts.items() if name.startswith("not_carried.")}
+    unknown_all = sorted(((name.split(".", 1)[1], value) for name, value in counts.items()
+                          if name.startswith("unknown_field.")), key=lambda item: (-item[1], item[0]))
+    unknown: dict[str, int] = {}
+    for name, value in unknown_all:
+        if len(unknown) >= MAX_UNKNOWN_FIELD_NAMES and name not in unknown:
+            name = name.split(".", 1)[0] + ".other"
+        unknown[name] = unknown.get(name, 0) + value
+    return {
+        "fields_not_carried": dict(sorted(carried.items())),
+        "unknown_fields": dict(sorted(unknown.items())),
+        "cannot_sign_in_yet": count_prefix(counts, "cannot_sign_in."),
+    }
+
+
+def not_carried_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
+    """Summary rows for :func:`not_carried_fields`, with what to do about users who cannot sign in."""
+    fields = not_carried_fields(counts)
+    lines: list[tuple[str, Any]] = []
+    cannot = fields["cannot_sign_in_yet"]
+    lines.append(("cannot sign in yet (no password, no IdP link)", cannot))
+    if cannot:
+        lines.append(("  map their IdP alias with --idp-map, or send password-reset mails", ""))
+    if fields["fields_not_carried"]:
+        lines.append(("fields not carried (users written who had them)", ""))
+        lines += [(f"  {name}", value) for name, value in fields["fields_not_carried"].items()]
+    if fields["unknown_fields"]:
+        lines.append(("unknown fields (users written who had them)", ""))
+        lines += [(f"  {name}", value) for name, value in fields["unknown_fields"].items()]
     return lines

@@ -12,7 +12,8 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
-from pipeline.migrate_auth0 import parse_idp_map
+from pipeline.migrate_auth0 import RESERVED_ALIASES
+from pipeline.options import parse_idp_map
 from pipeline.errors import ConfigError
 from transforms.auth0_mapping import idp_links
 from transforms.validate import Reason
@@ -148,7 +149,7 @@ def test_parse_idp_map(values, expected):
 @pytest.mark.parametrize("values", [["google"], ["=1"], ["github="], ["auth0=1"], ["a=1", "a=2"]])
 def test_parse_idp_map_rejects(values):
     with pytest.raises(ConfigError):
-        parse_idp_map(values)
+        parse_idp_map(values, RESERVED_ALIASES)
 
 
 def test_idp_links_outcomes():
@@ -172,3 +173,41 @@ def test_passwords_default_is_zitadel_tools_file_when_present(tmp_path, monkeypa
     assert json.loads(Path("b/importBody.manifest.json").read_text())["counts"]["users_with_password"] == 1
     assert main(["migrate", "auth0", "--org=9", "--passwords=none", "--output=c/importBody.json"]) == 0
     assert json.loads(Path("c/importBody.manifest.json").read_text())["counts"]["users_with_password"] == 0
+
+
+# --------------------------------------------------------------------------- fields not carried
+
+
+from transforms.auth0_mapping import fields_not_carried, unknown_fields  # noqa: E402
+
+
+@pytest.mark.parametrize("profile, metadata, not_carried, unknown", [
+    ({"user_id": "auth0|1", "app_metadata": {"plan": "pro"}, "user_metadata": {}, "logins_count": 3,
+      "last_login": "2024-01-01T00:00:00Z", "picture": "https://x/p.png"},
+     False, ["app_metadata", "last_login", "logins_count", "picture"], []),
+    ({"app_metadata": {"plan": "pro"}, "logins_count": 0, "multifactor": ["guardian"]}, True, ["multifactor"], []),
+    ({"blocked": True, "blocked_for": [], "email": "a@example.com"}, False, ["blocked"], ["blocked_for"]),
+    ({"blocked": False, "shoe size": 44}, False, [], ["shoe_size"]),
+])
+def test_auth0_fields_not_carried_table(profile, metadata, not_carried, unknown):
+    assert sorted(fields_not_carried(profile, metadata)) == not_carried
+    assert sorted(unknown_fields(profile)) == unknown
+
+
+def test_cli_social_only_users_cannot_sign_in_until_mapped(tmp_path, capsys):
+    profiles = [
+        {"user_id": "google-oauth2|1", "email": "gia@example.com", "logins_count": 9,
+         "identities": [{"provider": "google-oauth2", "user_id": "1"}]},
+        {"user_id": "github|2", "email": "gil@example.com", "favourite": "x",
+         "identities": [{"provider": "github", "user_id": "2"}]},
+    ]
+    (tmp_path / "u.json").write_text(json.dumps(profiles))
+    rc = main(["migrate", "auth0", "--org=9", f"--users={tmp_path / 'u.json'}", "--passwords=none",
+               "--idp-map=github=55", f"--output={tmp_path / 'o.json'}"])
+    out = capsys.readouterr().out
+    manifest = json.loads((tmp_path / "o.manifest.json").read_text())
+    assert rc == 0
+    assert manifest["cannot_sign_in_yet"] == 1  # gia: google-oauth2 is not mapped
+    assert manifest["fields_not_carried"] == {"auth0.logins_count": 1}
+    assert manifest["unknown_fields"] == {"auth0.favourite": 1}
+    assert "map their IdP alias with --idp-map, or send password-reset mails" in out

@@ -460,3 +460,79 @@ def test_cli_split_export_from_gcs(tmp_path, gcs_emulator):
     assert code == 0
     assert manifest["counts"]["users_written"] == len(users)
     assert [os.path.basename(p) for p in manifest["realm_files"]] == ["acme-users-0.json", "acme-users-1.json"]
+
+
+# --------------------------------------------------------------------------- brokered users, fields
+
+
+from transforms.keycloak import fields_not_carried, idp_links, unknown_fields  # noqa: E402
+
+
+@pytest.mark.parametrize("identities, links, outcomes", [
+    ([{"identityProvider": "google", "userId": "g-1", "userName": "ann@gmail.com"}],
+     [{"configId": "77", "externalUserId": "g-1", "displayName": "ann@gmail.com"}], [("linked", "google")]),
+    ([{"identityProvider": "google", "userId": " g-2 "}],
+     [{"configId": "77", "externalUserId": "g-2", "displayName": "ann@example.com"}], [("linked", "google")]),
+    ([{"identityProvider": "Corp SAML", "userId": "x"}], [], [("unmapped", "corp_saml")]),
+    ([{"identityProvider": "google", "userId": ""}, "junk"], [], [("invalid", "google"), ("invalid", "unknown")]),
+    (None, [], []),
+])
+def test_idp_links_table(identities, links, outcomes):
+    user = {"email": "ann@example.com", "username": "ann", "federatedIdentities": identities}
+    assert idp_links(user, {"google": "77"}) == (links, outcomes)
+
+
+@pytest.mark.parametrize("user, metadata, not_carried, unknown", [
+    ({"id": "1", "requiredActions": ["UPDATE_PASSWORD"], "realmRoles": ["r"], "groups": [], "notBefore": 0},
+     False, ["realmRoles", "requiredActions"], []),
+    ({"attributes": {"a": ["1"]}, "clientRoles": {"app": ["x"]}, "federationLink": "ldap-1"},
+     False, ["attributes", "clientRoles", "federationLink"], []),
+    ({"attributes": {"a": ["1"]}}, True, [], []),
+    ({"totp": False, "access": {"manage": True}, "favouriteColour": "blue", "my key!": 1},
+     False, [], ["favouriteColour", "my_key_"]),
+])
+def test_fields_not_carried_table(user, metadata, not_carried, unknown):
+    assert sorted(fields_not_carried(user, metadata)) == not_carried
+    assert sorted(unknown_fields(user)) == unknown
+
+
+def test_cli_brokered_users_and_fields_not_carried(tmp_path, capsys):
+    realm = tmp_path / "realm.json"
+    password = {"type": "password", "secretData": json.dumps({"value": base64.b64encode(b"\0" * 32).decode(),
+                                                               "salt": base64.b64encode(b"s" * 16).decode()}),
+                "credentialData": json.dumps({"hashIterations": 27500, "algorithm": "pbkdf2-sha256"})}
+    users = [
+        {"id": "1", "username": "ann", "email": "ann@example.com", "enabled": True,
+         "federatedIdentities": [{"identityProvider": "google", "userId": "g-1", "userName": "ann@gmail.com"}],
+         "requiredActions": ["VERIFY_EMAIL"], "groups": ["/staff"]},
+        {"id": "2", "username": "bob", "email": "bob@example.com", "enabled": True,
+         "federatedIdentities": [{"identityProvider": "corp", "userId": "c-2"}],
+         "credentials": [{"type": "otp", "secretData": "{}"}], "shoeSize": 44},
+        {"id": "3", "username": "cid", "email": "cid@example.com", "enabled": True, "credentials": [password],
+         "realmRoles": ["admin"]},
+    ]
+    realm.write_text(json.dumps({"realm": "acme", "users": users}))
+    code, manifest = _run_cli(tmp_path, f"--realm={realm}", "--idp-map=google=301")
+    assert code == 0
+    written = json.loads((tmp_path / "out" / "importBody.json").read_text())["dataOrgs"]["orgs"][0]["humanUsers"]
+    by_id = {u["userId"]: u["user"] for u in written}
+    assert by_id["1"]["idps"] == [{"configId": "301", "externalUserId": "g-1", "displayName": "ann@gmail.com"}]
+    assert "idps" not in by_id["2"] and "hashedPassword" in by_id["3"]
+    assert manifest["counts"]["keycloak.idp_links.linked.google"] == 1
+    assert manifest["counts"]["keycloak.idp_links.unmapped.corp"] == 1
+    assert manifest["cannot_sign_in_yet"] == 1  # bob: unmapped alias, no password
+    assert manifest["fields_not_carried"] == {
+        "keycloak.requiredActions": 1, "keycloak.groups": 1, "keycloak.credentials.otp": 1, "keycloak.realmRoles": 1}
+    assert manifest["unknown_fields"] == {"keycloak.shoeSize": 1}
+    out = capsys.readouterr().out
+    for text in ("no --idp-map, not linked: corp", "cannot sign in yet (no password, no IdP link)",
+                 "map their IdP alias with --idp-map, or send password-reset mails", "keycloak.requiredActions"):
+        assert text in out
+
+
+def test_cli_idp_map_config_error(tmp_path, capsys):
+    realm = tmp_path / "realm.json"
+    realm.write_text(json.dumps({"realm": "acme", "users": []}))
+    code, _ = _run_cli(tmp_path, f"--realm={realm}", "--idp-map=google")
+    assert code == 2
+    assert "expected ALIAS=IDP_ID" in capsys.readouterr().err

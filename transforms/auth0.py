@@ -48,6 +48,8 @@ from transforms.auth0_mapping import (
     counter_safe,
     custom_password_hash,
     idp_links,
+    fields_not_carried,
+    unknown_fields,
     map_profile,
     metadata_entries,
     normalise_email,
@@ -127,6 +129,10 @@ class Auth0Options:
         return self.on_unsupported_hash == "import-without-password"
 
 
+# Distinct unknown profile field names counted by name per worker; the rest as `other`.
+MAX_UNKNOWN_FIELD_NAMES = 100
+
+
 def _counter(name: str):
     return Metrics.counter(NAMESPACE, name)
 
@@ -181,6 +187,7 @@ class _ParseUnitFn(beam.DoFn):
         self._tally = HashTally(self._tmp_dir)
         self._idp_map = dict(self._options.idp_map)
         self._counts: collections.Counter[Any] = collections.Counter()
+        self._unknown_names: set[str] = set()
 
     def process(self, element: tuple[int, fileio.Unit]):
         kind, unit = element
@@ -319,6 +326,14 @@ class _ParseUnitFn(beam.DoFn):
                 links, outcomes = idp_links(profile, self._idp_map)
                 for outcome in outcomes:
                     self._counts[outcome] += 1
+                for field in fields_not_carried(profile, opts.metadata):
+                    self._counts[f"not_carried.auth0.{field}"] += 1
+                for field in unknown_fields(profile):
+                    if field not in self._unknown_names and len(self._unknown_names) >= MAX_UNKNOWN_FIELD_NAMES:
+                        field = "other"
+                    else:
+                        self._unknown_names.add(field)
+                    self._counts[f"unknown_field.auth0.{field}"] += 1
                 if links:
                     entry["user"]["idps"] = links
                 entry_json = orjson.dumps(entry)
@@ -440,6 +455,7 @@ class _JoinPartitionFn(beam.DoFn):
 
     def setup(self):
         self._conflicts = _counter("auth0.password_conflicts")
+        self._cannot_sign_in = _counter("cannot_sign_in.auth0")
         self._dropped = _counter("auth0.imported_without_password")
         self._tally = HashTally(self._tmp_dir)
         self._notes: dict[str, Any] = {}
@@ -547,6 +563,8 @@ class _JoinPartitionFn(beam.DoFn):
             if otp is not None:
                 entry_json = with_otp(entry_json, otp[4])
                 companions.append([[otp[0], otp[1]], MFA_SOURCE, orjson.Fragment(otp[5])])
+            if chosen is None and b'"hashedPassword":' not in entry_json and b'"idps":[' not in entry_json:
+                self._cannot_sign_in.inc()  # neither a password nor a linked IdP
             rows.append((item[0], item[1], item[3], item[4], entry_json, item[7],
                          checked.verifier if chosen is not None else "",
                          PROFILE_SOURCE, item[9], orjson.dumps(companions) if companions else b""))

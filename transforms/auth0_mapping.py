@@ -32,12 +32,53 @@ __all__ = [
     "custom_password_hash",
     "idp_links",
     "counter_safe",
+    "fields_not_carried",
+    "unknown_fields",
+    "CARRIED_FIELDS",
+    "NOT_CARRIED_FIELDS",
     "DATABASE_PROVIDER",
 ]
 
 # The provider of Auth0's own database connections: that identity is the password, not an IdP.
 DATABASE_PROVIDER = "auth0"
 _COUNTER_SAFE = re.compile(r"[^a-z0-9_-]+")
+_FIELD_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+# Profile fields the mapping reads (docs/fields-not-carried.md); `blocked` decides whether the
+# user is imported, `identities` become links or are counted per provider.
+CARRIED_FIELDS = frozenset({
+    "user_id", "email", "email_verified", "username", "name", "given_name", "family_name", "nickname",
+    "locale", "phone_number", "phone_verified", "identities", "custom_password_hash",
+    "app_metadata", "user_metadata", "blocked",
+})
+# Fields the import cannot take (or, for the metadata blocks, does not without --metadata).
+NOT_CARRIED_FIELDS = frozenset({
+    "multifactor", "multifactor_last_modified", "last_login", "logins_count", "picture", "created_at",
+    "updated_at", "last_ip", "last_password_reset", "password_set_date",
+})
+
+_KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS
+
+
+def _present(value: Any) -> bool:
+    return value not in (None, "", [], {}, 0, False)
+
+
+def fields_not_carried(profile: dict[str, Any], metadata: bool) -> list[str]:
+    """Fields of a profile that hold something the import does not carry (a key-set difference
+    plus the metadata blocks without ``--metadata`` and ``blocked`` when it is imported anyway)."""
+    names = [k for k in NOT_CARRIED_FIELDS.intersection(profile.keys()) if _present(profile[k])]
+    if not metadata:
+        names += [k for k in ("app_metadata", "user_metadata") if _present(profile.get(k))]
+    if profile.get("blocked") is True:
+        names.append("blocked")
+    return names
+
+
+def unknown_fields(profile: dict[str, Any]) -> list[str]:
+    """Counter-safe names of the profile's fields the tool does not know."""
+    extra = profile.keys() - _KNOWN_FIELDS
+    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in extra] if extra else []
 
 
 def normalise_email(value: Any) -> str:

@@ -62,6 +62,12 @@ __all__ = [
     "map_user",
     "attribute_metadata",
     "other_credential_types",
+    "idp_links",
+    "fields_not_carried",
+    "unknown_fields",
+    "CARRIED_FIELDS",
+    "NOT_CARRIED_FIELDS",
+    "MAX_UNKNOWN_FIELD_NAMES",
     "iter_users",
     "SOURCE",
     "FILE_SOURCE",
@@ -109,6 +115,82 @@ class KeycloakOptions:
     validation: ValidationOptions = ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"))
     # --email-fallback TEMPLATE ({username}, {id}): the address of users without one (unverified).
     email_fallback: str | None = None
+    # ``(identity-provider alias, ZITADEL IdP id)`` pairs from ``--idp-map``.
+    idp_map: tuple[tuple[str, str], ...] = ()
+
+
+# What the mapping reads from a user (docs/fields-not-carried.md). `enabled` and
+# `serviceAccountClientId` decide whether the user is imported at all.
+CARRIED_FIELDS = frozenset({
+    "id", "username", "firstName", "lastName", "email", "emailVerified", "enabled",
+    "serviceAccountClientId", "credentials", "federatedIdentities", "attributes",
+})
+# Fields Keycloak computes from others or that describe the export, not the user: nothing to carry.
+DERIVED_FIELDS = frozenset({"totp", "disableableCredentialTypes", "access", "self", "origin", "userProfileMetadata"})
+# Fields ZITADEL's import cannot take: counted per field among users written.
+NOT_CARRIED_FIELDS = frozenset({
+    "createdTimestamp", "requiredActions", "realmRoles", "clientRoles", "groups", "clientConsents",
+    "notBefore", "federationLink", "socialLinks", "applicationRoles",
+})
+_KNOWN_FIELDS = CARRIED_FIELDS | DERIVED_FIELDS | NOT_CARRIED_FIELDS
+# At most this many distinct unknown field names are counted by name per worker; the rest as `other`.
+MAX_UNKNOWN_FIELD_NAMES = 100
+_FIELD_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _present(value: Any) -> bool:
+    """A field counts as had when it holds something (not null, "", [], {}, 0 or false)."""
+    return value not in (None, "", [], {}, 0, False)
+
+
+def fields_not_carried(user: Mapping[str, Any], metadata: bool) -> list[str]:
+    """Names of the fields of ``user`` that hold something the import does not carry.
+
+    A set difference of key names plus a look at the few fields carried only in part
+    (``attributes`` without ``--metadata``, unmapped links are counted by ``idp_links``).
+    """
+    names = [k for k in NOT_CARRIED_FIELDS.intersection(user.keys()) if _present(user[k])]
+    if not metadata and _present(user.get("attributes")):
+        names.append("attributes")
+    return names
+
+
+def unknown_fields(user: Mapping[str, Any]) -> list[str]:
+    """Counter-safe names of the fields of ``user`` the tool does not know."""
+    extra = user.keys() - _KNOWN_FIELDS
+    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in extra] if extra else []
+
+
+def idp_links(user: Mapping[str, Any], idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+    """``federatedIdentities`` → ZITADEL ``idps`` links for the aliases in ``idp_map``.
+
+    Returns the links and one ``(outcome, alias)`` per entry: ``linked``, ``unmapped`` (no
+    ``--idp-map`` for the alias) or ``invalid`` (no usable ``userId``). docs/idp-links.md.
+    """
+    identities = user.get("federatedIdentities")
+    if not isinstance(identities, list):
+        return [], []
+    links: list[dict[str, str]] = []
+    outcomes: list[tuple[str, str]] = []
+    for identity in identities:
+        if not isinstance(identity, Mapping):
+            outcomes.append(("invalid", "unknown"))
+            continue
+        alias = identity.get("identityProvider")
+        alias = alias if isinstance(alias, str) else ""
+        name = _COUNTER_SAFE.sub("_", alias.lower())[:40] or "unknown"
+        config_id = idp_map.get(alias)
+        if config_id is None:
+            outcomes.append(("unmapped", name))
+            continue
+        external = identity.get("userId")
+        if not isinstance(external, str) or not external.strip() or len(external) > 200:
+            outcomes.append(("invalid", name))
+            continue
+        display = _text(identity, "userName") or _text(user, "email") or _text(user, "username") or external.strip()
+        links.append({"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]})
+        outcomes.append(("linked", name))
+    return links, outcomes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +221,7 @@ class MappedUser:
     converted: ConvertedHash | None = None  # the hash written, for the run's verifier tally
     derived_id: bool = False  # the user had no ``id``: README "User ids"
     email_fallback: bool = False  # the address came from --email-fallback
+    link_outcomes: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,6 +378,10 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
         else:
             return Rejection(converted.reason, converted.detail)
 
+    links, link_outcomes = idp_links(user, dict(options.idp_map))
+    if links:
+        body["idps"] = links
+
     # No id: derived above from realm + username, never empty or per run (metadata, links and
     # MFA are written against it). No username either: validation rejects the user. A
     # non-string id goes to validation, which rejects it.
@@ -308,7 +395,7 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
         return Rejection(*problem)
     notes = result.notes + (["derived-id"] if derived else []) + (["email-fallback"] if fallback else [])
     return MappedUser(entry, metadata, password, federated, dropped_hash, notes, dropped, written_hash,
-                      derived, fallback)
+                      derived, fallback, link_outcomes)
 
 
 # --------------------------------------------------------------------------- planning (launcher)
@@ -489,6 +576,7 @@ class _ReadRealmFileFn(beam.DoFn):
 
     def setup(self):
         self._tally = HashTally(self._tmp_dir)
+        self._unknown_names: set[str] = set()
 
     def process(self, source: RealmSource):
         counts: collections.Counter[str] = collections.Counter()
@@ -550,6 +638,20 @@ class _ReadRealmFileFn(beam.DoFn):
             counts["keycloak.without_password"] += 1
         if mapped.federated:
             counts["keycloak.federated"] += 1
+        for outcome, alias in mapped.link_outcomes:
+            counts[f"keycloak.idp_links.{outcome}.{alias}"] += 1
+        if mapped.password is None and "idps" not in mapped.entry["user"]:
+            counts["cannot_sign_in.keycloak"] += 1
+        for field in fields_not_carried(user, self._options.metadata):
+            counts[f"not_carried.keycloak.{field}"] += 1
+        for kind in other_credential_types(user.get("credentials")):
+            counts[f"not_carried.keycloak.credentials.{kind}"] += 1
+        for field in unknown_fields(user):
+            if field not in self._unknown_names and len(self._unknown_names) >= MAX_UNKNOWN_FIELD_NAMES:
+                field = "other"
+            else:
+                self._unknown_names.add(field)
+            counts[f"unknown_field.keycloak.{field}"] += 1
         if mapped.dropped_hash is not None:
             counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
             email = mapped.entry["user"].get("email")
