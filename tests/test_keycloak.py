@@ -412,7 +412,7 @@ def test_cli_truncated_users_array_is_a_dead_letter(tmp_path):
     assert "JSON syntax error after user 2" in line["detail"]
 
 
-# Numbers read off each file (issue 7 extends this table with verified passwords).
+# Numbers read off each file (tests/test_realworld.py verifies their passwords).
 _REALWORLD = {
     "jhipster-split-users-0.json": (2, {}, {"pbkdf2-sha256": 2}),
     "jhipster-split-users-0-legacy-hashedSaltedValue.json": (2, {}, {"pbkdf2-sha256": 2}),

@@ -15,6 +15,7 @@ from transforms.validate import (
     clean_text,
     control_char_problem,
     hash_problem,
+    otp_problem,
     valid_email,
     validate_user,
 )
@@ -316,3 +317,50 @@ def test_control_char_problem_never_shows_the_value():
     assert control_char_problem("secret\x00value", "metadata key") == (
         Reason.CONTROL_CHARACTERS, "metadata key contains control character U+0000")
     assert control_char_problem("fine", "userName") is None
+
+
+# --- plaintext passwords, OTP secrets and IdP links (tables, no pipeline); the hash families
+# push accepts are in test_body_check.py.
+_LINK_BASE = {"userId": "1", "user": {"userName": "a@b.co", "profile": {"firstName": "A", "lastName": "B"},
+                                "email": {"email": "a@b.co"}}}
+_BCRYPT = "$2b$10$" + "a" * 53
+_LINK = {"configId": "123", "externalUserId": "998725698151649400000", "displayName": "Ann"}
+
+
+def _with_user(**fields) -> dict:
+    entry = copy.deepcopy(_LINK_BASE)
+    entry["user"].update(fields)
+    return entry
+
+
+@pytest.mark.parametrize("fields", [
+    {"password": "zero-password", "passwordChangeRequired": True},
+    {"otpCode": "JBSWY3DPEHPK3PXP"},
+    {"otpCode": "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP===="},
+    {"idps": [_LINK]},
+    {"idps": [{"configId": "1", "externalUserId": "x"}]},  # displayName optional
+    {"idps": []},
+])
+def test_plaintext_otp_and_links_accepted(fields):
+    assert validate_user(_with_user(**fields), ValidationOptions()).reason is None
+
+
+@pytest.mark.parametrize("fields, reason", [
+    ({"password": ""}, Reason.INVALID_PASSWORD),
+    ({"password": "x" * 201}, Reason.INVALID_PASSWORD),
+    ({"password": "pw", "hashedPassword": {"value": _BCRYPT}}, Reason.INVALID_PASSWORD),
+    ({"otpCode": "jbswy3dp ehpk3pxp!"}, Reason.INVALID_OTP_SECRET),
+    ({"otpCode": "ABC"}, Reason.INVALID_OTP_SECRET),  # too short to be a TOTP secret
+    ({"otpCode": 12345678901234567}, Reason.INVALID_OTP_SECRET),
+    ({"idps": {"configId": "1"}}, Reason.INVALID_IDP_LINK),
+    ({"idps": [{"configId": "", "externalUserId": "x"}]}, Reason.INVALID_IDP_LINK),
+    ({"idps": [{"configId": "1", "externalUserId": "x" * 201}]}, Reason.INVALID_IDP_LINK),
+    ({"idps": [{"configId": "1", "externalUserId": "x", "displayName": 5}]}, Reason.INVALID_IDP_LINK),
+    ({"idps": ["junk"]}, Reason.INVALID_IDP_LINK),
+])
+def test_plaintext_otp_and_links_rejected(fields, reason):
+    assert validate_user(_with_user(**fields), ValidationOptions()).reason == reason
+
+
+def test_otp_detail_never_shows_the_secret():
+    assert "JBSWY3DP" not in otp_problem("JBSWY3DP!")[1]

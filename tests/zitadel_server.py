@@ -1,6 +1,6 @@
 """A ZITADEL admin API test server: real HTTP on 127.0.0.1, in-memory state, fault injection.
 
-It implements the part of the contract the tool relies on (FACTS.md §1): bearer-token auth,
+It implements the part of the contract the tool relies on (docs/zitadel-import-api.md): bearer-token auth,
 ``POST /admin/v1/import`` (``dataOrgs`` and ``dataOrgsv1`` bodies, request validation, per-item
 errors, the server-side ``timeout``), ``POST /admin/v1/events/_search``, ``POST /admin/v1/export``
 and ``POST /oauth/v2/token`` (client credentials and JWT profile).

@@ -1,6 +1,6 @@
 """Auth0 records → ZITADEL ``humanUsers`` entries: pure functions, no Beam.
 
-Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (FACTS.md §2), with its bugs fixed
+Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (docs/source-schemas.md), with its bugs fixed
 (the source's ``email_verified`` is kept unless ``--email-verified`` is given). Used by the
 pipeline (``transforms/auth0.py``) and by the plain benchmark baseline.
 
@@ -206,7 +206,7 @@ def password_date(record: dict[str, Any]) -> str:
 def map_profile(profile: dict[str, Any], password_hash: str | None, email_verified_flag: bool) -> dict[str, Any]:
     """An Auth0 profile (+ the chosen password hash) → a ``humanUsers`` entry.
 
-    Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (FACTS.md §2), except that
+    Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (docs/source-schemas.md), except that
     the source's ``email_verified`` is kept when ``--email-verified`` is not given.
     """
     email = profile.get("email") if isinstance(profile.get("email"), str) else ""

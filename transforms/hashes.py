@@ -70,7 +70,7 @@ PBKDF2_IDENTIFIERS: dict[str, tuple[str, str]] = {
     "pbkdf2-sha512": ("pbkdf2-sha512", "pbkdf2-sha512"),
 }
 
-# What Keycloak's Argon2PasswordHashProvider uses when a parameter is not stored (FACTS.md §2).
+# What Keycloak's Argon2PasswordHashProvider uses when a parameter is not stored (docs/password-hashes.md).
 KEYCLOAK_ARGON2_DEFAULTS: dict[str, str] = {
     "type": "id",
     "version": "1.3",

@@ -301,7 +301,7 @@ def other_credential_types(credentials: Any) -> list[str]:
 def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser | Rejection:
     """One element of a realm's ``users`` array → a validated ``humanUsers`` entry, or why not.
 
-    Same mapping as ``zitadel-tools migrate keycloak`` for the fields it reads (FACTS.md §2),
+    Same mapping as ``zitadel-tools migrate keycloak`` for the fields it reads (docs/source-schemas.md),
     plus name fallbacks, phone, preferred language, metadata and every password algorithm.
     A user without ``id`` gets one derived from ``realm`` and the username (transforms/ids.py);
     one without e-mail gets ``options.email_fallback``'s address, unverified.

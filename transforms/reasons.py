@@ -32,18 +32,18 @@ class Reason:
     MISSING_PASSWORD_HASH = "missing-password-hash"
     PROFILE_REJECTED = "profile-rejected"
     UNREADABLE_INPUT = "unreadable-input"
-    # Keycloak source (issue 3).
+    # Keycloak realms (docs/source-schemas.md#keycloak).
     UNSUPPORTED_HASH = "unsupported-hash"
     PLAINTEXT_PASSWORD = "plaintext-password"
     DISABLED = "disabled"
     SERVICE_ACCOUNT = "service-account"
-    # Real-world inputs, MFA and identities (issue 7).
+    # Real-world inputs, MFA and identities (docs/source-schemas.md#auth0).
     INVALID_PASSWORD = "invalid-password"
     INVALID_OTP_SECRET = "invalid-otp-secret"
     OTP_SUPERSEDED = "otp-superseded"
     UNKNOWN_USER = "unknown-user"
     INVALID_IDP_LINK = "invalid-idp-link"
-    # Password hashes against the target's passwap rules (issue 12; docs/password-hashes.md).
+    # Password hashes against the target's passwap rules (docs/password-hashes.md).
     UNSUPPORTED_SALTED_SHA = "unsupported-hash-salted-sha"
     UNSUPPORTED_HMAC = "unsupported-hash-hmac"
     UNSUPPORTED_MD4 = "unsupported-hash-md4"

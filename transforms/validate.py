@@ -1,6 +1,6 @@
 """The import API's request validation, applied to every user before anything is written.
 
-One invalid user makes ZITADEL reject a whole import request (FACTS.md §1, zitadel/zitadel#10417),
+One invalid user makes ZITADEL reject a whole import request (docs/zitadel-import-api.md#validation, zitadel/zitadel#10417),
 so every entry is checked here with the same rules and rejected entries become dead letters with a
 stable reason code. Fields whose problem does not change who can log in (a phone without ``+``, a
 too-long language tag) are dropped and counted instead of rejecting the user.
