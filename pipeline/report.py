@@ -5,13 +5,13 @@ from typing import Any, Mapping
 
 from apache_beam.metrics.metric import MetricsFilter
 
+from transforms.fields import MAX_UNKNOWN_FIELD_NAMES
 from transforms.records import NAMESPACE
 
 __all__ = ["counters_from_result", "summary_table", "dead_letter_totals", "count_prefix", "shared_summary_lines",
            "not_carried_fields", "MAX_UNKNOWN_FIELD_NAMES"]
 
 # Distinct unknown field names the manifest lists by name; the rest are summed as `other`.
-MAX_UNKNOWN_FIELD_NAMES = 100
 
 
 def counters_from_result(result) -> dict[str, int]:

@@ -45,11 +45,10 @@ from transforms import fileio
 from transforms.records import NAMESPACE, dead_letter, no_gc, pack_rows, partition_of, user_name_key
 from transforms.spill import load_blob, write_spill
 from transforms.auth0_mapping import (
-    counter_safe,
     custom_password_hash,
     idp_links,
     fields_not_carried,
-    unknown_fields,
+    KNOWN_FIELDS,
     map_profile,
     metadata_entries,
     normalise_email,
@@ -58,6 +57,7 @@ from transforms.auth0_mapping import (
     pick_profile,
     record_email,
 )
+from transforms.fields import FieldTally, counter_safe
 from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash
 from transforms.hash_policy import DROPPABLE_REASONS
@@ -129,10 +129,6 @@ class Auth0Options:
         return self.on_unsupported_hash == "import-without-password"
 
 
-# Distinct unknown profile field names counted by name per worker; the rest as `other`.
-MAX_UNKNOWN_FIELD_NAMES = 100
-
-
 def _counter(name: str):
     return Metrics.counter(NAMESPACE, name)
 
@@ -187,7 +183,7 @@ class _ParseUnitFn(beam.DoFn):
         self._tally = HashTally(self._tmp_dir)
         self._idp_map = dict(self._options.idp_map)
         self._counts: collections.Counter[Any] = collections.Counter()
-        self._unknown_names: set[str] = set()
+        self._fields = FieldTally("auth0", KNOWN_FIELDS)
 
     def process(self, element: tuple[int, fileio.Unit]):
         kind, unit = element
@@ -326,14 +322,7 @@ class _ParseUnitFn(beam.DoFn):
                 links, outcomes = idp_links(profile, self._idp_map)
                 for outcome in outcomes:
                     self._counts[outcome] += 1
-                for field in fields_not_carried(profile, opts.metadata):
-                    self._counts[f"not_carried.auth0.{field}"] += 1
-                for field in unknown_fields(profile):
-                    if field not in self._unknown_names and len(self._unknown_names) >= MAX_UNKNOWN_FIELD_NAMES:
-                        field = "other"
-                    else:
-                        self._unknown_names.add(field)
-                    self._counts[f"unknown_field.auth0.{field}"] += 1
+                self._fields.count(profile, fields_not_carried(profile, opts.metadata), self._counts)
                 if links:
                     entry["user"]["idps"] = links
                 entry_json = orjson.dumps(entry)

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from transforms.fields import counter_safe, present, unknown_fields as shared_unknown_fields
 from transforms.hashes import ConvertedHash, bcrypt_mcf, convert_auth0
 from transforms.reasons import Reason
 from transforms.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE
@@ -41,8 +42,6 @@ __all__ = [
 
 # The provider of Auth0's own database connections: that identity is the password, not an IdP.
 DATABASE_PROVIDER = "auth0"
-_COUNTER_SAFE = re.compile(r"[^a-z0-9_-]+")
-_FIELD_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 # Profile fields the mapping reads (docs/fields-not-carried.md); `blocked` decides whether the
 # user is imported, `identities` become links or are counted per provider.
@@ -57,19 +56,15 @@ NOT_CARRIED_FIELDS = frozenset({
     "updated_at", "last_ip", "last_password_reset", "password_set_date",
 })
 
-_KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS
-
-
-def _present(value: Any) -> bool:
-    return value not in (None, "", [], {}, 0, False)
+KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS
 
 
 def fields_not_carried(profile: dict[str, Any], metadata: bool) -> list[str]:
     """Fields of a profile that hold something the import does not carry (a key-set difference
     plus the metadata blocks without ``--metadata`` and ``blocked`` when it is imported anyway)."""
-    names = [k for k in NOT_CARRIED_FIELDS.intersection(profile.keys()) if _present(profile[k])]
+    names = [k for k in NOT_CARRIED_FIELDS.intersection(profile.keys()) if present(profile[k])]
     if not metadata:
-        names += [k for k in ("app_metadata", "user_metadata") if _present(profile.get(k))]
+        names += [k for k in ("app_metadata", "user_metadata") if present(profile.get(k))]
     if profile.get("blocked") is True:
         names.append("blocked")
     return names
@@ -77,8 +72,7 @@ def fields_not_carried(profile: dict[str, Any], metadata: bool) -> list[str]:
 
 def unknown_fields(profile: dict[str, Any]) -> list[str]:
     """Counter-safe names of the profile's fields the tool does not know."""
-    extra = profile.keys() - _KNOWN_FIELDS
-    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in extra] if extra else []
+    return shared_unknown_fields(profile, KNOWN_FIELDS)
 
 
 def normalise_email(value: Any) -> str:
@@ -100,21 +94,6 @@ def record_email(record: dict[str, Any]) -> str:
                 if email:
                     return email
     return ""
-
-
-_SAFE_NAMES: dict[str, str] = {}
-
-
-def counter_safe(name: Any) -> str:
-    """A provider or MFA type as a counter-name part (lower case, ``[a-z0-9_-]``, at most 40)."""
-    if not isinstance(name, str):
-        return "unknown"
-    safe = _SAFE_NAMES.get(name)
-    if safe is None:  # a handful of distinct providers per tenant: remember them
-        safe = _COUNTER_SAFE.sub("_", name.strip().lower())[:40] or "unknown"
-        if len(_SAFE_NAMES) < 10_000:
-            _SAFE_NAMES[name] = safe
-    return safe
 
 
 def custom_password_hash(profile: dict[str, Any]) -> tuple[str | None, tuple[str, str] | None]:

@@ -37,6 +37,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from transforms.fields import FieldTally, counter_safe, present, unknown_fields as shared_unknown_fields
 from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
 from transforms.records import NAMESPACE, EncodedRow, dead_letter, encode_row, no_gc, pack_rows, partition_of
@@ -67,7 +68,6 @@ __all__ = [
     "unknown_fields",
     "CARRIED_FIELDS",
     "NOT_CARRIED_FIELDS",
-    "MAX_UNKNOWN_FIELD_NAMES",
     "iter_users",
     "SOURCE",
     "FILE_SOURCE",
@@ -95,7 +95,6 @@ ON_UNSUPPORTED_HASH = (DEAD_LETTER, IMPORT_WITHOUT_PASSWORD)
 
 _PHONE_ATTRIBUTES = ("phoneNumber", "phone_number")
 _PHONE_VERIFIED_ATTRIBUTES = ("phoneNumberVerified", "phone_number_verified")
-_COUNTER_SAFE = re.compile(r"[^a-z0-9_-]+")
 # <realm>-realm.json and <realm>-users-<n>.json, as `kc.sh export --users different_files` names them.
 _SPLIT_NAME = re.compile(r"^(?P<realm>.+)-(?:realm|users-(?P<n>\d+))\.json(?:\.gz)?$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -132,16 +131,7 @@ NOT_CARRIED_FIELDS = frozenset({
     "createdTimestamp", "requiredActions", "realmRoles", "clientRoles", "groups", "clientConsents",
     "notBefore", "federationLink", "socialLinks", "applicationRoles",
 })
-_KNOWN_FIELDS = CARRIED_FIELDS | DERIVED_FIELDS | NOT_CARRIED_FIELDS
-# At most this many distinct unknown field names are counted by name per worker; the rest as `other`.
-MAX_UNKNOWN_FIELD_NAMES = 100
-_FIELD_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def _present(value: Any) -> bool:
-    """A field counts as had when it holds something (not null, "", [], {}, 0 or false)."""
-    return value not in (None, "", [], {}, 0, False)
-
+KNOWN_FIELDS = CARRIED_FIELDS | DERIVED_FIELDS | NOT_CARRIED_FIELDS
 
 def fields_not_carried(user: Mapping[str, Any], metadata: bool) -> list[str]:
     """Names of the fields of ``user`` that hold something the import does not carry.
@@ -149,16 +139,15 @@ def fields_not_carried(user: Mapping[str, Any], metadata: bool) -> list[str]:
     A set difference of key names plus a look at the few fields carried only in part
     (``attributes`` without ``--metadata``, unmapped links are counted by ``idp_links``).
     """
-    names = [k for k in NOT_CARRIED_FIELDS.intersection(user.keys()) if _present(user[k])]
-    if not metadata and _present(user.get("attributes")):
+    names = [k for k in NOT_CARRIED_FIELDS.intersection(user.keys()) if present(user[k])]
+    if not metadata and present(user.get("attributes")):
         names.append("attributes")
     return names
 
 
 def unknown_fields(user: Mapping[str, Any]) -> list[str]:
     """Counter-safe names of the fields of ``user`` the tool does not know."""
-    extra = user.keys() - _KNOWN_FIELDS
-    return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in extra] if extra else []
+    return shared_unknown_fields(user, KNOWN_FIELDS)
 
 
 def idp_links(user: Mapping[str, Any], idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
@@ -178,7 +167,7 @@ def idp_links(user: Mapping[str, Any], idp_map: Mapping[str, str]) -> tuple[list
             continue
         alias = identity.get("identityProvider")
         alias = alias if isinstance(alias, str) else ""
-        name = _COUNTER_SAFE.sub("_", alias.lower())[:40] or "unknown"
+        name = counter_safe(alias)
         config_id = idp_map.get(alias)
         if config_id is None:
             outcomes.append(("unmapped", name))
@@ -293,8 +282,7 @@ def other_credential_types(credentials: Any) -> list[str]:
     for credential in credentials:
         if isinstance(credential, Mapping) and credential.get("type") != "password":
             kind = credential.get("type")
-            name = _COUNTER_SAFE.sub("_", kind.lower())[:40] if isinstance(kind, str) and kind else "unknown"
-            names.append(name or "unknown")
+            names.append(counter_safe(kind))
     return names
 
 
@@ -576,7 +564,7 @@ class _ReadRealmFileFn(beam.DoFn):
 
     def setup(self):
         self._tally = HashTally(self._tmp_dir)
-        self._unknown_names: set[str] = set()
+        self._fields = FieldTally("keycloak", KNOWN_FIELDS)
 
     def process(self, source: RealmSource):
         counts: collections.Counter[str] = collections.Counter()
@@ -642,16 +630,9 @@ class _ReadRealmFileFn(beam.DoFn):
             counts[f"keycloak.idp_links.{outcome}.{alias}"] += 1
         if mapped.password is None and "idps" not in mapped.entry["user"]:
             counts["cannot_sign_in.keycloak"] += 1
-        for field in fields_not_carried(user, self._options.metadata):
-            counts[f"not_carried.keycloak.{field}"] += 1
-        for kind in other_credential_types(user.get("credentials")):
-            counts[f"not_carried.keycloak.credentials.{kind}"] += 1
-        for field in unknown_fields(user):
-            if field not in self._unknown_names and len(self._unknown_names) >= MAX_UNKNOWN_FIELD_NAMES:
-                field = "other"
-            else:
-                self._unknown_names.add(field)
-            counts[f"unknown_field.keycloak.{field}"] += 1
+        not_carried = fields_not_carried(user, self._options.metadata)
+        not_carried += [f"credentials.{kind}" for kind in other_credential_types(user.get("credentials"))]
+        self._fields.count(user, not_carried, counts)
         if mapped.dropped_hash is not None:
             counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
             email = mapped.entry["user"].get("email")
