@@ -748,6 +748,8 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
 
         def _send(self, status: int, body: dict | bytes, headers: dict[str, str] | None = None) -> None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            # Recorded before the answer goes out: a client reading the answer may look at once.
+            server.requests.append((self.path, status))
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -760,7 +762,6 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (its timeout): nothing to answer
             self.close_connection = True
-            server.requests.append((self.path, status))
 
         def _error(self, status: int, code: int, message: str) -> None:
             self._send(status, {"code": code, "message": message, "details": []})
