@@ -47,7 +47,7 @@ from transforms.spill import load_blob, write_spill
 from transforms.auth0_mapping import (
     custom_password_hash,
     idp_links,
-    fields_not_carried,
+    not_carried_keys,
     KNOWN_FIELDS,
     map_profile,
     metadata_entries,
@@ -183,7 +183,7 @@ class _ParseUnitFn(beam.DoFn):
         self._tally = HashTally(self._tmp_dir)
         self._idp_map = dict(self._options.idp_map)
         self._counts: collections.Counter[Any] = collections.Counter()
-        self._fields = FieldTally("auth0", KNOWN_FIELDS)
+        self._fields = FieldTally("auth0", KNOWN_FIELDS, not_carried_keys(self._options.metadata))
 
     def process(self, element: tuple[int, fileio.Unit]):
         kind, unit = element
@@ -256,6 +256,7 @@ class _ParseUnitFn(beam.DoFn):
                 parts.setdefault((kind, part), []).append(item)
         self._read[kind].inc(count)
         self._tally.publish()
+        self._fields.flush(self._counts)
         for key, value in self._counts.items():
             if isinstance(key, tuple):  # an identity: (outcome, provider)
                 key = "auth0.identities.database" if key[0] == "database" else f"auth0.identities.{key[0]}.{key[1]}"
@@ -322,7 +323,7 @@ class _ParseUnitFn(beam.DoFn):
                 links, outcomes = idp_links(profile, self._idp_map)
                 for outcome in outcomes:
                     self._counts[outcome] += 1
-                self._fields.count(profile, fields_not_carried(profile, opts.metadata), self._counts)
+                self._fields.count(profile)
                 if links:
                     entry["user"]["idps"] = links
                 entry_json = orjson.dumps(entry)

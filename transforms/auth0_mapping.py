@@ -34,6 +34,7 @@ __all__ = [
     "idp_links",
     "counter_safe",
     "fields_not_carried",
+    "not_carried_keys",
     "unknown_fields",
     "CARRIED_FIELDS",
     "NOT_CARRIED_FIELDS",
@@ -57,17 +58,18 @@ NOT_CARRIED_FIELDS = frozenset({
 })
 
 KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS
+_METADATA_BLOCKS = frozenset({"app_metadata", "user_metadata"})
+
+
+def not_carried_keys(metadata: bool) -> frozenset[str]:
+    """The profile fields not carried in a run: the metadata blocks too without ``--metadata``,
+    and ``blocked`` (a blocked user imported with ``--include-blocked`` arrives active)."""
+    return NOT_CARRIED_FIELDS | {"blocked"} | (frozenset() if metadata else _METADATA_BLOCKS)
 
 
 def fields_not_carried(profile: dict[str, Any], metadata: bool) -> list[str]:
-    """Fields of a profile that hold something the import does not carry (a key-set difference
-    plus the metadata blocks without ``--metadata`` and ``blocked`` when it is imported anyway)."""
-    names = [k for k in NOT_CARRIED_FIELDS.intersection(profile.keys()) if present(profile[k])]
-    if not metadata:
-        names += [k for k in ("app_metadata", "user_metadata") if present(profile.get(k))]
-    if profile.get("blocked") is True:
-        names.append("blocked")
-    return names
+    """Fields of a profile that hold something the import does not carry."""
+    return [k for k in not_carried_keys(metadata).intersection(profile.keys()) if present(profile[k])]
 
 
 def unknown_fields(profile: dict[str, Any]) -> list[str]:

@@ -133,16 +133,15 @@ NOT_CARRIED_FIELDS = frozenset({
 })
 KNOWN_FIELDS = CARRIED_FIELDS | DERIVED_FIELDS | NOT_CARRIED_FIELDS
 
-def fields_not_carried(user: Mapping[str, Any], metadata: bool) -> list[str]:
-    """Names of the fields of ``user`` that hold something the import does not carry.
+def not_carried_keys(metadata: bool) -> frozenset[str]:
+    """The user fields not carried in a run: ``attributes`` too without ``--metadata`` (unmapped
+    links are counted by ``idp_links``)."""
+    return NOT_CARRIED_FIELDS if metadata else NOT_CARRIED_FIELDS | {"attributes"}
 
-    A set difference of key names plus a look at the few fields carried only in part
-    (``attributes`` without ``--metadata``, unmapped links are counted by ``idp_links``).
-    """
-    names = [k for k in NOT_CARRIED_FIELDS.intersection(user.keys()) if present(user[k])]
-    if not metadata and present(user.get("attributes")):
-        names.append("attributes")
-    return names
+
+def fields_not_carried(user: Mapping[str, Any], metadata: bool) -> list[str]:
+    """Names of the fields of ``user`` that hold something the import does not carry."""
+    return [k for k in not_carried_keys(metadata).intersection(user.keys()) if present(user[k])]
 
 
 def unknown_fields(user: Mapping[str, Any]) -> list[str]:
@@ -564,7 +563,7 @@ class _ReadRealmFileFn(beam.DoFn):
 
     def setup(self):
         self._tally = HashTally(self._tmp_dir)
-        self._fields = FieldTally("keycloak", KNOWN_FIELDS)
+        self._fields = FieldTally("keycloak", KNOWN_FIELDS, not_carried_keys(self._options.metadata))
 
     def process(self, source: RealmSource):
         counts: collections.Counter[str] = collections.Counter()
@@ -599,6 +598,7 @@ class _ReadRealmFileFn(beam.DoFn):
             yield from self._flush(source, position, parts)
         finally:
             counts["keycloak.users_read"] += 0  # always reported, even for an empty realm
+            self._fields.flush(counts)
             for name, value in counts.items():
                 Metrics.counter(NAMESPACE, name).inc(value)
             self._tally.publish()
@@ -606,9 +606,9 @@ class _ReadRealmFileFn(beam.DoFn):
     def _one(self, user: Any, sortkey: tuple[int, int], parts: dict[int, list[EncodedRow]],
              counts: collections.Counter[str], realm: str = "") -> tuple[tuple[int, int], bytes] | None:
         counts["keycloak.users_read"] += 1
-        if isinstance(user, Mapping):
-            for kind in other_credential_types(user.get("credentials")):
-                counts[f"keycloak.other_credentials.{kind}"] += 1
+        others = other_credential_types(user.get("credentials")) if isinstance(user, Mapping) else []
+        for kind in others:
+            counts[f"keycloak.other_credentials.{kind}"] += 1
         mapped = map_user(user, self._options, realm)
         if isinstance(mapped, Rejection):
             return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
@@ -630,9 +630,7 @@ class _ReadRealmFileFn(beam.DoFn):
             counts[f"keycloak.idp_links.{outcome}.{alias}"] += 1
         if mapped.password is None and "idps" not in mapped.entry["user"]:
             counts["cannot_sign_in.keycloak"] += 1
-        not_carried = fields_not_carried(user, self._options.metadata)
-        not_carried += [f"credentials.{kind}" for kind in other_credential_types(user.get("credentials"))]
-        self._fields.count(user, not_carried, counts)
+        self._fields.count(user, tuple(f"credentials.{kind}" for kind in others) if others else ())
         if mapped.dropped_hash is not None:
             counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
             email = mapped.entry["user"].get("email")

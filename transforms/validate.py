@@ -98,7 +98,7 @@ _CLEANED_PROFILE_FIELDS = ("firstName", "lastName", "nickName", "displayName")
 def clean_text(value: str) -> str:
     """``value`` with TAB/LF/CR runs turned into one space, other C0 controls and DEL removed,
     and the ends trimmed when anything changed (``"Ann\\tLee\\x00"`` → ``"Ann Lee"``)."""
-    if _CONTROL_RE.search(value) is None:
+    if value.isprintable() or _CONTROL_RE.search(value) is None:  # isprintable: the fast path
         return value
     return _CONTROL_RE.sub("", _WHITESPACE_CONTROL_RE.sub(" ", value)).strip()
 
@@ -106,7 +106,7 @@ def clean_text(value: str) -> str:
 def control_char_problem(value: Any, field: str) -> tuple[str, str] | None:
     """``(control-characters, detail naming field)`` when ``value`` is a string holding a C0
     control character or DEL; the detail names the code point, never the value."""
-    if isinstance(value, str):
+    if isinstance(value, str) and not value.isprintable():  # C0 and DEL are never printable
         found = _CONTROL_RE.search(value)
         if found is not None:
             return Reason.CONTROL_CHARACTERS, f"{field} contains control character U+{ord(found.group()):04X}"
@@ -203,15 +203,19 @@ def _check_len(value: Any, what: str, reason: str) -> tuple[str, str] | None:
 def _identity_control_chars(entry: dict[str, Any], user: dict[str, Any]) -> tuple[str, str] | None:
     """A control character in a field that names or logs in the user (README "Text rules")."""
     email = user.get("email")
-    links = user.get("idps")
     # The e-mail before userName: sources fall back to the address as userName.
-    checks = [(entry.get("userId"), "userId"), (email.get("email") if isinstance(email, dict) else None, "email"),
-              (user.get("userName"), "userName")]
-    if isinstance(links, list):
+    problem = (control_char_problem(entry.get("userId"), "userId")
+               or control_char_problem(email.get("email") if isinstance(email, dict) else None, "email")
+               or control_char_problem(user.get("userName"), "userName"))
+    links = user.get("idps")
+    if problem is None and isinstance(links, list):
         for link in links:
             if isinstance(link, dict):
-                checks += [(link.get("configId"), "idps.configId"), (link.get("externalUserId"), "idps.externalUserId")]
-    return next((p for p in (control_char_problem(v, f) for v, f in checks) if p is not None), None)
+                problem = (control_char_problem(link.get("configId"), "idps.configId")
+                           or control_char_problem(link.get("externalUserId"), "idps.externalUserId"))
+                if problem is not None:
+                    break
+    return problem
 
 
 def _clean_names(user: dict[str, Any], result: ValidationResult) -> None:
