@@ -33,6 +33,10 @@ TESTS = DATAFLOW + [
     "wheel>=0.40",
     "gcp-storage-emulator>=2024.8.3",
     "argon2-cffi>=23.1",
+    # The schema test reads ZITADEL's published descriptors (tests/data/zitadel-admin-v1.binpb)
+    # with protobuf's own JSON parser; apache-beam already pulls it in, named here because the
+    # tests use it directly.
+    "protobuf>=4.25",
 ]
 
 setuptools.setup(

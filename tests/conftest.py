@@ -1,4 +1,9 @@
-"""Shared fixtures: the vendored test data and an in-process GCS emulator.
+"""Shared fixtures: the vendored test data, an in-process GCS emulator, and the schema check.
+
+Every import body a migrate run of the suite writes is checked against ZITADEL's published API
+schema (tests/schema_check.py): after each test for the bodies under its ``tmp_path``, and once
+at the end of the session for the rest of the session's temporary folder (module fixtures). A
+body that fails fails the test (or the session), naming the body and the rule.
 
 The emulator is started once per session (Beam caches the credentials it finds per process, and
 each test gets a wiped storage with the bucket kept). Credentials: an authorized-user file whose
@@ -17,6 +22,64 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 REALWORLD = DATA_DIR / "realworld"
 ZITADEL_TOOLS = DATA_DIR / "zitadel-tools"
 GCS_BUCKET = "zb-test"
+_SCHEMA_CHECKED: set[Path] = set()
+
+
+def written_bodies(folder: Path) -> list[Path]:
+    """The bodies listed by the manifests the tool's migrate commands wrote under ``folder``
+    (``"tool": "zitadel-beam"``; ``push --body`` manifests and the fixtures' list bodies written
+    by hand, often invalid on purpose: not checked)."""
+    bodies = []
+    for manifest in folder.rglob("*.manifest.json"):
+        try:
+            raw = json.loads(manifest.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(raw, dict) or raw.get("tool") != "zitadel-beam":
+            continue
+        entries = raw.get("bodies") or []
+        for entry in entries:
+            path = entry.get("path") if isinstance(entry, dict) else None
+            if isinstance(path, str) and "://" not in path and (manifest.parent / path).is_file():
+                bodies.append((manifest.parent / path).resolve())
+    return bodies
+
+
+def schema_problems(folder: Path) -> list[str]:
+    """Schema problems of the bodies under ``folder`` not checked yet (each body is read once)."""
+    from schema_check import checker
+
+    problems = []
+    for body in written_bodies(folder):
+        if body in _SCHEMA_CHECKED or body.stat().st_size > 50 * 2**20:
+            continue
+        _SCHEMA_CHECKED.add(body)
+        problems += [f"{body}: {p}" for p in checker().check(json.loads(body.read_bytes()))[:5]]
+    return problems
+
+
+@pytest.fixture(autouse=True)
+def _bodies_meet_zitadel_schema(request):
+    folder = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if folder is not None:
+        problems = schema_problems(folder)
+        if problems:
+            pytest.fail("bodies refused by ZITADEL's schema:\n" + "\n".join(problems[:10]), pytrace=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    base = session.config._tmp_path_factory.getbasetemp() if hasattr(session.config, "_tmp_path_factory") else None
+    if base is None or not Path(base).is_dir():
+        return
+    problems = schema_problems(Path(base))
+    if problems:
+        session.exitstatus = 1
+        print("\nbodies refused by ZITADEL's schema:\n" + "\n".join(problems[:20]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"schema: {len(_SCHEMA_CHECKED)} import bodies checked against ZITADEL's published schema")
 
 
 @pytest.fixture(scope="session")

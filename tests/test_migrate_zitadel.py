@@ -175,11 +175,16 @@ def test_split_is_deterministic_and_cli_reports(tmp_path, capsys):
     assert runs[0] == runs[1]
 
 
+def _person(user_name: str) -> dict:
+    """A human user as an export holds one (the API requires profile names and an e-mail)."""
+    return {"userName": user_name, "profile": {"firstName": "F", "lastName": "L"}, "email": {"email": user_name}}
+
+
 def test_records_before_their_users_and_gzip_input(tmp_path):
     """A document not in proto order (grants before users), gzip-compressed, snake_case."""
     doc = {"orgs": [{"user_grants": [{"userId": "u2", "projectId": "p"}],
                      "user_metadata": [{"id": "u1", "key": "k", "value": "dg=="}],
-                     "human_users": [{"userId": f"u{i}", "user": {"userName": f"u{i}@a.io"}} for i in range(3)],
+                     "human_users": [{"userId": f"u{i}", "user": _person(f"u{i}@a.io")} for i in range(3)],
                      "org_id": "9", "org": {"name": "Nine"},
                      "projects": [{"projectId": "p", "project": {"name": "P"}}]}]}
     path = tmp_path / "export.json.gz"
@@ -194,9 +199,10 @@ def test_records_before_their_users_and_gzip_input(tmp_path):
 
 def test_duplicates_and_org_without_id_are_dead_lettered(tmp_path):
     doc = {"orgs": [
-        {"orgId": "1", "humanUsers": [{"userId": "a", "user": {}}, {"userId": "a", "user": {}}, {"userId": "b"}],
+        {"orgId": "1", "humanUsers": [{"userId": "a", "user": _person("a@a.io")}, {"userId": "a", "user": _person("a2@a.io")},
+                                      {"userId": "b"}],
          "orgMembers": [{"roles": ["X"]}]},
-        {"org": {"name": "nameless"}, "humanUsers": [{"userId": "z", "user": {}}], "labelPolicy": {}},
+        {"org": {"name": "nameless"}, "humanUsers": [{"userId": "z", "user": _person("z@a.io")}], "labelPolicy": {}},
     ]}
     result = split_export(str(_write(tmp_path / "e.json", doc)), str(tmp_path / "o/b.json"))
     assert result.holds
@@ -338,3 +344,20 @@ def test_hashes_of_the_export_are_counted_and_checked_against_the_target_config(
     assert "MinMemory: 7168" in manifest["zitadel_config"]
     assert "warning: the target's config does not cover this export: argon2 memory 7168 < " \
            "SystemDefaults.PasswordHasher.Limits.Argon2.MinMemory = 8192" in out
+
+
+def test_hashed_password_algorithm_of_older_exports_is_dropped(tmp_path):
+    """Current servers refuse ``hashedPassword.algorithm`` (it fails the whole request); the
+    algorithm is read from the hash string, so the field is dropped and counted."""
+    user = {"userId": "u1", "user": {**_person("u1@a.io"),
+                                     "hashedPassword": {"value": "$2b$10$" + "a" * 53, "algorithm": "bcrypt"}}}
+    path = tmp_path / "export.json"
+    path.write_bytes(orjson.dumps({"orgs": [{"orgId": "9", "org": {"name": "Nine"}, "humanUsers": [user]}]}))
+    result = split_export(str(path), str(tmp_path / "out/body.json"), batch_size=10)
+    assert result.holds and result.dead_count == 0
+    _, _, bodies, _ = _reassemble(Path(result.manifest))
+    written = [u for b in bodies for u in b["data_org"].get("humanUsers", [])]
+    assert written == [{"userId": "u1", "user": {**_person("u1@a.io"), "hashedPassword": {"value": "$2b$10$" + "a" * 53}}}]
+    manifest = orjson.loads(Path(result.manifest).read_bytes())
+    assert manifest["counts"].get("hash_algorithm_dropped") == 1, manifest["counts"]
+
