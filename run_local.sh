@@ -24,6 +24,9 @@ fi
 case "$mode" in
   test)
     shift || true
+    # Static checks first: they take seconds and fail before a four-minute suite starts.
+    .venv/bin/ruff check --quiet .
+    .venv/bin/ruff format --check --quiet .
     exec .venv/bin/python -m pytest -q tests "$@"
     ;;
   run)

@@ -3,6 +3,7 @@
 Installs the two packages (``pipeline`` and ``transforms``) and the ``zitadel-beam`` console
 script. The same file is what Dataflow workers install with ``--setup_file ./setup.py``.
 """
+
 import setuptools
 
 REQUIRED = [
@@ -37,6 +38,11 @@ TESTS = DATAFLOW + [
     # with protobuf's own JSON parser; apache-beam already pulls it in, named here because the
     # tests use it directly.
     "protobuf>=4.25",
+    # Static checks that `./run_local.sh test` runs before pytest (pyproject.toml configures both).
+    # Pinned to a minor release: a newer ruff may format differently and turn CI red on its own.
+    "ruff>=0.17.6,<0.18",
+    "mypy>=2.4,<2.5",
+    "types-PyYAML>=6",
 ]
 
 setuptools.setup(

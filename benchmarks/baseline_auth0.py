@@ -8,6 +8,7 @@ partition-then-remainder rule, write them. It writes the same bodies as the pipe
 names, same bytes), so the benchmark also uses it as a correctness oracle for the Beam plumbing
 (partitioning, grouping, de-duplication, remainder merge).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,9 @@ import orjson
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from transforms.auth0_mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402
 from baseline_common import render_all, write_bodies  # noqa: E402
+
+from transforms.auth0_mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402
 from transforms.batching import to_fragment  # noqa: E402
 from transforms.records import NUM_PARTITIONS, partition_of  # noqa: E402
 from transforms.validate import ValidationOptions, validate_user  # noqa: E402
@@ -139,11 +141,21 @@ def main() -> None:
     # so that the comparison measures Beam's overhead, not the collector's.
     gc.disable()
     started = time.monotonic()
-    bodies, dead = convert(args.users, args.passwords, args.org, args.timeout, args.batch_size, args.email_verified)
+    bodies, dead = convert(
+        args.users, args.passwords, args.org, args.timeout, args.batch_size, args.email_verified
+    )
     digests = write_bodies(args.output, bodies)
-    print(orjson.dumps({"bodies": len(bodies), "sha256": digests, "dead": dead,
-                        "users": sum(d.count(b'"userId":') for d in bodies),
-                        "seconds": round(time.monotonic() - started, 3)}).decode())
+    print(
+        orjson.dumps(
+            {
+                "bodies": len(bodies),
+                "sha256": digests,
+                "dead": dead,
+                "users": sum(d.count(b'"userId":') for d in bodies),
+                "seconds": round(time.monotonic() - started, 3),
+            }
+        ).decode()
+    )
 
 
 if __name__ == "__main__":

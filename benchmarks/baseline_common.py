@@ -1,4 +1,5 @@
 """What both plain baselines share: cut the bodies and write them like the pipeline names them."""
+
 from __future__ import annotations
 
 import hashlib

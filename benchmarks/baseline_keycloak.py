@@ -9,6 +9,7 @@ bodies are byte-identical to the pipeline's, so the benchmark uses it as an orac
 imports ``transforms.keycloak``, which imports Beam (about 1.2 s of its wall time).
 Split exports are not supported here (one realm file); GC is paused as in the pipeline.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,6 +23,7 @@ import orjson
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from baseline_common import render_all, write_bodies  # noqa: E402
+
 from transforms.batching import to_fragment  # noqa: E402
 from transforms.keycloak import KeycloakOptions, Rejection, map_user  # noqa: E402
 from transforms.records import NUM_PARTITIONS, partition_of, user_name_key  # noqa: E402
@@ -42,8 +44,13 @@ def convert(realm: str, org: str, timeout: str, batch_size: int) -> tuple[list[b
             continue
         entry = mapped.entry
         user_id, name = entry.get("userId") or "", user_name_key(entry["user"].get("userName"))
-        reason = ("duplicate-user-id" if user_id and user_id in seen_ids else
-                  "duplicate-username" if name in seen_names else None)
+        reason = (
+            "duplicate-user-id"
+            if user_id and user_id in seen_ids
+            else "duplicate-username"
+            if name in seen_names
+            else None
+        )
         if user_id:
             seen_ids.add(user_id)
         seen_names.add(name)
@@ -52,7 +59,8 @@ def convert(realm: str, org: str, timeout: str, batch_size: int) -> tuple[list[b
             continue
         key = user_id or entry["user"]["userName"]
         parts.setdefault(partition_of(key, NUM_PARTITIONS), []).append(
-            to_fragment([[0, position], entry, mapped.metadata, None, None, []]))
+            to_fragment([[0, position], entry, mapped.metadata, None, None, []])
+        )
     return render_all(parts, org, timeout, batch_size), dead
 
 
@@ -68,8 +76,16 @@ def main() -> None:
     started = time.monotonic()
     bodies, dead = convert(args.realm, args.org, args.timeout, args.batch_size)
     digests = write_bodies(args.output, bodies)
-    print(orjson.dumps({"bodies": len(bodies), "sha256": digests, "dead": dead,
-                        "seconds": round(time.monotonic() - started, 3)}).decode())
+    print(
+        orjson.dumps(
+            {
+                "bodies": len(bodies),
+                "sha256": digests,
+                "dead": dead,
+                "seconds": round(time.monotonic() - started, 3),
+            }
+        ).decode()
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ lines, missing e-mail, duplicate user_id, invalid hash, blocked users, orphan pa
 over-long locales and phones without '+'. Hashes are real bcrypt strings (a handful computed
 once and reused, since bcrypt at cost 10 takes ~80 ms each).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,50 @@ import random
 
 import orjson
 
-FIRST = ["Anna", "Ben", "Chloé", "David", "Emma", "Fatima", "Georg", "Hana", "Ivan", "Julia", "Kenji",
-         "Lena", "Mateo", "Nora", "Oskar", "Priya", "Quinn", "Rosa", "Sven", "Tara", "Umar", "Vera"]
-LAST = ["Müller", "Smith", "García", "Nguyen", "Kowalski", "O'Brien", "Rossi", "Yamamoto", "Dubois",
-        "Schmidt", "Johansson", "Silva", "Novak", "Kim", "Brown", "Fischer", "Wagner", "Costa"]
+FIRST = [
+    "Anna",
+    "Ben",
+    "Chloé",
+    "David",
+    "Emma",
+    "Fatima",
+    "Georg",
+    "Hana",
+    "Ivan",
+    "Julia",
+    "Kenji",
+    "Lena",
+    "Mateo",
+    "Nora",
+    "Oskar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+    "Umar",
+    "Vera",
+]
+LAST = [
+    "Müller",
+    "Smith",
+    "García",
+    "Nguyen",
+    "Kowalski",
+    "O'Brien",
+    "Rossi",
+    "Yamamoto",
+    "Dubois",
+    "Schmidt",
+    "Johansson",
+    "Silva",
+    "Novak",
+    "Kim",
+    "Brown",
+    "Fischer",
+    "Wagner",
+    "Costa",
+]
 DOMAINS = ["example.com", "example.org", "mail.example.net", "corp.example.io"]
 LOCALES = ["en", "en-US", "de-CH", "fr-FR", "ja", "pt-BR", None, None]
 # Real bcrypt hashes (cost 10) of "password-<i>"; computed once with bcrypt.hashpw.
@@ -30,7 +71,9 @@ HASH_SEED_COUNT = 8
 def _hashes() -> list[str]:
     import bcrypt
 
-    return [bcrypt.hashpw(f"password-{i}".encode(), bcrypt.gensalt(10)).decode() for i in range(HASH_SEED_COUNT)]
+    return [
+        bcrypt.hashpw(f"password-{i}".encode(), bcrypt.gensalt(10)).decode() for i in range(HASH_SEED_COUNT)
+    ]
 
 
 def generate(n: int, out_dir: str, seed: int = 42) -> dict[str, int]:
@@ -38,10 +81,12 @@ def generate(n: int, out_dir: str, seed: int = 42) -> dict[str, int]:
     hashes = _hashes()
     os.makedirs(out_dir, exist_ok=True)
     stats = {"profiles": 0, "passwords": 0}
-    with open(os.path.join(out_dir, "users.json"), "wb") as users, \
-            open(os.path.join(out_dir, "passwords.json"), "wb") as passwords:
+    with (
+        open(os.path.join(out_dir, "users.json"), "wb") as users,
+        open(os.path.join(out_dir, "passwords.json"), "wb") as passwords,
+    ):
         for i in range(n):
-            oid = f"{0x60425dc43519d90068f00000 + i:024x}"
+            oid = f"{0x60425DC43519D90068F00000 + i:024x}"
             first, last = rng.choice(FIRST), rng.choice(LAST)
             email = f"{first.lower().replace('é', 'e')}.{i}@{rng.choice(DOMAINS)}"
             kind = rng.random()
@@ -60,11 +105,18 @@ def generate(n: int, out_dir: str, seed: int = 42) -> dict[str, int]:
                 "updated_at": "2023-05-01T10:00:00.000Z",
                 "last_login": "2024-02-03T08:15:00.000Z",
                 "logins_count": rng.randint(1, 500),
-                "identities": [{"provider": "google-oauth2" if social else "auth0",
-                                "user_id": user_id.split("|", 1)[1],
-                                "connection": "google-oauth2" if social else "Username-Password-Authentication",
-                                "isSocial": social}],
-                "user_metadata": {"plan": rng.choice(["free", "pro", "team"]), "newsletter": rng.random() < 0.3},
+                "identities": [
+                    {
+                        "provider": "google-oauth2" if social else "auth0",
+                        "user_id": user_id.split("|", 1)[1],
+                        "connection": "google-oauth2" if social else "Username-Password-Authentication",
+                        "isSocial": social,
+                    }
+                ],
+                "user_metadata": {
+                    "plan": rng.choice(["free", "pro", "team"]),
+                    "newsletter": rng.random() < 0.3,
+                },
                 "app_metadata": {"roles": ["member"]},
             }
             locale = rng.choice(LOCALES)
@@ -84,7 +136,7 @@ def generate(n: int, out_dir: str, seed: int = 42) -> dict[str, int]:
             if bad < 0.0006:
                 profile.pop("email")
             elif bad < 0.0009 and i > 0:
-                profile["user_id"] = f"auth0|{0x60425dc43519d90068f00000 + i - 1:024x}"
+                profile["user_id"] = f"auth0|{0x60425DC43519D90068F00000 + i - 1:024x}"
             elif bad < 0.0012:
                 profile["blocked"] = True
             elif bad < 0.0015:
@@ -106,8 +158,11 @@ def generate(n: int, out_dir: str, seed: int = 42) -> dict[str, int]:
                 "_tmp_is_unique": True,
             }
             if rng.random() < 0.01:
-                older = dict(record, password_set_date={"$date": "2019-01-01T00:00:00.000Z"},
-                             passwordHash=rng.choice(hashes))
+                older = dict(
+                    record,
+                    password_set_date={"$date": "2019-01-01T00:00:00.000Z"},
+                    passwordHash=rng.choice(hashes),
+                )
                 passwords.write(orjson.dumps(older) + b"\n")
                 stats["passwords"] += 1
             passwords.write(orjson.dumps(record) + b"\n")

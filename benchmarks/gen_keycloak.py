@@ -15,6 +15,7 @@ unsupported hash (``md5``), or carry an invalid e-mail.
 Hashes are real, for known passwords ``password-<i>``: a handful are computed once and reused
 (argon2 and pbkdf2 at Keycloak's costs take 10-200 ms each).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,10 +29,51 @@ import uuid
 
 import orjson
 
-FIRST = ["Anna", "Ben", "Chloé", "David", "Emma", "Fatima", "Georg", "Hana", "Ivan", "Julia", "Kenji",
-         "Lena", "Mateo", "Nora", "Oskar", "Priya", "Quinn", "Rosa", "Sven", "Tara", "Umar", "Vera", ""]
-LAST = ["Müller", "Smith", "García", "Nguyen", "Kowalski", "O'Brien", "Rossi", "Yamamoto", "Dubois",
-        "Schmidt", "Johansson", "Silva", "Novak", "Kim", "Brown", "Fischer", "Wagner", "Costa"]
+FIRST = [
+    "Anna",
+    "Ben",
+    "Chloé",
+    "David",
+    "Emma",
+    "Fatima",
+    "Georg",
+    "Hana",
+    "Ivan",
+    "Julia",
+    "Kenji",
+    "Lena",
+    "Mateo",
+    "Nora",
+    "Oskar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+    "Umar",
+    "Vera",
+    "",
+]
+LAST = [
+    "Müller",
+    "Smith",
+    "García",
+    "Nguyen",
+    "Kowalski",
+    "O'Brien",
+    "Rossi",
+    "Yamamoto",
+    "Dubois",
+    "Schmidt",
+    "Johansson",
+    "Silva",
+    "Novak",
+    "Kim",
+    "Brown",
+    "Fischer",
+    "Wagner",
+    "Costa",
+]
 DOMAINS = ["example.com", "example.org", "mail.example.net", "corp.example.io"]
 SEEDS = 4  # distinct hashes per algorithm
 
@@ -56,27 +98,63 @@ def seed_credentials() -> dict[str, list[dict]]:
     import bcrypt
     from argon2.low_level import Type, hash_secret_raw
 
-    out: dict[str, list[dict]] = {"argon2": [], "pbkdf2-sha256": [], "pbkdf2-sha512": [], "bcrypt": [], "md5": []}
+    out: dict[str, list[dict]] = {
+        "argon2": [],
+        "pbkdf2-sha256": [],
+        "pbkdf2-sha512": [],
+        "bcrypt": [],
+        "md5": [],
+    }
     for i in range(SEEDS):
         pw = f"password-{i}".encode()
         salt = hashlib.sha256(b"salt-%d" % i).digest()[:16]
-        digest = hash_secret_raw(pw, salt, time_cost=5, memory_cost=7168, parallelism=1, hash_len=32, type=Type.ID)
-        out["argon2"].append(_password(
-            {"value": _b64(digest), "salt": _b64(salt), "additionalParameters": {}},
-            {"hashIterations": 5, "algorithm": "argon2", "additionalParameters": {
-                "hashLength": ["32"], "memory": ["7168"], "type": ["id"], "version": ["1.3"], "parallelism": ["1"]}},
-            1735995502485 + i))
-        for alg, digest_name, rounds, length in (("pbkdf2-sha256", "sha256", 27500, 64), ("pbkdf2-sha512", "sha512", 210000, 64)):
+        digest = hash_secret_raw(
+            pw, salt, time_cost=5, memory_cost=7168, parallelism=1, hash_len=32, type=Type.ID
+        )
+        out["argon2"].append(
+            _password(
+                {"value": _b64(digest), "salt": _b64(salt), "additionalParameters": {}},
+                {
+                    "hashIterations": 5,
+                    "algorithm": "argon2",
+                    "additionalParameters": {
+                        "hashLength": ["32"],
+                        "memory": ["7168"],
+                        "type": ["id"],
+                        "version": ["1.3"],
+                        "parallelism": ["1"],
+                    },
+                },
+                1735995502485 + i,
+            )
+        )
+        for alg, digest_name, rounds, length in (
+            ("pbkdf2-sha256", "sha256", 27500, 64),
+            ("pbkdf2-sha512", "sha512", 210000, 64),
+        ):
             value = hashlib.pbkdf2_hmac(digest_name, pw, salt, rounds, length)
-            out[alg].append(_password(
-                {"value": _b64(value), "salt": _b64(salt), "additionalParameters": {}},
-                {"hashIterations": rounds, "algorithm": alg, "additionalParameters": {}}, 1693888572700 + i))
+            out[alg].append(
+                _password(
+                    {"value": _b64(value), "salt": _b64(salt), "additionalParameters": {}},
+                    {"hashIterations": rounds, "algorithm": alg, "additionalParameters": {}},
+                    1693888572700 + i,
+                )
+            )
         mcf = bcrypt.hashpw(pw, bcrypt.gensalt(10)).decode().replace("$2b$", "$2y$", 1)
-        out["bcrypt"].append(_password({"value": mcf, "salt": "", "additionalParameters": {}},
-                                       {"hashIterations": 10, "algorithm": "bcrypt", "additionalParameters": {}},
-                                       1700000000000 + i))
-        out["md5"].append(_password({"value": _b64(hashlib.md5(pw).digest()), "salt": ""},
-                                    {"hashIterations": 1, "algorithm": "md5"}, 1600000000000 + i))
+        out["bcrypt"].append(
+            _password(
+                {"value": mcf, "salt": "", "additionalParameters": {}},
+                {"hashIterations": 10, "algorithm": "bcrypt", "additionalParameters": {}},
+                1700000000000 + i,
+            )
+        )
+        out["md5"].append(
+            _password(
+                {"value": _b64(hashlib.md5(pw).digest()), "salt": ""},
+                {"hashIterations": 1, "algorithm": "md5"},
+                1600000000000 + i,
+            )
+        )
     return out
 
 
@@ -117,38 +195,55 @@ def _user(i: int, rng: random.Random, seeds: dict[str, list[dict]], realm: str) 
         user["username"] = f"service-account-client-{i}"
         del user["email"]
     else:
-        alg = rng.choices(["argon2", "pbkdf2-sha256", "pbkdf2-sha512", "bcrypt", "md5"], [55, 25, 10, 5, 0.2])[0]
+        alg = rng.choices(
+            ["argon2", "pbkdf2-sha256", "pbkdf2-sha512", "bcrypt", "md5"], [55, 25, 10, 5, 0.2]
+        )[0]
         credential = dict(seeds[alg][i % SEEDS])
         credential["id"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         credentials.append(credential)
         if rng.random() < 0.04:
             user["totp"] = True
-            credentials.append({
-                "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)), "type": "otp",
-                "userLabel": "Phone", "createdDate": 1700000000000,
-                "secretData": '{"value":"JBSWY3DPEHPK3PXP"}',
-                "credentialData": '{"subType":"totp","digits":6,"counter":0,"period":30,"algorithm":"HmacSHA1"}'})
+            credentials.append(
+                {
+                    "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                    "type": "otp",
+                    "userLabel": "Phone",
+                    "createdDate": 1700000000000,
+                    "secretData": '{"value":"JBSWY3DPEHPK3PXP"}',
+                    "credentialData": '{"subType":"totp","digits":6,"counter":0,"period":30,"algorithm":"HmacSHA1"}',
+                }
+            )
     if rng.random() < 0.01:
         user["enabled"] = False
     if rng.random() < 0.001:
         user["email"] = "not-an-address"
-    user.update({
-        "credentials": credentials,
-        "disableableCredentialTypes": [],
-        "requiredActions": [],
-        "realmRoles": [f"default-roles-{realm}"],
-        "clientRoles": {"account": ["view-profile", "manage-account"]} if rng.random() < 0.3 else {},
-        "notBefore": 0,
-        "groups": ["/staff"] if rng.random() < 0.5 else [],
-    })
+    user.update(
+        {
+            "credentials": credentials,
+            "disableableCredentialTypes": [],
+            "requiredActions": [],
+            "realmRoles": [f"default-roles-{realm}"],
+            "clientRoles": {"account": ["view-profile", "manage-account"]} if rng.random() < 0.3 else {},
+            "notBefore": 0,
+            "groups": ["/staff"] if rng.random() < 0.5 else [],
+        }
+    )
     return user
 
 
 def _realm_head(realm: str) -> dict:
-    return {"id": realm, "realm": realm, "displayName": realm.title(), "notBefore": 0, "enabled": True,
-            "sslRequired": "external", "registrationAllowed": False, "passwordPolicy": "hashAlgorithm(argon2)",
-            "roles": {"realm": [{"id": "r1", "name": f"default-roles-{realm}", "composite": True}]},
-            "groups": [{"id": "g1", "name": "staff", "path": "/staff", "subGroups": []}]}
+    return {
+        "id": realm,
+        "realm": realm,
+        "displayName": realm.title(),
+        "notBefore": 0,
+        "enabled": True,
+        "sslRequired": "external",
+        "registrationAllowed": False,
+        "passwordPolicy": "hashAlgorithm(argon2)",
+        "roles": {"realm": [{"id": "r1", "name": f"default-roles-{realm}", "composite": True}]},
+        "groups": [{"id": "g1", "name": "staff", "path": "/staff", "subGroups": []}],
+    }
 
 
 def _users_text(users: list[dict]) -> bytes:
@@ -182,7 +277,9 @@ def generate(n: int, out_dir: str, split: int = 0, realm: str = "acme", seed: in
             chunk = [_user(i, rng, seeds, realm) for i in range(start, min(n, start + split))]
             path = os.path.join(out_dir, f"{realm}-users-{file_no}.json")
             with open(path, "wb") as out:
-                out.write(b'{\n  "realm": "%s",\n  "users": [\n' % realm.encode() + _users_text(chunk) + b"\n]\n}")
+                out.write(
+                    b'{\n  "realm": "%s",\n  "users": [\n' % realm.encode() + _users_text(chunk) + b"\n]\n}"
+                )
             written.append(path)
     return written
 
@@ -191,7 +288,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=100_000, help="number of users (default 100000)")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--split", type=int, default=0, help="users per <realm>-users-N.json file (0: one file)")
+    parser.add_argument(
+        "--split", type=int, default=0, help="users per <realm>-users-N.json file (0: one file)"
+    )
     parser.add_argument("--realm", default="acme", help="realm name (default acme)")
     args = parser.parse_args()
     paths = generate(args.users, args.out, args.split, args.realm)

@@ -7,6 +7,7 @@ The ideal wall time at concurrency c is the server's total work / c = users × d
     .venv/bin/python benchmarks/push_bench.py                       # 4 bodies × 5000 users, 2 ms
     .venv/bin/python benchmarks/push_bench.py --bodies 8 --concurrency 1,2,4,8
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,9 +22,10 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from transforms.push_engine import push_manifest  # noqa: E402
-from transforms.admin_api import Credentials  # noqa: E402
 from zitadel_fixtures import write_manifest  # noqa: E402
+
+from transforms.admin_api import Credentials  # noqa: E402
+from transforms.push_engine import push_manifest  # noqa: E402
 
 __all__ = ["main"]
 
@@ -32,9 +34,17 @@ TOKEN = "bench-token-not-a-secret"
 
 def _start_server(token_file: str, delay_ms: float) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "zitadel_server.py"), "--token-file", token_file,
-         "--per-user-delay-ms", str(delay_ms)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            str(REPO / "tests" / "zitadel_server.py"),
+            "--token-file",
+            token_file,
+            "--per-user-delay-ms",
+            str(delay_ms),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     url = proc.stdout.readline().strip() if proc.stdout else ""
     if not url.startswith("http"):
         proc.kill()
@@ -42,14 +52,25 @@ def _start_server(token_file: str, delay_ms: float) -> tuple[subprocess.Popen, s
     return proc, url
 
 
-def _run_once(manifest: pathlib.Path, token_file: str, delay_ms: float, concurrency: int) -> tuple[float, bool]:
+def _run_once(
+    manifest: pathlib.Path, token_file: str, delay_ms: float, concurrency: int
+) -> tuple[float, bool]:
     proc, url = _start_server(token_file, delay_ms)
     try:
         results = tempfile.mkdtemp(prefix=f"push-bench-c{concurrency}-")
         started = time.monotonic()
-        report = push_manifest(str(manifest), url, Credentials("token", token=TOKEN), results_dir=results,
-                               concurrency=concurrency, progress=False, stream=io.StringIO())
-        return time.monotonic() - started, report.ok and report.created == report.bodies[0].users * len(report.bodies)
+        report = push_manifest(
+            str(manifest),
+            url,
+            Credentials("token", token=TOKEN),
+            results_dir=results,
+            concurrency=concurrency,
+            progress=False,
+            stream=io.StringIO(),
+        )
+        return time.monotonic() - started, report.ok and report.created == report.bodies[0].users * len(
+            report.bodies
+        )
     finally:
         proc.terminate()
         proc.wait()
@@ -69,16 +90,22 @@ def main(argv: list[str] | None = None) -> int:
     users = args.bodies * args.users_per_body
     manifest, _ = write_manifest(pathlib.Path(work) / "bodies", users=users, bodies=args.bodies)
     server_time = users * args.delay_ms / 1000.0
-    print(f"{args.bodies} bodies × {args.users_per_body} users, {args.delay_ms:g} ms/user "
-          f"(server work {server_time:.1f} s)")
-    print(f"{'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'of ideal':>9} {'speed-up':>9} {'users/s':>8}  ok")
+    print(
+        f"{args.bodies} bodies × {args.users_per_body} users, {args.delay_ms:g} ms/user "
+        f"(server work {server_time:.1f} s)"
+    )
+    print(
+        f"{'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'of ideal':>9} {'speed-up':>9} {'users/s':>8}  ok"
+    )
     base = None
     for level in levels:
         wall, ok = _run_once(manifest, token_file, args.delay_ms, level)
         base = base or wall
         ideal = server_time / level
-        print(f"{level:>11} {wall:>8.2f} {ideal:>8.2f} {ideal / wall:>9.2f} {base / wall:>9.2f} "
-              f"{users / wall:>8.0f}  {'yes' if ok else 'NO'}")
+        print(
+            f"{level:>11} {wall:>8.2f} {ideal:>8.2f} {ideal / wall:>9.2f} {base / wall:>9.2f} "
+            f"{users / wall:>8.0f}  {'yes' if ok else 'NO'}"
+        )
     return 0
 
 

@@ -21,6 +21,7 @@ It reports the median wall time, users/s and peak RSS (the sum over the whole pr
 sampled every 50 ms, so worker processes count), the ratios to the baseline, and checks that the
 pipeline's bodies are byte-identical to the baseline's (sha256). This is a benchmark, not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -123,8 +124,9 @@ def input_size(files: list[str]) -> int:
     return total
 
 
-def commands(source: str, files: list[str], work: str, modes: list[str], baseline: bool,
-             before: str | None = None) -> dict[str, tuple[str, list[str]]]:
+def commands(
+    source: str, files: list[str], work: str, modes: list[str], baseline: bool, before: str | None = None
+) -> dict[str, tuple[str, list[str]]]:
     """Each run's name → (working directory, command)."""
     if source == "auth0":
         inputs = [f"--users={files[0]}", f"--passwords={files[1]}"]
@@ -132,14 +134,36 @@ def commands(source: str, files: list[str], work: str, modes: list[str], baselin
         inputs = [f"--realm={files[0]}"]
     out: dict[str, tuple[str, list[str]]] = {}
     if baseline:
-        out["baseline"] = (ROOT, [PY, os.path.join(HERE, f"baseline_{source}.py"), "--org=123", *inputs,
-                                  f"--output={work}/baseline/importBody.json"])
+        out["baseline"] = (
+            ROOT,
+            [
+                PY,
+                os.path.join(HERE, f"baseline_{source}.py"),
+                "--org=123",
+                *inputs,
+                f"--output={work}/baseline/importBody.json",
+            ],
+        )
     trees = [("", ROOT)] + ([("@before", os.path.abspath(before))] if before else [])
     for mode in modes:
-        extra = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if mode == "multi" else []
+        extra = (
+            ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if mode == "multi" else []
+        )
         for suffix, tree in trees:
-            out[mode + suffix] = (tree, [PY, "-m", "pipeline", "migrate", source, "--org=123", *inputs,
-                                         f"--output={work}/{mode + suffix}/importBody.json", *extra])
+            out[mode + suffix] = (
+                tree,
+                [
+                    PY,
+                    "-m",
+                    "pipeline",
+                    "migrate",
+                    source,
+                    "--org=123",
+                    *inputs,
+                    f"--output={work}/{mode + suffix}/importBody.json",
+                    *extra,
+                ],
+            )
     return out
 
 
@@ -147,22 +171,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", choices=["auth0", "keycloak"], default="auth0")
     parser.add_argument("--users", type=int, nargs="+", default=[100_000])
-    parser.add_argument("--split", type=int, default=0,
-                        help="keycloak: a split export with this many users per file (no baseline)")
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="skip the baseline (it holds every record in memory: ~9 GB per 1M Auth0 users)")
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        help="keycloak: a split export with this many users per file (no baseline)",
+    )
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the baseline (it holds every record in memory: ~9 GB per 1M Auth0 users)",
+    )
     parser.add_argument("--modes", nargs="+", default=["single", "multi"], choices=["single", "multi"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the results here")
-    parser.add_argument("--before", metavar="DIR",
-                        help="another checkout of this project: also run its code (runs named <mode>@before)")
+    parser.add_argument(
+        "--before",
+        metavar="DIR",
+        help="another checkout of this project: also run its code (runs named <mode>@before)",
+    )
     args = parser.parse_args()
     results = []
     for n in args.users:
         files = ensure_data(args.source, n, args.split)
         size_mb = input_size(files) / 2**20
         work = os.path.join(HERE, "results", f"{args.source}-{n}")
-        cmds = commands(args.source, files, work, args.modes, not (args.no_baseline or args.split), args.before)
+        cmds = commands(
+            args.source, files, work, args.modes, not (args.no_baseline or args.split), args.before
+        )
         runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
         for _ in range(args.repeat):
@@ -180,17 +216,34 @@ def main() -> None:
         base_wall = statistics.median(w for w, _ in runs[reference])
         base_rss = statistics.median(r for _, r in runs[reference])
         label = f"{args.source} (split, {args.split:,} users a file)" if args.split else args.source
-        print(f"\n{label} {n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}; ratios to {reference}:")
-        print(f"{'run':<14}{'wall s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}{'RSS ratio':>11}  same bodies")
+        print(
+            f"\n{label} {n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}; ratios to {reference}:"
+        )
+        print(
+            f"{'run':<14}{'wall s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}{'RSS ratio':>11}  same bodies"
+        )
         for name, values in runs.items():
             wall = statistics.median(w for w, _ in values)
             rss = statistics.median(r for _, r in values)
             same = digests[name] == digests[reference]
-            print(f"{name:<14}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}")
-            results.append({"source": label, "users": n, "input_mb": round(size_mb), "run": name,
-                            "wall_s": round(wall, 2), "peak_rss_mib": rss, "reference": reference,
-                            "wall_ratio": round(wall / base_wall, 3), "rss_ratio": round(rss / base_rss, 3),
-                            "same_bodies": same, "walls": [round(w, 2) for w, _ in values]})
+            print(
+                f"{name:<14}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}"
+            )
+            results.append(
+                {
+                    "source": label,
+                    "users": n,
+                    "input_mb": round(size_mb),
+                    "run": name,
+                    "wall_s": round(wall, 2),
+                    "peak_rss_mib": rss,
+                    "reference": reference,
+                    "wall_ratio": round(wall / base_wall, 3),
+                    "rss_ratio": round(rss / base_rss, 3),
+                    "same_bodies": same,
+                    "walls": [round(w, 2) for w, _ in values],
+                }
+            )
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=2)

@@ -1,4 +1,5 @@
 """``python -m pipeline`` runs the same command line as the ``zitadel-beam`` script."""
+
 import sys
 
 from pipeline.cli import main

@@ -12,13 +12,14 @@ Each command lives in its own module, which provides ``add_arguments(parser)`` a
 (``--runner``, ``--direct_running_mode``, Dataflow options); anything Beam does not know either
 is rejected with one readable line.
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from pipeline.errors import ConfigError
 from pipeline.gcs_env import prepare_emulator_credentials
@@ -32,9 +33,17 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("migrate", "keycloak"), "pipeline.migrate_keycloak", "Keycloak realm export → import bodies"),
     (("push",), "pipeline.push", "send a manifest's import bodies to ZITADEL (retries, ledger, resume)"),
     (("verify",), "pipeline.verify", "check through events search that a manifest's users were added"),
-    (("migrate", "zitadel"), "pipeline.migrate_zitadel", "ZITADEL export document → dataOrgsv1 import bodies"),
+    (
+        ("migrate", "zitadel"),
+        "pipeline.migrate_zitadel",
+        "ZITADEL export document → dataOrgsv1 import bodies",
+    ),
     (("export",), "pipeline.export", "export a ZITADEL instance's organizations (POST /admin/v1/export)"),
-    (("copy",), "pipeline.copy_instance", "copy organizations between instances: export, split, push, verify"),
+    (
+        ("copy",),
+        "pipeline.copy_instance",
+        "copy organizations between instances: export, split, push, verify",
+    ),
 ]
 
 # Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).

@@ -21,6 +21,7 @@ Credentials, one kind per instance: ``--source-token-file`` / ``--source-key-fil
 with ``--target-`` (env ``ZITADEL_TARGET_TOKEN``). Exit status: 0 when every user was imported and
 verify found them all, 1 otherwise, 2 for configuration errors.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,12 @@ import sys
 
 from pipeline.errors import ConfigError
 from pipeline.migrate_zitadel import split_export
-from pipeline.options import add_export_selection_arguments, add_side_credential_arguments, credentials_for, flag_duration
+from pipeline.options import (
+    add_export_selection_arguments,
+    add_side_credential_arguments,
+    credentials_for,
+    flag_duration,
+)
 from transforms.admin_api import connect
 from transforms.files import check_gcs_reachable, exists, join
 from transforms.instance_moves import check_machine_users, export_document, export_request, split_is_current
@@ -43,14 +49,25 @@ BODY_NAME = "importBody.json"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-url", required=True, help="the instance to copy from")
-    parser.add_argument("--target-url", required=True, help="the instance to copy into (it must exist, configured)")
+    parser.add_argument(
+        "--target-url", required=True, help="the instance to copy into (it must exist, configured)"
+    )
     add_export_selection_arguments(parser)
-    parser.add_argument("--work-dir", default="./zitadel-copy",
-                        help="folder for the export, bodies, manifest (local or gs://; default ./zitadel-copy)")
+    parser.add_argument(
+        "--work-dir",
+        default="./zitadel-copy",
+        help="folder for the export, bodies, manifest (local or gs://; default ./zitadel-copy)",
+    )
     parser.add_argument("--re-export", action="store_true", help="export again even if the work dir has one")
-    parser.add_argument("--batch-size", type=int, default=5000, help="at most this many users per body (default 5000)")
-    parser.add_argument("--timeout", default="5m0s", help="server-side timeout of each import body (default 5m0s)")
-    parser.add_argument("--export-timeout", default="30m0s", help="server-side timeout of the export (default 30m0s)")
+    parser.add_argument(
+        "--batch-size", type=int, default=5000, help="at most this many users per body (default 5000)"
+    )
+    parser.add_argument(
+        "--timeout", default="5m0s", help="server-side timeout of each import body (default 5m0s)"
+    )
+    parser.add_argument(
+        "--export-timeout", default="30m0s", help="server-side timeout of the export (default 30m0s)"
+    )
     parser.add_argument("--concurrency", type=int, default=1, help="bodies imported at once (default 1)")
     parser.add_argument("--results", help="push ledger folder (default <work-dir>/importBody.results)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -77,8 +94,9 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     if exists(export) and not args.re_export:
         print(f"copy: 1/4 export: reusing {export} (--re-export to fetch it again)")
     else:
-        request = export_request(args.org_ids, args.excluded_org_ids, args.with_passwords, args.with_otp,
-                                 args.export_timeout)
+        request = export_request(
+            args.org_ids, args.excluded_org_ids, args.with_passwords, args.with_otp, args.export_timeout
+        )
         print("copy: 1/4 " + export_document(source, request, export).text())
     sys.stdout.flush()
 
@@ -92,10 +110,21 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     sys.stdout.flush()
 
     # The ledger is rewritten atomically, so it stays local: beside a gs:// work dir's name here.
-    results = args.results or (join(work, "importBody.results") if not work.startswith("gs://")
-                               else f"{posixpath.basename(work) or 'copy'}.importBody.results")
-    report = push_manifest(manifest, target.base_url, target_creds, results_dir=results,
-                           concurrency=args.concurrency, progress=not args.quiet, verify=True, client=target)
+    results = args.results or (
+        join(work, "importBody.results")
+        if not work.startswith("gs://")
+        else f"{posixpath.basename(work) or 'copy'}.importBody.results"
+    )
+    report = push_manifest(
+        manifest,
+        target.base_url,
+        target_creds,
+        results_dir=results,
+        concurrency=args.concurrency,
+        progress=not args.quiet,
+        verify=True,
+        client=target,
+    )
     print("copy: 3/4 push:\n" + report.table())
     if report.verify is None:
         print("copy: 4/4 verify: not run (the push stopped)")
@@ -103,6 +132,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     print("copy: 4/4 verify:\n" + report.verify.table())
     expected, missing = check_machine_users(manifest, target)
     if expected:
-        print(f"verify: machine users {expected - len(missing)}/{expected} added"
-              + (f"; missing: {', '.join(missing[:5])}" if missing else ""))
+        print(
+            f"verify: machine users {expected - len(missing)}/{expected} added"
+            + (f"; missing: {', '.join(missing[:5])}" if missing else "")
+        )
     return 0 if report.ok and not missing else 1

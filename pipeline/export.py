@@ -19,6 +19,7 @@ The export does not carry: global (instance) policies, IAM members, global IdPs,
 second/multi factors, machine keys, personal access tokens, passkeys, deactivated states of
 orgs and users, or event history (see docs/instance-moves.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,14 +33,18 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", required=True, help="the source instance's base URL, e.g. https://x.zitadel.cloud")
+    parser.add_argument(
+        "--url", required=True, help="the source instance's base URL, e.g. https://x.zitadel.cloud"
+    )
     parser.add_argument("--output", help="where the document goes: a local path or gs:// (mode 0600)")
     parser.add_argument("--gcs-output", help="instead of --output: gs://bucket/path the *server* writes to")
-    parser.add_argument("--service-account",
-                        help="service-account JSON key file for --gcs-output (sent base64-encoded)")
+    parser.add_argument(
+        "--service-account", help="service-account JSON key file for --gcs-output (sent base64-encoded)"
+    )
     add_export_selection_arguments(parser)
-    parser.add_argument("--timeout", default="30m0s",
-                        help="server-side timeout of the export, a Go duration (default 30m0s)")
+    parser.add_argument(
+        "--timeout", default="30m0s", help="server-side timeout of the export, a Go duration (default 30m0s)"
+    )
     add_credential_arguments(parser)
 
 
@@ -47,9 +52,15 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args
     if bool(known_args.output) == bool(known_args.gcs_output):
         raise ConfigError("give either --output or --gcs-output")
-    request = export_request(known_args.org_ids, known_args.excluded_org_ids, known_args.with_passwords,
-                             known_args.with_otp, known_args.timeout, known_args.gcs_output,
-                             known_args.service_account)
+    request = export_request(
+        known_args.org_ids,
+        known_args.excluded_org_ids,
+        known_args.with_passwords,
+        known_args.with_otp,
+        known_args.timeout,
+        known_args.gcs_output,
+        known_args.service_account,
+    )
     client = connect(known_args.url, credentials_from_args(known_args))
     summary = export_document(client, request, known_args.output)
     print(summary.text())

@@ -8,6 +8,7 @@ runs the launcher points ``GOOGLE_APPLICATION_CREDENTIALS`` at a throw-away auth
 whose token never expires (worker processes inherit the environment). Nothing changes when
 credentials are configured or when no emulator is named: production runs are untouched.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,11 @@ def prepare_emulator_credentials(environ=os.environ) -> EmulatorCredentials | No
     handle, path = tempfile.mkstemp(prefix="zitadel-beam-emulator-", suffix=".json")
     with os.fdopen(handle, "w") as out:
         json.dump(_DUMMY, out)
-    wanted = {"GOOGLE_APPLICATION_CREDENTIALS": path, "GOOGLE_CLOUD_PROJECT": "emulator", "NO_GCE_CHECK": "true"}
+    wanted = {
+        "GOOGLE_APPLICATION_CREDENTIALS": path,
+        "GOOGLE_CLOUD_PROJECT": "emulator",
+        "NO_GCE_CHECK": "true",
+    }
     added = [name for name in wanted if name not in environ]
     for name in added:
         environ[name] = wanted[name]

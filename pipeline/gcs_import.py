@@ -15,6 +15,7 @@ polls events search until every one of them has a ``user.human.added`` event or 
 out. The document is sent as one import: split large ones with ``migrate zitadel`` and push the
 bodies instead when the server-side timeout would not suffice.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,18 +44,24 @@ def run_gcs_push(known_args: argparse.Namespace) -> int:
         answer = client.import_data(json.dumps(request).encode(), 60.0)
     except admin_api.AdminApiError as err:
         raise ConfigError(f"{client.base_url}: the import request was refused: {err.message}") from None
-    print(f"push: {client.base_url} accepted {known_args.gcs_document} for a detached import "
-          f"(timeout {request['timeout']}); the server returns no per-user result"
-          + (f" (answer: {json.dumps(answer)[:200]})" if answer else ""))
+    print(
+        f"push: {client.base_url} accepted {known_args.gcs_document} for a detached import "
+        f"(timeout {request['timeout']}); the server returns no per-user result"
+        + (f" (answer: {json.dumps(answer)[:200]})" if answer else "")
+    )
     if not known_args.verify:
-        print("push: run `zitadel-beam push --gcs-document=... --verify` or check the users in the target: "
-              "verify is the only proof that the import worked")
+        print(
+            "push: run `zitadel-beam push --gcs-document=... --verify` or check the users in the target: "
+            "verify is the only proof that the import worked"
+        )
         return 0
     total = sum(len(v) for v in expected.values())
 
     def polling(report) -> None:
         if not known_args.quiet:
-            print(f"verify: {report.created}/{total} users added so far; polling", file=sys.stderr, flush=True)
+            print(
+                f"verify: {report.created}/{total} users added so far; polling", file=sys.stderr, flush=True
+            )
 
     report = wait_until_added(client, expected, wait, known_args.poll_interval, polling)
     print(report.table())

@@ -13,6 +13,7 @@ Run locally (FnApiRunner, in-process; add ``--direct_running_mode=multi_processi
 --direct_num_workers=2`` for both cores) or on Dataflow (``--runner=DataflowRunner --project=P
 --region=R --temp_location=gs://B/tmp --setup_file=./setup.py``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,12 +24,13 @@ import posixpath
 import re
 import sys
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from transforms.durations import normalise_duration
 from pipeline.errors import ConfigError
 from pipeline.preflight import check_written, spill_dir
 from pipeline.report import counters_from_result, dead_letter_totals, not_carried_fields, summary_table
+from transforms.durations import normalise_duration
 from transforms.files import check_gcs_reachable, check_local_outputs
 from transforms.manifest import MANIFEST_VERSION
 
@@ -54,16 +56,25 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 
 
-def add_output_arguments(parser: argparse.ArgumentParser, *,
-                         batch_help: str = "at most this many users per body (default 5000, about what fits in 5 minutes)",
-                         dead_letter_help: str = "NDJSON file for rejected records (default <stem>.dead-letter.ndjson)",
-                         multiline_help: str = "pretty-print the bodies (input layout is detected)") -> None:
+def add_output_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    batch_help: str = "at most this many users per body (default 5000, about what fits in 5 minutes)",
+    dead_letter_help: str = "NDJSON file for rejected records (default <stem>.dead-letter.ndjson)",
+    multiline_help: str = "pretty-print the bodies (input layout is detected)",
+) -> None:
     """The flags of every command that writes import bodies: where, how big, how strict."""
-    parser.add_argument("--output", default="./importBody.json",
-                        help="import body path (local or gs://); several bodies are written as "
-                             "<stem>-00001-of-0000N<ext> beside it (default ./importBody.json)")
-    parser.add_argument("--timeout", default="5m0s",
-                        help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)")
+    parser.add_argument(
+        "--output",
+        default="./importBody.json",
+        help="import body path (local or gs://); several bodies are written as "
+        "<stem>-00001-of-0000N<ext> beside it (default ./importBody.json)",
+    )
+    parser.add_argument(
+        "--timeout",
+        default="5m0s",
+        help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)",
+    )
     parser.add_argument("--multiline", action="store_true", help=multiline_help)
     parser.add_argument("--batch-size", type=int, default=5000, help=batch_help)
     parser.add_argument("--dead-letter", default=None, help=dead_letter_help)
@@ -73,19 +84,34 @@ def add_output_arguments(parser: argparse.ArgumentParser, *,
 def add_hash_arguments(parser: argparse.ArgumentParser) -> None:
     """What the target ZITADEL accepts as password hashes, and what to do with the rest."""
     group = parser.add_argument_group("password hashes (docs/password-hashes.md)")
-    group.add_argument("--zitadel-config", metavar="FILE", default=None,
-                       help="the target ZITADEL's config YAML: SystemDefaults.PasswordHasher.Verifiers and "
-                            ".Limits decide which hashes import (default: ZITADEL's defaults, bcrypt only); "
-                            "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_* variables apply on top")
-    group.add_argument("--on-unsupported-hash", choices=("dead-letter", "import-without-password"),
-                       default="dead-letter",
-                       help="a user whose hash the target cannot verify (unsupported algorithm, verifier not "
-                            "enabled, parameter out of limits): dead-letter them (default), or import them "
-                            "without a password and list them in <stem>.passwordless.ndjson for reset mails")
-    group.add_argument("--bcrypt-min-cost", type=int, default=None,
-                       help="lowest bcrypt cost the server accepts; overrides Limits.Bcrypt.MinCost (default 10)")
-    group.add_argument("--bcrypt-max-cost", type=int, default=None,
-                       help="highest bcrypt cost the server accepts; overrides Limits.Bcrypt.MaxCost (default 16)")
+    group.add_argument(
+        "--zitadel-config",
+        metavar="FILE",
+        default=None,
+        help="the target ZITADEL's config YAML: SystemDefaults.PasswordHasher.Verifiers and "
+        ".Limits decide which hashes import (default: ZITADEL's defaults, bcrypt only); "
+        "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_* variables apply on top",
+    )
+    group.add_argument(
+        "--on-unsupported-hash",
+        choices=("dead-letter", "import-without-password"),
+        default="dead-letter",
+        help="a user whose hash the target cannot verify (unsupported algorithm, verifier not "
+        "enabled, parameter out of limits): dead-letter them (default), or import them "
+        "without a password and list them in <stem>.passwordless.ndjson for reset mails",
+    )
+    group.add_argument(
+        "--bcrypt-min-cost",
+        type=int,
+        default=None,
+        help="lowest bcrypt cost the server accepts; overrides Limits.Bcrypt.MinCost (default 10)",
+    )
+    group.add_argument(
+        "--bcrypt-max-cost",
+        type=int,
+        default=None,
+        help="highest bcrypt cost the server accepts; overrides Limits.Bcrypt.MaxCost (default 16)",
+    )
 
 
 def hash_policy_from_args(args: argparse.Namespace, environ=None):
@@ -111,15 +137,21 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
     add_output_arguments(parser)
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
-    parser.add_argument("--email-fallback", metavar="TEMPLATE", default=None,
-                        help="address for users without e-mail, e.g. '{username}@users.example.com' "
-                             "(placeholders {username}, {id}); always imported unverified (default: "
-                             "such users are dead letters)")
+    parser.add_argument(
+        "--email-fallback",
+        metavar="TEMPLATE",
+        default=None,
+        help="address for users without e-mail, e.g. '{username}@users.example.com' "
+        "(placeholders {username}, {id}); always imported unverified (default: "
+        "such users are dead letters)",
+    )
     add_hash_arguments(parser)
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
     push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
-    push.add_argument("--push-verify", action="store_true", help="verify through events search after the push")
+    push.add_argument(
+        "--push-verify", action="store_true", help="verify through events search after the push"
+    )
     from pipeline.options import add_credential_arguments
 
     add_credential_arguments(parser)
@@ -177,10 +209,25 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         credentials = credentials_from_args(args)
         # Probe now: a bad URL or token must fail before an hour of conversion, not after it.
         connect(args.push_url, credentials, max_attempts=2)
-    return CommonArgs(org, args.output, timeout, args.multiline, args.batch_size, args.dead_letter,
-                      args.strict, args.metadata, policy.limit("Bcrypt.MinCost"), policy.limit("Bcrypt.MaxCost"),
-                      args.push_url, args.push_concurrency, args.push_verify, credentials,
-                      policy, args.on_unsupported_hash, fallback)
+    return CommonArgs(
+        org,
+        args.output,
+        timeout,
+        args.multiline,
+        args.batch_size,
+        args.dead_letter,
+        args.strict,
+        args.metadata,
+        policy.limit("Bcrypt.MinCost"),
+        policy.limit("Bcrypt.MaxCost"),
+        args.push_url,
+        args.push_concurrency,
+        args.push_verify,
+        credentials,
+        policy,
+        args.on_unsupported_hash,
+        fallback,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,8 +257,9 @@ def output_layout(output: str, dead_letter: str | None) -> OutputLayout:
     stem, ext = _split_ext(output)
     head, name = posixpath.split(stem)
     tmp = posixpath.join(head, f".{name}.zitadel-beam-tmp") if head else f".{name}.zitadel-beam-tmp"
-    return OutputLayout(output, stem, ext, f"{stem}.manifest.json",
-                        dead_letter or f"{stem}.dead-letter.ndjson", tmp)
+    return OutputLayout(
+        output, stem, ext, f"{stem}.manifest.json", dead_letter or f"{stem}.dead-letter.ndjson", tmp
+    )
 
 
 def make_pipeline(pipeline_args: list[str]):
@@ -233,8 +281,12 @@ def make_pipeline(pipeline_args: list[str]):
         raise ConfigError(f"--runner: {str(err).splitlines()[0]}") from None
 
 
-def build_pipeline(add_source: Callable[[Any, str], Mapping[str, Any]], common: CommonArgs,
-                   layout: OutputLayout, pipeline_args: list[str]):
+def build_pipeline(
+    add_source: Callable[[Any, str], Mapping[str, Any]],
+    common: CommonArgs,
+    layout: OutputLayout,
+    pipeline_args: list[str],
+):
     """Build (and return, not run) the pipeline: source → bodies + dead letters.
 
     ``add_source(pipeline, tmp_dir)`` adds the source and returns ``{'rows', 'dead'}``;
@@ -299,7 +351,7 @@ def finalize_outputs(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
     manifest_dir = posixpath.dirname(layout.manifest)
     bodies = [
         {"path": relative_path(manifest_dir, final), "users": users, "sha256": digest, "after": []}
-        for ((_, users, digest), _), final in zip(parsed, finals)
+        for ((_, users, digest), _), final in zip(parsed, finals, strict=True)
     ]
     count = 0
     with open_private(layout.dead_letter) as out:
@@ -324,8 +376,12 @@ def finalize_passwordless(layout: OutputLayout) -> tuple[str, int]:
     from transforms.sinks import open_private
 
     path = f"{layout.stem}.passwordless.ndjson"
-    found = sorted(m.path for m in FileSystems.match(
-        [FileSystems.join(layout.tmp_dir, PASSWORDLESS_PREFIX + "*")])[0].metadata_list)
+    found = sorted(
+        m.path
+        for m in FileSystems.match([FileSystems.join(layout.tmp_dir, PASSWORDLESS_PREFIX + "*")])[
+            0
+        ].metadata_list
+    )
     if not found:
         if FileSystems.exists(path):
             FileSystems.delete([path])  # an earlier run's list would be wrong for this one
@@ -348,11 +404,17 @@ def relative_path(directory: str, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[str, Any]], common: CommonArgs,
-                  pipeline_args: list[str], input_paths: list[str],
-                  summary_lines: Callable[[Mapping[str, int]], list[tuple[str, Any]]],
-                  invariant: Callable[[Mapping[str, int]], tuple[bool, str]],
-                  extra_manifest: Mapping[str, Any] | None = None) -> int:
+def run_migration(
+    *,
+    source_name: str,
+    add_source: Callable[[Any, str], Mapping[str, Any]],
+    common: CommonArgs,
+    pipeline_args: list[str],
+    input_paths: list[str],
+    summary_lines: Callable[[Mapping[str, int]], list[tuple[str, Any]]],
+    invariant: Callable[[Mapping[str, int]], tuple[bool, str]],
+    extra_manifest: Mapping[str, Any] | None = None,
+) -> int:
     """Run the pipeline, finalize the outputs, write the manifest, print the summary.
 
     ``invariant(counts)`` returns ``(holds, text)``: the run's accounting (every input record
@@ -370,7 +432,9 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     try:
         prepare_tmp(layout.tmp_dir)
     except OSError as err:
-        raise ConfigError(f"--output {common.output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})") from None
+        raise ConfigError(
+            f"--output {common.output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})"
+        ) from None
     pipeline = build_pipeline(add_source, common, layout, pipeline_args)
     started = time.monotonic()
     try:
@@ -413,8 +477,12 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
 
     lines = summary_lines(counts)
-    lines += [("", ""), ("bodies written", len(bodies)), ("dead letters written", dead_count),
-              ("seconds", f"{elapsed:.1f}")]
+    lines += [
+        ("", ""),
+        ("bodies written", len(bodies)),
+        ("dead letters written", dead_count),
+        ("seconds", f"{elapsed:.1f}"),
+    ]
     print(summary_table(f"zitadel-beam migrate {source_name}: summary", lines))
     if hash_summary(hash_fields):
         print(hash_summary(hash_fields))
@@ -425,16 +493,23 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
     if dead_count:
         print(f"dead letters: {layout.dead_letter}")
     if passwordless_count:
-        print(f"imported without password ({passwordless_count}, for password-reset mails): {passwordless_path}")
+        print(
+            f"imported without password ({passwordless_count}, for password-reset mails): {passwordless_path}"
+        )
     sys.stdout.flush()
     if not holds or check_written(layout.manifest):
         return 3
     if common.push_url:
         from transforms.push_engine import push_manifest
 
-        report = push_manifest(layout.manifest, common.push_url, common.push_credentials,
-                               concurrency=common.push_concurrency, verify=common.push_verify,
-                               hash_policy=common.hash_policy)
+        report = push_manifest(
+            layout.manifest,
+            common.push_url,
+            common.push_credentials,
+            concurrency=common.push_concurrency,
+            verify=common.push_verify,
+            hash_policy=common.hash_policy,
+        )
         print(report.table())
         if report.verify is not None:
             print(report.verify.table())
@@ -444,4 +519,3 @@ def run_migration(*, source_name: str, add_source: Callable[[Any, str], Mapping[
         print(f"zitadel-beam: --strict: {dead_count} record(s) dead-lettered", file=sys.stderr)
         return 1
     return 0
-

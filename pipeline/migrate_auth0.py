@@ -14,16 +14,18 @@ password file::
     zitadel-beam migrate auth0 --org=123456789 --users=bulk-import.json --passwords=none \
         --mfa=mfa-export.ndjson --idp-map=google-oauth2=2873423 --idp-map=github=2873424
 """
+
 from __future__ import annotations
 
 import argparse
 import logging
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
+from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import count_prefix, shared_summary_lines
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant", "RESERVED_ALIASES"]
@@ -35,25 +37,38 @@ _LOGGER = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--users", default="./users.json",
-                        help="Auth0 profile export (Management API or bulk-import schema): path or glob, "
-                             "local or gs:// (default ./users.json)")
-    parser.add_argument("--passwords", default=None,
-                        help="Auth0 password-hash export: path or glob. Default: ./passwords.json when that "
-                             "file exists (zitadel-tools' default), else none. 'none' reads no password file "
-                             "(e.g. bulk-import profiles carrying custom_password_hash)")
-    parser.add_argument("--mfa", default=None,
-                        help="Auth0 MFA export (NDJSON or array; path or glob): OTP secrets become the users' "
-                             "otpCode (authenticator apps keep working); recovery codes cannot be imported and "
-                             "are counted")
+    parser.add_argument(
+        "--users",
+        default="./users.json",
+        help="Auth0 profile export (Management API or bulk-import schema): path or glob, "
+        "local or gs:// (default ./users.json)",
+    )
+    parser.add_argument(
+        "--passwords",
+        default=None,
+        help="Auth0 password-hash export: path or glob. Default: ./passwords.json when that "
+        "file exists (zitadel-tools' default), else none. 'none' reads no password file "
+        "(e.g. bulk-import profiles carrying custom_password_hash)",
+    )
+    parser.add_argument(
+        "--mfa",
+        default=None,
+        help="Auth0 MFA export (NDJSON or array; path or glob): OTP secrets become the users' "
+        "otpCode (authenticator apps keep working); recovery codes cannot be imported and "
+        "are counted",
+    )
     add_idp_map_argument(parser, "Auth0 identities of PROVIDER (e.g. google-oauth2, github, samlp)")
-    parser.add_argument("--email-verified", action="store_true",
-                        help="mark every e-mail verified (otherwise the source's email_verified is kept)")
-    parser.add_argument("--include-blocked", action="store_true",
-                        help="import users blocked in Auth0 (the import API cannot carry the blocked state)")
+    parser.add_argument(
+        "--email-verified",
+        action="store_true",
+        help="mark every e-mail verified (otherwise the source's email_verified is kept)",
+    )
+    parser.add_argument(
+        "--include-blocked",
+        action="store_true",
+        help="import users blocked in Auth0 (the import API cannot carry the blocked state)",
+    )
     add_common_arguments(parser)
-
-
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
@@ -65,18 +80,27 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     dead_profiles = count_prefix(counts, "dead_letter.auth0-profile.")
     passwords = counts.get("auth0.passwords_read", 0) + counts.get("auth0.custom_hashes_read", 0)
     with_pw = counts.get("users_with_password", 0)
-    dead_pw = count_prefix(counts, "dead_letter.auth0-password.") + count_prefix(counts, "dead_letter.auth0-custom-hash.")
+    dead_pw = count_prefix(counts, "dead_letter.auth0-password.") + count_prefix(
+        counts, "dead_letter.auth0-custom-hash."
+    )
     mfa = counts.get("auth0.mfa_read", 0)
     with_otp = counts.get("users_with_otp", 0)
     not_importable = count_prefix(counts, "auth0.mfa_not_importable.")
     dead_mfa = count_prefix(counts, "dead_letter.auth0-mfa.")
-    holds = (profiles == written + dead_profiles and passwords == with_pw + dead_pw
-             and mfa == with_otp + not_importable + dead_mfa)
-    text = (f"profiles {profiles:,} = written {written:,} + dead-lettered {dead_profiles:,}; "
-            f"password records {passwords:,} = used {with_pw:,} + dead-lettered {dead_pw:,}")
+    holds = (
+        profiles == written + dead_profiles
+        and passwords == with_pw + dead_pw
+        and mfa == with_otp + not_importable + dead_mfa
+    )
+    text = (
+        f"profiles {profiles:,} = written {written:,} + dead-lettered {dead_profiles:,}; "
+        f"password records {passwords:,} = used {with_pw:,} + dead-lettered {dead_pw:,}"
+    )
     if mfa:
-        text += (f"; MFA records {mfa:,} = OTP written {with_otp:,} + not importable {not_importable:,}"
-                 f" + dead-lettered {dead_mfa:,}")
+        text += (
+            f"; MFA records {mfa:,} = OTP written {with_otp:,} + not importable {not_importable:,}"
+            f" + dead-lettered {dead_mfa:,}"
+        )
     return holds, text
 
 
@@ -105,8 +129,11 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     if identities:
         lines.append(("identities (valid profiles)", sum(identities.values())))
         lines.append(("  auth0 database (the password)", counts.get("auth0.identities.database", 0)))
-        for outcome, label in (("linked", "linked to IdP"), ("unmapped", "no --idp-map, not linked"),
-                               ("invalid", "no usable user_id, not linked")):
+        for outcome, label in (
+            ("linked", "linked to IdP"),
+            ("unmapped", "no --idp-map, not linked"),
+            ("invalid", "no usable user_id, not linked"),
+        ):
             for name, value in sorted(identities.items()):
                 if name.startswith(f"auth0.identities.{outcome}."):
                     lines.append((f"  {label}: {name.split('.', 3)[3]}", value))
@@ -134,30 +161,42 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     patterns = {"--users": known_args.users, "--passwords": password_pattern, "--mfa": known_args.mfa}
     patterns = {flag: value for flag, value in patterns.items() if value}
     # Before matching: a gs:// match with Cloud Storage unreachable retries for ~120 s.
-    check_gcs_reachable(list(patterns.values()) + [common.output] + ([common.dead_letter] if common.dead_letter else []))
+    check_gcs_reachable(
+        list(patterns.values()) + [common.output] + ([common.dead_letter] if common.dead_letter else [])
+    )
     try:
         profiles = fileio.match_inputs([known_args.users], 0, "--users")
-        passwords = (fileio.match_inputs([password_pattern], len(profiles), "--passwords")
-                     if password_pattern else [])
-        mfa = (fileio.match_inputs([known_args.mfa], len(profiles) + len(passwords), "--mfa")
-               if known_args.mfa else [])
+        passwords = (
+            fileio.match_inputs([password_pattern], len(profiles), "--passwords") if password_pattern else []
+        )
+        mfa = (
+            fileio.match_inputs([known_args.mfa], len(profiles) + len(passwords), "--mfa")
+            if known_args.mfa
+            else []
+        )
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
     if known_args.passwords is None and password_pattern is None:
-        _LOGGER.warning("no --passwords and no ./passwords.json: no password file: only bulk-import profiles' custom_password_hash can give users a "
-                        "password (--passwords=PATH to add one)")
+        _LOGGER.warning(
+            "no --passwords and no ./passwords.json: no password file: only bulk-import profiles' custom_password_hash can give users a "
+            "password (--passwords=PATH to add one)"
+        )
     options = Auth0Options(
         email_verified=known_args.email_verified,
         include_blocked=known_args.include_blocked,
         metadata=common.metadata,
-        validation=ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy),
+        validation=ValidationOptions(
+            allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy
+        ),
         on_unsupported_hash=common.on_unsupported_hash,
         idp_map=idp_map,
         email_fallback=common.email_fallback,
     )
 
     def add_source(pipeline, tmp_dir: str):
-        return pipeline | "ReadAuth0" >> ReadAuth0Users(profiles, passwords, options, NUM_PARTITIONS, tmp_dir, mfa)
+        return pipeline | "ReadAuth0" >> ReadAuth0Users(
+            profiles, passwords, options, NUM_PARTITIONS, tmp_dir, mfa
+        )
 
     return run_migration(
         source_name="auth0",

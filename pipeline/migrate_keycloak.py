@@ -15,14 +15,16 @@ Converts every password algorithm Keycloak uses today (pbkdf2 variants, argon2, 
 the keycloak-bcrypt extension). Argon2 hashes verify only where the ZITADEL instance enables the
 argon2 verifier (self-hosted ``SystemDefaults.PasswordHasher.Verifiers``; ZITADEL Cloud disables it).
 """
+
 from __future__ import annotations
 
 import argparse
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
+from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import count_prefix, shared_summary_lines
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
@@ -31,21 +33,34 @@ _SOURCE = "keycloak-user"  # transforms.keycloak.SOURCE; not imported here to ke
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--realm", default="./realm.json",
-                        help="Keycloak realm export, or a directory/glob of a split export "
-                             "(<realm>-realm.json + <realm>-users-N.json); local or gs:// (default ./realm.json)")
-    parser.add_argument("--realm-name", default=None,
-                        help="which realm to read when the input holds several (multi-realm array or directory)")
-    parser.add_argument("--include-disabled", action="store_true",
-                        help="import users disabled in Keycloak (the import API cannot carry the disabled state)")
-    parser.add_argument("--allow-plaintext-passwords", action="store_true",
-                        help="import plaintext `value` password credentials as the user's password with "
-                             "passwordChangeRequired (default: dead-letter them as plaintext-password). "
-                             "ZITADEL's password complexity policy still applies on the server: a password "
-                             "it rejects fails that user's import")
-    add_idp_map_argument(parser, "Keycloak federatedIdentities of identity-provider ALIAS (e.g. google, corp-saml)")
+    parser.add_argument(
+        "--realm",
+        default="./realm.json",
+        help="Keycloak realm export, or a directory/glob of a split export "
+        "(<realm>-realm.json + <realm>-users-N.json); local or gs:// (default ./realm.json)",
+    )
+    parser.add_argument(
+        "--realm-name",
+        default=None,
+        help="which realm to read when the input holds several (multi-realm array or directory)",
+    )
+    parser.add_argument(
+        "--include-disabled",
+        action="store_true",
+        help="import users disabled in Keycloak (the import API cannot carry the disabled state)",
+    )
+    parser.add_argument(
+        "--allow-plaintext-passwords",
+        action="store_true",
+        help="import plaintext `value` password credentials as the user's password with "
+        "passwordChangeRequired (default: dead-letter them as plaintext-password). "
+        "ZITADEL's password complexity policy still applies on the server: a password "
+        "it rejects fails that user's import",
+    )
+    add_idp_map_argument(
+        parser, "Keycloak federatedIdentities of identity-provider ALIAS (e.g. google, corp-saml)"
+    )
     add_common_arguments(parser)
-
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
@@ -56,8 +71,10 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     converted = count_prefix(counts, "keycloak.with_password.") + counts.get("keycloak.without_password", 0)
     duplicates = count_prefix(counts, f"dead_letter.{_SOURCE}.duplicate-")
     holds = read == written + dead and converted == written + duplicates
-    text = (f"users read {read:,} = written {written:,} + dead-lettered {dead:,}; "
-            f"converted {converted:,} = written {written:,} + duplicates {duplicates:,}")
+    text = (
+        f"users read {read:,} = written {written:,} + dead-lettered {dead:,}; "
+        f"converted {converted:,} = written {written:,} + duplicates {duplicates:,}"
+    )
     return holds, text
 
 
@@ -87,8 +104,11 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     links = {k: v for k, v in counts.items() if k.startswith("keycloak.idp_links.")}
     if links:
         lines.append(("federatedIdentities (users written)", sum(links.values())))
-        for outcome, label in (("linked", "linked to IdP"), ("unmapped", "no --idp-map, not linked"),
-                               ("invalid", "no usable userId, not linked")):
+        for outcome, label in (
+            ("linked", "linked to IdP"),
+            ("unmapped", "no --idp-map, not linked"),
+            ("invalid", "no usable userId, not linked"),
+        ):
             for name, value in sorted(links.items()):
                 if name.startswith(f"keycloak.idp_links.{outcome}."):
                     lines.append((f"  {label}: {name.split('.', 3)[3]}", value))
@@ -113,7 +133,9 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         on_unsupported_hash=common.on_unsupported_hash,
         allow_plaintext_passwords=known_args.allow_plaintext_passwords,
         email_fallback=common.email_fallback,
-        validation=ValidationOptions(allowed_hash_families=("bcrypt", "argon2", "pbkdf2"), hash_policy=common.hash_policy),
+        validation=ValidationOptions(
+            allowed_hash_families=("bcrypt", "argon2", "pbkdf2"), hash_policy=common.hash_policy
+        ),
         idp_map=idp_map,
     )
 

@@ -25,6 +25,7 @@ The plan is one sequential read (a JSON document cannot be split by byte ranges)
 hashing and writing the bodies (to local disk or gs://) run in parallel. Run on both cores with
 ``--direct_running_mode=multi_processing --direct_num_workers=2``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,20 +38,21 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.durations import normalise_duration
-from pipeline.migrate import add_output_arguments
 from pipeline.errors import ConfigError
+from pipeline.migrate import add_output_arguments
+from pipeline.preflight import check_written, spill_dir
+from transforms.durations import normalise_duration
+from transforms.files import size
+from transforms.hash_metrics import HASH_COUNTER
 from transforms.hash_policy import load_policy
 from transforms.hash_report import hash_manifest
-from transforms.hash_metrics import HASH_COUNTER
-from pipeline.preflight import check_written, spill_dir
-from transforms.files import size
 from transforms.records import NAMESPACE
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
@@ -60,24 +62,38 @@ SOURCE = "zitadel"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--export", required=True,
-                        help="the export document (POST /admin/v1/export, or `zitadel-beam export`); "
-                             "local or gs://, plain or .gz")
+    parser.add_argument(
+        "--export",
+        required=True,
+        help="the export document (POST /admin/v1/export, or `zitadel-beam export`); "
+        "local or gs://, plain or .gz",
+    )
     add_output_arguments(
         parser,
         batch_help="at most this many users (human + machine) per body (default 5000)",
         dead_letter_help="NDJSON file for items that cannot be imported (default <stem>.dead-letter.ndjson)",
-        multiline_help="pretty-print the bodies")
-    parser.add_argument("--zitadel-config", metavar="FILE", default=None,
-                        help="the target ZITADEL's config YAML: the summary warns when its password verifiers "
-                             "or limits do not cover the export's hashes (default: ZITADEL's defaults)")
+        multiline_help="pretty-print the bodies",
+    )
+    parser.add_argument(
+        "--zitadel-config",
+        metavar="FILE",
+        default=None,
+        help="the target ZITADEL's config YAML: the summary warns when its password verifiers "
+        "or limits do not cover the export's hashes (default: ZITADEL's defaults)",
+    )
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     policy = load_policy(known_args.zitadel_config, os.environ)  # a bad config fails before the run
-    result = split_export(known_args.export, known_args.output, timeout=known_args.timeout,
-                          batch_size=known_args.batch_size, dead_letter=known_args.dead_letter,
-                          multiline=known_args.multiline, pipeline_args=pipeline_args)
+    result = split_export(
+        known_args.export,
+        known_args.output,
+        timeout=known_args.timeout,
+        batch_size=known_args.batch_size,
+        dead_letter=known_args.dead_letter,
+        multiline=known_args.multiline,
+        pipeline_args=pipeline_args,
+    )
     print(result.summary())
     _print_hash_report(result.manifest, policy)
     sys.stdout.flush()
@@ -155,15 +171,18 @@ class RenderBodies(beam.PTransform):
         )
 
 
-def build_pipeline(elements: list[tuple], tmp_dir: str, timeout: str, multiline: bool,
-                   pipeline_args: list[str]):
+def build_pipeline(
+    elements: list[tuple], tmp_dir: str, timeout: str, multiline: bool, pipeline_args: list[str]
+):
     """Build (not run) the render pipeline for a plan's body elements."""
     from pipeline.migrate import make_pipeline
 
     pipeline = make_pipeline(pipeline_args)
-    _ = (pipeline
-         | "Bodies" >> beam.Create(elements, reshuffle=False)
-         | "Render" >> RenderBodies(tmp_dir, timeout, multiline))
+    _ = (
+        pipeline
+        | "Bodies" >> beam.Create(elements, reshuffle=False)
+        | "Render" >> RenderBodies(tmp_dir, timeout, multiline)
+    )
     return pipeline
 
 
@@ -203,7 +222,8 @@ class SplitResult:
         text += f"\nmanifest: {self.manifest}"
         if self.bodies:
             text += f"\nbodies: {self.bodies[0]['path']}" + (
-                f" ... {self.bodies[-1]['path']}" if len(self.bodies) > 1 else "")
+                f" ... {self.bodies[-1]['path']}" if len(self.bodies) > 1 else ""
+            )
         if self.dead_count:
             text += f"\ndead letters: {self.dead_letter}"
         return text
@@ -225,9 +245,16 @@ def _open_export(path: str):
     return FileSystems.open(path)
 
 
-def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size: int = 5000,
-                 dead_letter: str | None = None, multiline: bool = False,
-                 pipeline_args: list[str] | None = None) -> SplitResult:
+def split_export(
+    export: str,
+    output: str,
+    *,
+    timeout: str = "5m0s",
+    batch_size: int = 5000,
+    dead_letter: str | None = None,
+    multiline: bool = False,
+    pipeline_args: list[str] | None = None,
+) -> SplitResult:
     """Plan, render and finalize; writes the manifest. Raises ConfigError (one line) on bad input.
 
     >>> split_export("export.json", "out/importBody.json", batch_size=2000).manifest  # doctest: +SKIP
@@ -264,13 +291,17 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
     try:
         prepare_tmp(layout.tmp_dir)
     except OSError as err:
-        raise ConfigError(f"--output {output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})") from None
+        raise ConfigError(
+            f"--output {output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})"
+        ) from None
     scratch = tempfile.mkdtemp(prefix="zitadel-beam-plan-")
     os.chmod(scratch, 0o700)
     started = time.monotonic()
     try:
-        with _open_export(export) as handle, \
-                open_private(FileSystems.join(layout.tmp_dir, dead_shard_name(0))) as dead:
+        with (
+            _open_export(export) as handle,
+            open_private(FileSystems.join(layout.tmp_dir, dead_shard_name(0))) as dead,
+        ):
             plan = plan_export(handle, layout.tmp_dir, batch_size, scratch, dead)
         planned = time.monotonic() - started
         _LOGGER.info("planned %d bodies in %.1f s", len(plan.bodies), planned)
@@ -295,9 +326,16 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
     export_bytes = size(export)
     if len(bodies) != len(plan.bodies):
         raise RuntimeError(f"planned {len(plan.bodies)} bodies, {len(bodies)} were written")  # a bug
-    for entry, body in zip(bodies, plan.bodies):
-        entry.update({"after": body.after, "kind": body.kind, "org_id": body.org_id,
-                      "machine_users": body.machines, "records": body.records})
+    for entry, body in zip(bodies, plan.bodies, strict=True):
+        entry.update(
+            {
+                "after": body.after,
+                "kind": body.kind,
+                "org_id": body.org_id,
+                "machine_users": body.machines,
+                "records": body.records,
+            }
+        )
     counts = {**plan.counts, **beam_counts}
     placed = sum(b.users + b.machines + b.records for b in plan.bodies)
     read = counts.get("items_read", 0)
@@ -325,5 +363,14 @@ def split_export(export: str, output: str, *, timeout: str = "5m0s", batch_size:
     }
     with open_private(layout.manifest) as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
-    return SplitResult(layout.manifest, bodies, counts, plan.dead_by_reason, dead_count, layout.dead_letter,
-                       holds, invariant, elapsed)
+    return SplitResult(
+        layout.manifest,
+        bodies,
+        counts,
+        plan.dead_by_reason,
+        dead_count,
+        layout.dead_letter,
+        holds,
+        invariant,
+        elapsed,
+    )

@@ -8,19 +8,30 @@ Example::
     add_credential_arguments(parser)
     credentials = credentials_from_args(parser.parse_args(argv))
 """
+
 from __future__ import annotations
 
 import argparse
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from pipeline.errors import ConfigError
 from transforms import admin_api
 from transforms.admin_api import Credentials
 from transforms.durations import flag_duration, flag_seconds
 
-__all__ = ["add_credential_arguments", "credentials_from_args", "add_side_credential_arguments", "credentials_for",
-           "add_export_selection_arguments", "add_idp_map_argument", "parse_idp_map", "add_gcs_arguments", "flag_duration", "flag_seconds"]
+__all__ = [
+    "add_credential_arguments",
+    "credentials_from_args",
+    "add_side_credential_arguments",
+    "credentials_for",
+    "add_export_selection_arguments",
+    "add_idp_map_argument",
+    "parse_idp_map",
+    "add_gcs_arguments",
+    "flag_duration",
+    "flag_seconds",
+]
 
 
 def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,16 +47,20 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials:
     """The Credentials the flags (or env ZITADEL_TOKEN) name; ConfigError if none or several."""
     try:
         return admin_api.load_credentials(
-            token_file=getattr(args, "token_file", None), client_id=getattr(args, "client_id", None),
+            token_file=getattr(args, "token_file", None),
+            client_id=getattr(args, "client_id", None),
             client_secret_file=getattr(args, "client_secret_file", None),
-            key_file=getattr(args, "key_file", None))
+            key_file=getattr(args, "key_file", None),
+        )
     except admin_api.CredentialError as err:
         raise ConfigError(str(err)) from None
 
 
 def add_side_credential_arguments(parser: argparse.ArgumentParser, side: str) -> None:
     """``add_credential_arguments`` for one of two instances (``--source-token-file``, ...)."""
-    group = parser.add_argument_group(f"{side} credentials (one of; default env ZITADEL_{side.upper()}_TOKEN)")
+    group = parser.add_argument_group(
+        f"{side} credentials (one of; default env ZITADEL_{side.upper()}_TOKEN)"
+    )
     group.add_argument(f"--{side}-token-file", help=f"file with a PAT / access token for the {side}")
     group.add_argument(f"--{side}-key-file", help=f"service-account JSON key file for the {side}")
     group.add_argument(f"--{side}-client-id", help=f"service user client id for the {side}")
@@ -57,10 +72,12 @@ def credentials_for(args: argparse.Namespace, side: str, environ=None) -> admin_
     environ = os.environ if environ is None else environ
     try:
         return admin_api.load_credentials(
-            token_file=getattr(args, f"{side}_token_file"), client_id=getattr(args, f"{side}_client_id"),
+            token_file=getattr(args, f"{side}_token_file"),
+            client_id=getattr(args, f"{side}_client_id"),
             client_secret_file=getattr(args, f"{side}_client_secret_file"),
             key_file=getattr(args, f"{side}_key_file"),
-            environ={"ZITADEL_TOKEN": environ.get(f"ZITADEL_{side.upper()}_TOKEN", "")})
+            environ={"ZITADEL_TOKEN": environ.get(f"ZITADEL_{side.upper()}_TOKEN", "")},
+        )
     except admin_api.CredentialError as err:
         text = str(err).replace("--", f"--{side}-").replace("ZITADEL_TOKEN", f"ZITADEL_{side.upper()}_TOKEN")
         raise ConfigError(f"{side}: {text}") from None
@@ -75,23 +92,43 @@ def add_export_selection_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_gcs_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("import a document from GCS instead (dataOrgsv1Gcs; the server runs it detached)")
-    group.add_argument("--gcs-document", help="gs://bucket/path of an export document (instead of --manifest)")
-    group.add_argument("--service-account", help="service-account JSON key the *server* reads the bucket with")
-    group.add_argument("--timeout", default="30m0s", help="server-side timeout of the detached import (default 30m0s)")
-    group.add_argument("--wait", default="10m0s",
-                       help="with --verify: how long to poll events search for the users (default 10m0s)")
-    group.add_argument("--poll-interval", type=float, default=10.0, help="seconds between verify polls (default 10)")
+    group = parser.add_argument_group(
+        "import a document from GCS instead (dataOrgsv1Gcs; the server runs it detached)"
+    )
+    group.add_argument(
+        "--gcs-document", help="gs://bucket/path of an export document (instead of --manifest)"
+    )
+    group.add_argument(
+        "--service-account", help="service-account JSON key the *server* reads the bucket with"
+    )
+    group.add_argument(
+        "--timeout", default="30m0s", help="server-side timeout of the detached import (default 30m0s)"
+    )
+    group.add_argument(
+        "--wait",
+        default="10m0s",
+        help="with --verify: how long to poll events search for the users (default 10m0s)",
+    )
+    group.add_argument(
+        "--poll-interval", type=float, default=10.0, help="seconds between verify polls (default 10)"
+    )
 
 
 def add_idp_map_argument(parser: argparse.ArgumentParser, what: str) -> None:
     """``--idp-map ALIAS=IDP_ID`` (repeatable), shared by ``migrate auth0`` and ``migrate keycloak``."""
-    parser.add_argument("--idp-map", action="append", default=[], metavar="ALIAS=IDP_ID",
-                        help=f"link {what} to the ZITADEL IdP with id IDP_ID (repeatable); links of unmapped "
-                             "aliases are counted per alias in the summary and manifest (docs/idp-links.md)")
+    parser.add_argument(
+        "--idp-map",
+        action="append",
+        default=[],
+        metavar="ALIAS=IDP_ID",
+        help=f"link {what} to the ZITADEL IdP with id IDP_ID (repeatable); links of unmapped "
+        "aliases are counted per alias in the summary and manifest (docs/idp-links.md)",
+    )
 
 
-def parse_idp_map(values: list[str], reserved: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+def parse_idp_map(
+    values: list[str], reserved: Mapping[str, str] | None = None
+) -> tuple[tuple[str, str], ...]:
     """``["google-oauth2=123", ...]`` → ``(("google-oauth2", "123"), ...)``; ConfigError otherwise.
 
     ``reserved`` names aliases a source cannot map, with the reason shown to the user.

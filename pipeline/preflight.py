@@ -15,6 +15,7 @@ Example::
     check_paths(known_args, ["--runner=DataflowRunner", "--temp_location=gs://b/tmp"])
     tmp = spill_dir(pipeline_args, layout.tmp_dir)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,22 +24,46 @@ import re
 import sys
 import time
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 from pipeline.errors import ConfigError
 
-__all__ = ["LOCAL_RUNNERS", "REMOTE_RUNNERS", "PATH_FLAGS", "runner_name", "is_remote", "check_paths", "run_id", "spill_dir", "check_written", "dataflow_client_installed"]
+__all__ = [
+    "LOCAL_RUNNERS",
+    "REMOTE_RUNNERS",
+    "PATH_FLAGS",
+    "runner_name",
+    "is_remote",
+    "check_paths",
+    "run_id",
+    "spill_dir",
+    "check_written",
+    "dataflow_client_installed",
+]
 
 # Beam 2.77's StandardOptions.LOCAL_RUNNERS, plus InteractiveRunner (which runs on a local runner
 # underneath). A test keeps this list equal to Beam's; it is copied so that the check needs no
 # `import apache_beam` (seconds) before it can answer.
-LOCAL_RUNNERS = ("BundleBasedDirectRunner", "DirectRunner", "SwitchingDirectRunner", "FnApiRunner",
-                 "PrismRunner", "TestDirectRunner", "InteractiveRunner")
+LOCAL_RUNNERS = (
+    "BundleBasedDirectRunner",
+    "DirectRunner",
+    "SwitchingDirectRunner",
+    "FnApiRunner",
+    "PrismRunner",
+    "TestDirectRunner",
+    "InteractiveRunner",
+)
 
 # Beam 2.77's other known runners (StandardOptions.ALL_KNOWN_RUNNERS). An unknown bare name is left
 # to Beam, which rejects it listing the valid ones; a dotted class path counts as remote.
-REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner", "FlinkRunner", "SparkRunner", "PortableRunner",
-                  "KafkaStreamsRunner")
+REMOTE_RUNNERS = (
+    "DataflowRunner",
+    "TestDataflowRunner",
+    "FlinkRunner",
+    "SparkRunner",
+    "PortableRunner",
+    "KafkaStreamsRunner",
+)
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
@@ -107,22 +132,31 @@ def check_paths(known_args: argparse.Namespace, pipeline_args: list[str]) -> Non
     runner = runner_name(pipeline_args)
     for flag, path in _paths(known_args):
         if not path.startswith("gs://"):
-            raise ConfigError(f"{flag} {path!r} is not on Cloud Storage: {runner} workers cannot reach this "
-                              f"machine's files; use a gs:// path (docs/runners.md)")
+            raise ConfigError(
+                f"{flag} {path!r} is not on Cloud Storage: {runner} workers cannot reach this "
+                f"machine's files; use a gs:// path (docs/runners.md)"
+            )
     temp = _beam_flags(pipeline_args).temp_location
     if not temp:
-        raise ConfigError(f"{runner} needs --temp_location=gs://BUCKET/tmp (spill files and staging go "
-                          f"there; docs/runners.md)")
+        raise ConfigError(
+            f"{runner} needs --temp_location=gs://BUCKET/tmp (spill files and staging go "
+            f"there; docs/runners.md)"
+        )
     if not temp.startswith("gs://"):
-        raise ConfigError(f"--temp_location {temp!r} is not on Cloud Storage: {runner} workers cannot reach "
-                          f"this machine's files; use a gs:// path (docs/runners.md)")
+        raise ConfigError(
+            f"--temp_location {temp!r} is not on Cloud Storage: {runner} workers cannot reach "
+            f"this machine's files; use a gs:// path (docs/runners.md)"
+        )
     staging = _beam_flags(pipeline_args).staging_location
     if staging and not staging.startswith("gs://"):
-        raise ConfigError(f"--staging_location {staging!r} is not on Cloud Storage: use a gs:// path "
-                          f"(docs/runners.md)")
+        raise ConfigError(
+            f"--staging_location {staging!r} is not on Cloud Storage: use a gs:// path (docs/runners.md)"
+        )
     if runner in DATAFLOW_RUNNERS and not dataflow_client_installed():
-        raise ConfigError(f"{runner} needs Beam's gcp extra (the Dataflow service client): "
-                          f"pip install '.[dataflow]' (docs/runners.md#dataflow)")
+        raise ConfigError(
+            f"{runner} needs Beam's gcp extra (the Dataflow service client): "
+            f"pip install '.[dataflow]' (docs/runners.md#dataflow)"
+        )
 
 
 def dataflow_client_installed() -> bool:
@@ -164,6 +198,8 @@ def check_written(manifest_path: str) -> int:
     problems = recount(manifest_path)
     if not problems:
         return 0
-    print(f"zitadel-beam: the written bodies disagree with {manifest_path}: {'; '.join(problems[:5])}",
-          file=sys.stderr)
+    print(
+        f"zitadel-beam: the written bodies disagree with {manifest_path}: {'; '.join(problems[:5])}",
+        file=sys.stderr,
+    )
     return 3

@@ -13,6 +13,7 @@ the request is handed to ``pipeline/gcs_import.py`` instead.
 
 Exit status: 0 when every user is created or present, 1 otherwise, 2 for configuration errors.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,34 +22,52 @@ import os
 from pipeline.errors import ConfigError
 from pipeline.gcs_import import run_gcs_push
 from pipeline.options import add_credential_arguments, add_gcs_arguments, credentials_from_args
-from transforms.manifest import write_body_manifest
 from transforms.hash_policy import load_policy
+from transforms.manifest import write_body_manifest
 from transforms.push_engine import TIMEOUT_MARGIN, push_manifest
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", required=True, help="ZITADEL instance base URL, e.g. https://x.zitadel.cloud")
+    parser.add_argument(
+        "--url", required=True, help="ZITADEL instance base URL, e.g. https://x.zitadel.cloud"
+    )
     parser.add_argument("--manifest", help="the <stem>.manifest.json written by migrate")
-    parser.add_argument("--body", action="append", default=[],
-                        help="instead of --manifest: an ImportDataRequest body written by another tool or by "
-                             "hand (repeatable, sent in order; <stem>.push.manifest.json is written in the "
-                             "current folder, for resume and --verify). Every user is validated first, with "
-                             "migrate's rules and reason codes: invalid ones are reported, not sent")
+    parser.add_argument(
+        "--body",
+        action="append",
+        default=[],
+        help="instead of --manifest: an ImportDataRequest body written by another tool or by "
+        "hand (repeatable, sent in order; <stem>.push.manifest.json is written in the "
+        "current folder, for resume and --verify). Every user is validated first, with "
+        "migrate's rules and reason codes: invalid ones are reported, not sent",
+    )
     parser.add_argument("--results", help="ledger folder (default: <manifest stem>.results/ beside it)")
-    parser.add_argument("--concurrency", type=int, default=1,
-                        help="bodies sent at once (default 1: the hosted endpoint is slow)")
-    parser.add_argument("--max-attempts", type=int, default=6,
-                        help="attempts per request for retryable failures (default 6)")
-    parser.add_argument("--request-timeout", type=float,
-                        help="client timeout per import request in seconds "
-                             f"(default: the body's timeout + {TIMEOUT_MARGIN:.0f} s)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="bodies sent at once (default 1: the hosted endpoint is slow)",
+    )
+    parser.add_argument(
+        "--max-attempts", type=int, default=6, help="attempts per request for retryable failures (default 6)"
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        help="client timeout per import request in seconds "
+        f"(default: the body's timeout + {TIMEOUT_MARGIN:.0f} s)",
+    )
     parser.add_argument("--verify", action="store_true", help="run verify when the push is done")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
-    parser.add_argument("--zitadel-config", metavar="FILE", default=None,
-                        help="the target's config YAML: warn before sending when its password verifiers or "
-                             "limits do not cover the manifest's hashes (default: ZITADEL's defaults)")
+    parser.add_argument(
+        "--zitadel-config",
+        metavar="FILE",
+        default=None,
+        help="the target's config YAML: warn before sending when its password verifiers or "
+        "limits do not cover the manifest's hashes (default: ZITADEL's defaults)",
+    )
     add_credential_arguments(parser)
     add_gcs_arguments(parser)
 
@@ -63,11 +82,17 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         raise ConfigError("give either --manifest or --body (one or more)")
     manifest_path = known_args.manifest or write_body_manifest(known_args.body)
     report = push_manifest(
-        manifest_path, known_args.url, credentials_from_args(known_args),
-        results_dir=known_args.results, concurrency=known_args.concurrency,
-        max_attempts=known_args.max_attempts, request_timeout=known_args.request_timeout,
-        progress=not known_args.quiet, verify=known_args.verify,
-        hash_policy=load_policy(known_args.zitadel_config, os.environ))
+        manifest_path,
+        known_args.url,
+        credentials_from_args(known_args),
+        results_dir=known_args.results,
+        concurrency=known_args.concurrency,
+        max_attempts=known_args.max_attempts,
+        request_timeout=known_args.request_timeout,
+        progress=not known_args.quiet,
+        verify=known_args.verify,
+        hash_policy=load_policy(known_args.zitadel_config, os.environ),
+    )
     print(report.table())
     if report.verify is not None:
         print(report.verify.table())

@@ -1,15 +1,24 @@
 """Beam metrics → the run summary (a table on stdout and the ``counts`` of the manifest)."""
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from apache_beam.metrics.metric import MetricsFilter
 
 from transforms.fields import MAX_UNKNOWN_FIELD_NAMES
 from transforms.records import NAMESPACE
 
-__all__ = ["counters_from_result", "summary_table", "dead_letter_totals", "count_prefix", "shared_summary_lines",
-           "not_carried_fields", "MAX_UNKNOWN_FIELD_NAMES"]
+__all__ = [
+    "counters_from_result",
+    "summary_table",
+    "dead_letter_totals",
+    "count_prefix",
+    "shared_summary_lines",
+    "not_carried_fields",
+    "MAX_UNKNOWN_FIELD_NAMES",
+]
 
 # Distinct unknown field names the manifest lists by name; the rest are summed as `other`.
 
@@ -85,9 +94,17 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
     ``cannot_sign_in_yet`` (written users with neither a password nor an IdP link).
     See docs/fields-not-carried.md.
     """
-    carried = {name.split(".", 1)[1]: value for name, value in counts.items() if name.startswith("not_carried.")}
-    unknown_all = sorted(((name.split(".", 1)[1], value) for name, value in counts.items()
-                          if name.startswith("unknown_field.")), key=lambda item: (-item[1], item[0]))
+    carried = {
+        name.split(".", 1)[1]: value for name, value in counts.items() if name.startswith("not_carried.")
+    }
+    unknown_all = sorted(
+        (
+            (name.split(".", 1)[1], value)
+            for name, value in counts.items()
+            if name.startswith("unknown_field.")
+        ),
+        key=lambda item: (-item[1], item[0]),
+    )
     unknown: dict[str, int] = {}
     for name, value in unknown_all:
         if len(unknown) >= MAX_UNKNOWN_FIELD_NAMES and name not in unknown:

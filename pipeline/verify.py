@@ -15,6 +15,7 @@ compares them with the user ids in the bodies:
 - **missing**: in the bodies, no event (exit status 1, ids in ``<results>/verify-missing.ndjson``);
 - **unexpected**: added in the org but not in the bodies (users created another way; informational).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,16 +27,25 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", required=True, help="ZITADEL instance base URL, e.g. https://x.zitadel.cloud")
+    parser.add_argument(
+        "--url", required=True, help="ZITADEL instance base URL, e.g. https://x.zitadel.cloud"
+    )
     parser.add_argument("--manifest", required=True, help="the <stem>.manifest.json written by migrate")
-    parser.add_argument("--results", help="where verify-missing.ndjson goes (default: <manifest stem>.results/)")
+    parser.add_argument(
+        "--results", help="where verify-missing.ndjson goes (default: <manifest stem>.results/)"
+    )
     parser.add_argument("--page-size", type=int, default=1000, help="events per search call (default 1000)")
     add_credential_arguments(parser)
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args
-    report = verify_manifest(known_args.manifest, known_args.url, credentials_from_args(known_args),
-                             results_dir=known_args.results, page_size=known_args.page_size)
+    report = verify_manifest(
+        known_args.manifest,
+        known_args.url,
+        credentials_from_args(known_args),
+        results_dir=known_args.results,
+        page_size=known_args.page_size,
+    )
     print(report.table())
     return 0 if report.ok else 1

@@ -10,6 +10,7 @@ each test gets a wiped storage with the bucket kept). Credentials: an authorized
 token never expires, plus GOOGLE_CLOUD_PROJECT and NO_GCE_CHECK=true, so google-auth neither
 retries the credential look-up (~20 s) nor probes the GCE metadata address (docs/gcs.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -69,7 +70,11 @@ def _bodies_meet_zitadel_schema(request):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    base = session.config._tmp_path_factory.getbasetemp() if hasattr(session.config, "_tmp_path_factory") else None
+    base = (
+        session.config._tmp_path_factory.getbasetemp()
+        if hasattr(session.config, "_tmp_path_factory")
+        else None
+    )
     if base is None or not Path(base).is_dir():
         return
     problems = schema_problems(Path(base))
@@ -79,7 +84,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_terminal_summary(terminalreporter):
-    terminalreporter.write_line(f"schema: {len(_SCHEMA_CHECKED)} import bodies checked against ZITADEL's published schema")
+    terminalreporter.write_line(
+        f"schema: {len(_SCHEMA_CHECKED)} import bodies checked against ZITADEL's published schema"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -97,18 +104,23 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def _gcs_server(tmp_path_factory):
     from gcp_storage_emulator import server as server_module
+
     port = _free_port()
     server = server_module.create_server("127.0.0.1", port, in_memory=True, default_bucket=GCS_BUCKET)
     server.start()
     creds = tmp_path_factory.mktemp("gcs") / "authorized_user.json"
-    creds.write_text(json.dumps({
-        "type": "authorized_user",
-        "client_id": "test.apps.googleusercontent.com",
-        "client_secret": "test",
-        "refresh_token": "test",
-        "token": "test-token",
-        "expiry": "2999-01-01T00:00:00Z",
-    }))
+    creds.write_text(
+        json.dumps(
+            {
+                "type": "authorized_user",
+                "client_id": "test.apps.googleusercontent.com",
+                "client_secret": "test",
+                "refresh_token": "test",
+                "token": "test-token",
+                "expiry": "2999-01-01T00:00:00Z",
+            }
+        )
+    )
     try:
         yield server, f"http://127.0.0.1:{port}", creds
     finally:

@@ -11,6 +11,7 @@ bcrypt and argon2 use the bcrypt and argon2-cffi packages (the reference C imple
 pbkdf2, scrypt and md5 use hashlib; md5-crypt, SHA-crypt, phpass and drupal7 are implemented
 here from their published algorithms (short, and no maintained Python package offers them all).
 """
+
 from __future__ import annotations
 
 import base64
@@ -96,13 +97,25 @@ def md5_crypt(password: bytes, salt: bytes) -> str:
             step += password
         step += final if i & 1 else password
         final = hashlib.md5(step).digest()
-    out = "".join(_to64(final[a] << 16 | final[b] << 8 | final[c], 4)
-                  for a, b, c in ((0, 6, 12), (1, 7, 13), (2, 8, 14), (3, 9, 15), (4, 10, 5)))
+    out = "".join(
+        _to64(final[a] << 16 | final[b] << 8 | final[c], 4)
+        for a, b, c in ((0, 6, 12), (1, 7, 13), (2, 8, 14), (3, 9, 15), (4, 10, 5))
+    )
     return f"$1${salt.decode()}${out}{_to64(final[11], 2)}"
 
 
-_SHA256_ORDER = [(0, 10, 20), (21, 1, 11), (12, 22, 2), (3, 13, 23), (24, 4, 14),
-                 (15, 25, 5), (6, 16, 26), (27, 7, 17), (18, 28, 8), (9, 19, 29)]
+_SHA256_ORDER = [
+    (0, 10, 20),
+    (21, 1, 11),
+    (12, 22, 2),
+    (3, 13, 23),
+    (24, 4, 14),
+    (15, 25, 5),
+    (6, 16, 26),
+    (27, 7, 17),
+    (18, 28, 8),
+    (9, 19, 29),
+]
 
 
 def _sha512_order() -> list[tuple[int, int, int]]:
@@ -140,7 +153,9 @@ def sha_crypt(password: bytes, salt: bytes, rounds: int, variant: str, explicit_
         step += c if r & 1 else p
         c = digest(step).digest()
     if variant == "6":
-        out = "".join(_to64(c[x] << 16 | c[y] << 8 | c[z], 4) for x, y, z in _sha512_order()) + _to64(c[63], 2)
+        out = "".join(_to64(c[x] << 16 | c[y] << 8 | c[z], 4) for x, y, z in _sha512_order()) + _to64(
+            c[63], 2
+        )
     else:
         out = "".join(_to64(c[x] << 16 | c[y] << 8 | c[z], 4) for x, y, z in _SHA256_ORDER)
         out += _to64(c[31] << 8 | c[30], 3)
@@ -208,8 +223,13 @@ def _parse(encoded: str):
         return "argon2", (ident, m, t, p, raw_std_strict(salt), raw_std_strict(hashed))
     if encoded.startswith("$pbkdf2"):
         ident, rounds, salt, hashed = _fields(encoded, 4)[:4]
-        digests = {"pbkdf2": "sha1", "pbkdf2-sha224": "sha224", "pbkdf2-sha256": "sha256",
-                   "pbkdf2-sha384": "sha384", "pbkdf2-sha512": "sha512"}
+        digests = {
+            "pbkdf2": "sha1",
+            "pbkdf2-sha224": "sha224",
+            "pbkdf2-sha256": "sha256",
+            "pbkdf2-sha384": "sha384",
+            "pbkdf2-sha512": "sha512",
+        }
         if ident not in digests or not rounds.isdigit():
             raise Refused("pbkdf2: identifier or rounds")
         return "pbkdf2", (digests[ident], int(rounds), _pbkdf2_field(salt), _pbkdf2_field(hashed))
@@ -291,15 +311,30 @@ def verify(encoded: str, password: str) -> bool:
 
 # ZITADEL's default SystemDefaults.PasswordHasher.Limits (cmd/defaults.yaml; passwap v0.12).
 DEFAULT_LIMITS = {
-    "Bcrypt.MinCost": 10, "Bcrypt.MaxCost": 16,
-    "Argon2.MinTime": 1, "Argon2.MaxTime": 10, "Argon2.MinMemory": 8192, "Argon2.MaxMemory": 524288,
-    "Argon2.MinThreads": 1, "Argon2.MaxThreads": 16,
-    "Scrypt.MinLN": 14, "Scrypt.MaxLN": 20, "Scrypt.MinR": 8, "Scrypt.MaxR": 32, "Scrypt.MinP": 1, "Scrypt.MaxP": 16,
-    "PBKDF2.MinRounds": 1000, "PBKDF2.MaxRounds": 10_000_000,
-    "Sha2.MinSha256Rounds": 1000, "Sha2.MaxSha256Rounds": 999_999_999,
-    "Sha2.MinSha512Rounds": 1000, "Sha2.MaxSha512Rounds": 999_999_999,
-    "PHPass.MinRounds": 7, "PHPass.MaxRounds": 31,
-    "Drupal7.MinIterations": 1000, "Drupal7.MaxIterations": 500_000,
+    "Bcrypt.MinCost": 10,
+    "Bcrypt.MaxCost": 16,
+    "Argon2.MinTime": 1,
+    "Argon2.MaxTime": 10,
+    "Argon2.MinMemory": 8192,
+    "Argon2.MaxMemory": 524288,
+    "Argon2.MinThreads": 1,
+    "Argon2.MaxThreads": 16,
+    "Scrypt.MinLN": 14,
+    "Scrypt.MaxLN": 20,
+    "Scrypt.MinR": 8,
+    "Scrypt.MaxR": 32,
+    "Scrypt.MinP": 1,
+    "Scrypt.MaxP": 16,
+    "PBKDF2.MinRounds": 1000,
+    "PBKDF2.MaxRounds": 10_000_000,
+    "Sha2.MinSha256Rounds": 1000,
+    "Sha2.MaxSha256Rounds": 999_999_999,
+    "Sha2.MinSha512Rounds": 1000,
+    "Sha2.MaxSha512Rounds": 999_999_999,
+    "PHPass.MinRounds": 7,
+    "PHPass.MaxRounds": 31,
+    "Drupal7.MinIterations": 1000,
+    "Drupal7.MaxIterations": 500_000,
 }
 
 
@@ -339,6 +374,8 @@ def server_refusal(encoded: str, verifiers: frozenset[str] | set[str], limits: d
         group, name = key.split(".")
         low, high = limits[f"{group}.Min{name}"], limits[f"{group}.Max{name}"]
         if not low <= value <= high:
-            return (f"ID=COMMAND-4n8fs Message=Errors.User.Password.Invalid "
-                    f"(verifier: {verifier} parameter {name} out of bounds: expected {low} - {high}, got {value})")
+            return (
+                f"ID=COMMAND-4n8fs Message=Errors.User.Password.Invalid "
+                f"(verifier: {verifier} parameter {name} out of bounds: expected {low} - {high}, got {value})"
+            )
     return None

@@ -16,6 +16,7 @@ Example::
     >>> SchemaChecker().check({"dataOrgs": {"orgs": []}, "timeout": "5m0s"})
     []
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,7 +53,9 @@ class SchemaChecker:
         for file in files.file:
             self._pool.Add(file)
         self._request = message_factory.GetMessageClass(self._pool.FindMessageTypeByName(REQUEST))
-        self._rules_class = message_factory.GetMessageClass(self._pool.FindMessageTypeByName("validate.FieldRules"))
+        self._rules_class = message_factory.GetMessageClass(
+            self._pool.FindMessageTypeByName("validate.FieldRules")
+        )
         self._rules_of: dict[str, Any] = {}
 
     def check(self, body: Any) -> list[str]:
@@ -112,7 +115,9 @@ class SchemaChecker:
             elif name.name not in ("min_items", "max_items"):
                 raise NotImplementedError(f"repeated rule {name.name} ({where})")
 
-    def _apply(self, rules, field: FieldDescriptor, value, present: bool, where: str, problems: list[str]) -> None:
+    def _apply(
+        self, rules, field: FieldDescriptor, value, present: bool, where: str, problems: list[str]
+    ) -> None:
         # ``message`` sits beside the ``type`` oneof in validate.FieldRules.
         if rules.HasField("message") and rules.message.required and not present:
             problems.append(f"{where}: required")
@@ -147,7 +152,15 @@ class SchemaChecker:
                 problems.append(f"{where}: must start with {limit!r}")
             elif name == "email" and limit and not _valid_email(value):
                 problems.append(f"{where}: not an e-mail address")
-            elif name not in ("min_len", "max_len", "min_bytes", "max_bytes", "prefix", "email", "ignore_empty"):
+            elif name not in (
+                "min_len",
+                "max_len",
+                "min_bytes",
+                "max_bytes",
+                "prefix",
+                "email",
+                "ignore_empty",
+            ):
                 raise NotImplementedError(f"string rule {name} ({where})")
 
     @staticmethod

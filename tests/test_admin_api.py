@@ -1,4 +1,5 @@
 """The admin API client against the loopback test server: auth, retries, classification, paging."""
+
 from __future__ import annotations
 
 import json
@@ -8,49 +9,64 @@ import time
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from zitadel_fixtures import PAT, fast_client, hash_pool, leaked_secrets, make_user, zitadel_fixture  # noqa: F401
+from zitadel_server import ZitadelServer
 
 from transforms import admin_api
 from transforms.admin_api import AdminClient, load_credentials
-from zitadel_fixtures import PAT, fast_client, hash_pool, leaked_secrets, make_user, zitadel_fixture  # noqa: F401
-from zitadel_server import ZitadelServer
 
 TOKEN = admin_api.Credentials("token", token=PAT)
 
 
 def _body(*user_ids: str, org: str = "1", timeout: str = "1m") -> bytes:
     users = [make_user(u, hash_pool()[0]) for u in user_ids]
-    return json.dumps({"dataOrgs": {"orgs": [{"orgId": org, "humanUsers": users}]}, "timeout": timeout}).encode()
+    return json.dumps(
+        {"dataOrgs": {"orgs": [{"orgId": org, "humanUsers": users}]}, "timeout": timeout}
+    ).encode()
 
 
 def _rsa_key_pair() -> tuple[str, bytes]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return private, public
 
 
-@pytest.mark.parametrize("status, body, kind", [
-    (401, b'{"code":16,"message":"auth header missing"}', "auth"),
-    (500, b'{"code":2,"message":"rpc error: code = Unauthenticated desc = auth header missing ()"}', "auth"),
-    (403, b'{"code":7,"message":"No matching permissions found"}', "auth"),
-    (400, b'{"code":3,"message":"invalid ImportHumanUserRequest.UserName"}', "invalid"),
-    (504, b'{"code":4,"message":"context deadline exceeded"}', "deadline"),
-    (504, b"<html>gateway timeout</html>", "retry"),
-    (502, b"", "retry"),
-    (503, b'{"code":14,"message":"unavailable"}', "retry"),
-    (429, b'{"code":8,"message":"rate limit"}', "retry"),
-    (500, b'{"code":13,"message":"internal"}', "fatal"),
-])
+@pytest.mark.parametrize(
+    "status, body, kind",
+    [
+        (401, b'{"code":16,"message":"auth header missing"}', "auth"),
+        (
+            500,
+            b'{"code":2,"message":"rpc error: code = Unauthenticated desc = auth header missing ()"}',
+            "auth",
+        ),
+        (403, b'{"code":7,"message":"No matching permissions found"}', "auth"),
+        (400, b'{"code":3,"message":"invalid ImportHumanUserRequest.UserName"}', "invalid"),
+        (504, b'{"code":4,"message":"context deadline exceeded"}', "deadline"),
+        (504, b"<html>gateway timeout</html>", "retry"),
+        (502, b"", "retry"),
+        (503, b'{"code":14,"message":"unavailable"}', "retry"),
+        (429, b'{"code":8,"message":"rate limit"}', "retry"),
+        (500, b'{"code":13,"message":"internal"}', "fatal"),
+    ],
+)
 def test_classify_by_status_and_grpc_body(status, body, kind):
     assert admin_api.classify(status, body).kind == kind
 
 
 def test_scrub_removes_hashes_tokens_and_known_secrets():
     hashed = hash_pool()[0]
-    text = (f'rejected {{"hashedPassword":{{"value":"{hashed}"}}}} Authorization: Bearer {PAT} '
-            f'"access_token":"abc123" $argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA my-client-secret')
+    text = (
+        f'rejected {{"hashedPassword":{{"value":"{hashed}"}}}} Authorization: Bearer {PAT} '
+        f'"access_token":"abc123" $argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA my-client-secret'
+    )
     cleaned = admin_api.scrub(text, secrets=("my-client-secret",))
     assert leaked_secrets(cleaned, ["abc123", "my-client-secret", "$argon2id$v=19"]) == []
     assert "rejected" in cleaned
@@ -149,9 +165,22 @@ def test_retries_are_bounded(zitadel):
 
 
 def test_invalid_request_is_not_retried(zitadel):
-    bad = json.dumps({"dataOrgs": {"orgs": [{"orgId": "1", "humanUsers": [
-        make_user("ok", hash_pool()[0]), make_user("bad", hash_pool()[1], preferredLanguage="en-u-rg-uszzzz")]}]},
-        "timeout": "1m"}).encode()
+    bad = json.dumps(
+        {
+            "dataOrgs": {
+                "orgs": [
+                    {
+                        "orgId": "1",
+                        "humanUsers": [
+                            make_user("ok", hash_pool()[0]),
+                            make_user("bad", hash_pool()[1], preferredLanguage="en-u-rg-uszzzz"),
+                        ],
+                    }
+                ]
+            },
+            "timeout": "1m",
+        }
+    ).encode()
     client = fast_client(zitadel.url, TOKEN)
     with pytest.raises(admin_api.InvalidRequest, match="PreferredLanguage") as info:
         client.import_data(bad, timeout=5)
@@ -224,8 +253,9 @@ def test_client_credentials_fetch_and_refresh_tokens_before_expiry(tmp_path):
 def test_client_credentials_with_a_wrong_secret_fail_cleanly(tmp_path):
     (tmp_path / "secret").write_text("wrong-secret-123")
     with ZitadelServer(clients={"importer": "right"}) as server:
-        client = AdminClient(server.url, load_credentials(client_id="importer",
-                                                          client_secret_file=str(tmp_path / "secret")))
+        client = AdminClient(
+            server.url, load_credentials(client_id="importer", client_secret_file=str(tmp_path / "secret"))
+        )
         with pytest.raises(admin_api.AuthError, match="token request rejected") as info:
             client.probe()
         assert "wrong-secret-123" not in str(info.value)
@@ -234,8 +264,9 @@ def test_client_credentials_with_a_wrong_secret_fail_cleanly(tmp_path):
 def test_revoked_token_is_replaced_once(tmp_path):
     (tmp_path / "secret").write_text("s3cr3t")
     with ZitadelServer(clients={"importer": "s3cr3t"}) as server:
-        client = AdminClient(server.url, load_credentials(client_id="importer",
-                                                          client_secret_file=str(tmp_path / "secret")))
+        client = AdminClient(
+            server.url, load_credentials(client_id="importer", client_secret_file=str(tmp_path / "secret"))
+        )
         client.probe()
         server.revoke_all_tokens()
         client.import_data(_body("u1"), timeout=5)
@@ -245,11 +276,14 @@ def test_revoked_token_is_replaced_once(tmp_path):
 def test_key_file_jwt_profile(tmp_path, caplog):
     private, public = _rsa_key_pair()
     key_file = tmp_path / "sa.json"
-    key_file.write_text(json.dumps({"type": "serviceaccount", "keyId": "k1", "key": private, "userId": "sa-1"}))
+    key_file.write_text(
+        json.dumps({"type": "serviceaccount", "keyId": "k1", "key": private, "userId": "sa-1"})
+    )
     other_private, _ = _rsa_key_pair()
     wrong_file = tmp_path / "wrong.json"
-    wrong_file.write_text(json.dumps({"type": "serviceaccount", "keyId": "k1", "key": other_private,
-                                      "userId": "sa-1"}))
+    wrong_file.write_text(
+        json.dumps({"type": "serviceaccount", "keyId": "k1", "key": other_private, "userId": "sa-1"})
+    )
     caplog.set_level(logging.DEBUG)
     with ZitadelServer(keys={"k1": ("sa-1", public)}) as server:
         client = AdminClient(server.url, load_credentials(key_file=str(key_file)))

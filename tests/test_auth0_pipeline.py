@@ -1,4 +1,5 @@
 """ReadAuth0Users (join, dedup, dead letters) and UsersToBodies (duplicates, batching) in TestPipeline."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms import fileio
 from transforms.auth0 import Auth0Options, ReadAuth0Users
 from transforms.bodies import BodySpec, UsersToBodies
+from transforms.ids import auth0_user_id
 from transforms.records import decode_rows, encode_rows
 from transforms.spill import load_blob
-from transforms.ids import auth0_user_id
 from transforms.validate import Reason, ValidationOptions
 
 TestPipeline.__test__ = False  # not a test class, whatever its name says
@@ -39,15 +40,19 @@ def write_ndjson(path: Path, records) -> Path:
     return path
 
 
-def read_users(tmp_path: Path, profiles, passwords, options=Auth0Options(), partitions=3):
+def read_users(tmp_path: Path, profiles, passwords, options=None, partitions=3):
     """Build ReadAuth0Users on temp files; returns (pipeline, users, dead) where
     users = (userId, hash or None) and dead = (source, reason, record key)."""
+    options = options or Auth0Options()
     profile_files = fileio.match_inputs([str(write_ndjson(tmp_path / "users.json", profiles))], 0)
     password_files = fileio.match_inputs([str(write_ndjson(tmp_path / "passwords.json", passwords))], 1)
     p = pipeline()
     out = p | "Read" >> reader(tmp_path, profile_files, password_files, options, partitions)
-    users = out["rows"] | "Users" >> beam.FlatMap(lambda kv: [
-        (e.get("userId"), e["user"].get("hashedPassword", {}).get("value")) for e in entries(kv[1])])
+    users = out["rows"] | "Users" >> beam.FlatMap(
+        lambda kv: [
+            (e.get("userId"), e["user"].get("hashedPassword", {}).get("value")) for e in entries(kv[1])
+        ]
+    )
     dead = out["dead"] | "Dead" >> beam.Map(_dead_key)
     return p, users, dead
 
@@ -57,10 +62,10 @@ def entries(value: bytes | str) -> list[dict]:
     return [orjson.loads(row[4]) for row in decode_rows(load_blob(value))]
 
 
-def reader(tmp_path: Path, profile_files, password_files, options=Auth0Options(), partitions=3):
+def reader(tmp_path: Path, profile_files, password_files, options=None, partitions=3):
     spill = tmp_path / "spill"
     spill.mkdir(exist_ok=True)
-    return ReadAuth0Users(profile_files, password_files, options, partitions, str(spill))
+    return ReadAuth0Users(profile_files, password_files, options or Auth0Options(), partitions, str(spill))
 
 
 def _dead_key(element):
@@ -88,12 +93,24 @@ PROFILES = [
 ]
 PASSWORDS = [
     # newest by password_set_date wins whatever the input order
-    {"_id": {"$oid": "a1"}, "email": "ann@example.com", "passwordHash": h(1),
-     "password_set_date": {"$date": "2023-05-01T00:00:00.000Z"}},
-    {"_id": {"$oid": "a1"}, "email": "ann@example.com", "passwordHash": h(2),
-     "password_set_date": {"$date": "2021-05-01T00:00:00.000Z"}},
-    {"_id": {"$oid": "a1"}, "email": "ANN@example.com ", "passwordHash": h(3),
-     "last_password_reset": {"$date": "2022-05-01T00:00:00.000Z"}},
+    {
+        "_id": {"$oid": "a1"},
+        "email": "ann@example.com",
+        "passwordHash": h(1),
+        "password_set_date": {"$date": "2023-05-01T00:00:00.000Z"},
+    },
+    {
+        "_id": {"$oid": "a1"},
+        "email": "ann@example.com",
+        "passwordHash": h(2),
+        "password_set_date": {"$date": "2021-05-01T00:00:00.000Z"},
+    },
+    {
+        "_id": {"$oid": "a1"},
+        "email": "ANN@example.com ",
+        "passwordHash": h(3),
+        "last_password_reset": {"$date": "2022-05-01T00:00:00.000Z"},
+    },
     {"_id": "auth0|b2", "email": " bob@example.COM", "passwordHash": h(4)},  # joined case-insensitively
     {"_id": {"$oid": "zz"}, "email": "cid@example.com", "passwordHash": h(5)},  # the one database user
     {"_id": {"$oid": "zz"}, "email": "dup@example.com", "passwordHash": h(6)},  # ambiguous
@@ -108,31 +125,43 @@ PASSWORDS = [
 def test_read_auth0_users_join_and_dead_letters(tmp_path):
     p, users, dead = read_users(tmp_path, PROFILES, PASSWORDS)
     with p:
-        assert_that(users, equal_to([
-            ("auth0|a1", h(1)),
-            ("auth0|b2", h(4)),
-            ("auth0|c3", h(5)),
-            ("google-oauth2|9", None),
-            ("auth0|d4", None),
-            ("auth0|d5", None),
-            ("auth0|f7", None),
-            (auth0_user_id("noid@example.com"), None),
-        ]), label="JoinedUsers")
-        assert_that(dead, equal_to([
-            ("auth0-password", Reason.PASSWORD_SUPERSEDED, "ann@example.com"),
-            ("auth0-password", Reason.PASSWORD_SUPERSEDED, "ANN@example.com "),
-            ("auth0-password", Reason.AMBIGUOUS_PASSWORD, "dup@example.com"),
-            ("auth0-profile", Reason.BLOCKED, "auth0|e6"),
-            ("auth0-password", Reason.PROFILE_REJECTED, "blocked@example.com"),
-            ("auth0-password", Reason.ORPHAN_PASSWORD, "orphan@example.com"),
-            ("auth0-profile", Reason.MISSING_USER_ID, ""),
-            ("auth0-profile", Reason.MISSING_EMAIL, "auth0|g8"),
-            ("auth0-profile", Reason.MALFORMED_JSON, "not json"),
-            ("auth0-profile", Reason.INVALID_HASH, "auth0|h9"),
-            ("auth0-password", Reason.PROFILE_REJECTED, "badhash@example.com"),
-            ("auth0-password", Reason.MISSING_PASSWORD_HASH, "nohash@example.com"),
-            ("auth0-password", Reason.MISSING_EMAIL, ""),
-        ]), label="DeadLetters")
+        assert_that(
+            users,
+            equal_to(
+                [
+                    ("auth0|a1", h(1)),
+                    ("auth0|b2", h(4)),
+                    ("auth0|c3", h(5)),
+                    ("google-oauth2|9", None),
+                    ("auth0|d4", None),
+                    ("auth0|d5", None),
+                    ("auth0|f7", None),
+                    (auth0_user_id("noid@example.com"), None),
+                ]
+            ),
+            label="JoinedUsers",
+        )
+        assert_that(
+            dead,
+            equal_to(
+                [
+                    ("auth0-password", Reason.PASSWORD_SUPERSEDED, "ann@example.com"),
+                    ("auth0-password", Reason.PASSWORD_SUPERSEDED, "ANN@example.com "),
+                    ("auth0-password", Reason.AMBIGUOUS_PASSWORD, "dup@example.com"),
+                    ("auth0-profile", Reason.BLOCKED, "auth0|e6"),
+                    ("auth0-password", Reason.PROFILE_REJECTED, "blocked@example.com"),
+                    ("auth0-password", Reason.ORPHAN_PASSWORD, "orphan@example.com"),
+                    ("auth0-profile", Reason.MISSING_USER_ID, ""),
+                    ("auth0-profile", Reason.MISSING_EMAIL, "auth0|g8"),
+                    ("auth0-profile", Reason.MALFORMED_JSON, "not json"),
+                    ("auth0-profile", Reason.INVALID_HASH, "auth0|h9"),
+                    ("auth0-password", Reason.PROFILE_REJECTED, "badhash@example.com"),
+                    ("auth0-password", Reason.MISSING_PASSWORD_HASH, "nohash@example.com"),
+                    ("auth0-password", Reason.MISSING_EMAIL, ""),
+                ]
+            ),
+            label="DeadLetters",
+        )
 
 
 def test_read_auth0_users_options(tmp_path):
@@ -153,10 +182,16 @@ def test_read_auth0_users_default_cost_bounds(tmp_path):
     p, users, dead = read_users(tmp_path, [{"user_id": "auth0|2", "email": "low@example.com"}], passwords)
     with p:
         assert_that(users, equal_to([]), label="NoUsers")
-        assert_that(dead, equal_to([
-            ("auth0-profile", Reason.BCRYPT_COST, "auth0|2"),
-            ("auth0-password", Reason.PROFILE_REJECTED, "low@example.com"),
-        ]), label="DeadLetters")
+        assert_that(
+            dead,
+            equal_to(
+                [
+                    ("auth0-profile", Reason.BCRYPT_COST, "auth0|2"),
+                    ("auth0-password", Reason.PROFILE_REJECTED, "low@example.com"),
+                ]
+            ),
+            label="DeadLetters",
+        )
 
 
 def test_read_auth0_users_gives_few_large_elements(tmp_path):
@@ -173,8 +208,11 @@ def test_read_auth0_users_gives_few_large_elements(tmp_path):
 
 
 def row(index: int, user_id: str, user_name: str, password: str | None = None, companions=()):
-    user = {"userName": user_name, "profile": {"firstName": "F", "lastName": "L"},
-            "email": {"email": f"{user_name}@example.com"}}
+    user = {
+        "userName": user_name,
+        "profile": {"firstName": "F", "lastName": "L"},
+        "email": {"email": f"{user_name}@example.com"},
+    }
     if password:
         user["hashedPassword"] = {"value": password}
     record = {"user_id": user_id, "email": f"{user_name}@example.com"}
@@ -191,7 +229,9 @@ def test_users_to_bodies_duplicates_and_batching(tmp_path):
     rows = [
         row(0, "u0", "ann", h(0)),
         row(1, "u1", "bob"),
-        row(2, "u0", "carl", companions=[[[1, 5], "auth0-password", {"email": "carl@example.com"}]]),  # id taken
+        row(
+            2, "u0", "carl", companions=[[[1, 5], "auth0-password", {"email": "carl@example.com"}]]
+        ),  # id taken
         row(3, "u3", "ANN"),  # user name taken, compared case-insensitively
         row(4, "u4", "dan"),
         row(5, "u5", "eve"),
@@ -199,22 +239,37 @@ def test_users_to_bodies_duplicates_and_batching(tmp_path):
     ]
     # Each partition's users, sorted into input order, fill whole bodies; the remainders of all
     # partitions are merged in input order and cut again.
-    elements = [(0, encode_rows([rows[6], rows[0], rows[3]])), (1, encode_rows([rows[2], rows[5]])),
-                (2, encode_rows([rows[4], rows[1]]))]
+    elements = [
+        (0, encode_rows([rows[6], rows[0], rows[3]])),
+        (1, encode_rows([rows[2], rows[5]])),
+        (2, encode_rows([rows[4], rows[1]])),
+    ]
     with pipeline() as p:
         out = p | beam.Create(elements) | UsersToBodies(BodySpec("42", "5m0s", 2), str(tmp_path))
         bodies = out["bodies"] | "ReadBodies" >> beam.Map(_body_summary)
         dead = out["dead"] | "DeadKeys" >> beam.Map(_dead_key)
-        assert_that(bodies, equal_to([
-            ("42", "5m0s", ("u0", "u6")),  # partition 0 (u3 lost its user name)
-            ("42", "5m0s", ("u1", "u4")),  # partition 2
-            ("42", "5m0s", ("u5",)),  # partition 1's remainder (u2 lost its id)
-        ]), label="Bodies")
-        assert_that(dead, equal_to([
-            ("auth0-profile", Reason.DUPLICATE_USER_ID, "u0"),
-            ("auth0-password", Reason.PROFILE_REJECTED, "carl@example.com"),
-            ("auth0-profile", Reason.DUPLICATE_USERNAME, "u3"),
-        ]), label="Duplicates")
+        assert_that(
+            bodies,
+            equal_to(
+                [
+                    ("42", "5m0s", ("u0", "u6")),  # partition 0 (u3 lost its user name)
+                    ("42", "5m0s", ("u1", "u4")),  # partition 2
+                    ("42", "5m0s", ("u5",)),  # partition 1's remainder (u2 lost its id)
+                ]
+            ),
+            label="Bodies",
+        )
+        assert_that(
+            dead,
+            equal_to(
+                [
+                    ("auth0-profile", Reason.DUPLICATE_USER_ID, "u0"),
+                    ("auth0-password", Reason.PROFILE_REJECTED, "carl@example.com"),
+                    ("auth0-profile", Reason.DUPLICATE_USERNAME, "u3"),
+                ]
+            ),
+            label="Duplicates",
+        )
 
 
 def test_users_to_bodies_full_partitions_and_remainders(tmp_path):
@@ -238,7 +293,9 @@ def test_read_then_bodies(tmp_path):
     """The two transforms wired as the launcher wires them; a body holds users in input order."""
     profiles = [{"user_id": f"auth0|{i}", "email": f"u{i}@example.com"} for i in range(9)]
     profiles.append({"user_id": "auth0|3", "email": "again@example.com"})
-    passwords = [{"_id": {"$oid": str(i)}, "email": f"U{i}@example.com", "passwordHash": h(i)} for i in range(9)]
+    passwords = [
+        {"_id": {"$oid": str(i)}, "email": f"U{i}@example.com", "passwordHash": h(i)} for i in range(9)
+    ]
     profile_files = fileio.match_inputs([str(write_ndjson(tmp_path / "u.json", profiles))], 0)
     password_files = fileio.match_inputs([str(write_ndjson(tmp_path / "p.json", passwords))], 1)
     body_dir = tmp_path / "bodies"
@@ -247,7 +304,7 @@ def test_read_then_bodies(tmp_path):
         source = p | reader(tmp_path, profile_files, password_files, Auth0Options(), 4)
         out = source["rows"] | UsersToBodies(BodySpec("7", "5m0s", 100), str(body_dir))
         bodies = out["bodies"] | beam.Map(lambda path: _body_summary(path)[2])
-        dead = ((source["dead"], out["dead"]) | beam.Flatten() | beam.Map(_dead_key))
+        dead = (source["dead"], out["dead"]) | beam.Flatten() | beam.Map(_dead_key)
         assert_that(bodies, equal_to([tuple(f"auth0|{i}" for i in range(9))]), label="OneBodyInInputOrder")
         assert_that(dead, equal_to([("auth0-profile", Reason.DUPLICATE_USER_ID, "auth0|3")]), label="Dead")
 

@@ -1,4 +1,5 @@
 """``zitadel-beam migrate auth0`` end to end on temporary files (in-process and as a subprocess)."""
+
 from __future__ import annotations
 
 import gzip
@@ -68,11 +69,24 @@ def plain_users(n: int, seed: int = 7):
     for i in range(n):
         oid = f"{i:024x}"
         email = f"user{i}@example.com"
-        profiles.append({"user_id": f"auth0|{oid}", "email": email, "given_name": f"Given{i}",
-                         "family_name": f"Family{i}", "email_verified": i % 2 == 0})
+        profiles.append(
+            {
+                "user_id": f"auth0|{oid}",
+                "email": email,
+                "given_name": f"Given{i}",
+                "family_name": f"Family{i}",
+                "email_verified": i % 2 == 0,
+            }
+        )
         hashes[f"auth0|{oid}"] = fake_bcrypt(rng)
-        passwords.append({"_id": {"$oid": oid}, "email": email, "passwordHash": hashes[f"auth0|{oid}"],
-                          "password_set_date": {"$date": "2021-03-05T16:35:16.775Z"}})
+        passwords.append(
+            {
+                "_id": {"$oid": oid},
+                "email": email,
+                "passwordHash": hashes[f"auth0|{oid}"],
+                "password_set_date": {"$date": "2021-03-05T16:35:16.775Z"},
+            }
+        )
     return profiles, passwords, hashes
 
 
@@ -90,8 +104,16 @@ CONFORMANCE_FLAGS = ("--org=123", "--timeout=30m0s", "--email-verified")
 
 def test_conformance_with_zitadel_tools(reference, tmp_path, capsys):
     output = tmp_path / "importBody.json"
-    rc = main(["migrate", "auth0", *CONFORMANCE_FLAGS, f"--users={reference / 'users.json'}",
-               f"--passwords={reference / 'passwords.json'}", f"--output={output}"])
+    rc = main(
+        [
+            "migrate",
+            "auth0",
+            *CONFORMANCE_FLAGS,
+            f"--users={reference / 'users.json'}",
+            f"--passwords={reference / 'passwords.json'}",
+            f"--output={output}",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert json.loads(output.read_bytes()) == json.loads((reference / "referenceOutput.json").read_bytes())
@@ -100,14 +122,26 @@ def test_conformance_with_zitadel_tools(reference, tmp_path, capsys):
 
 def test_conformance_as_subprocess_and_byte_identical_rerun(reference, tmp_path):
     outputs = []
-    for i, command in enumerate([[str(REPO / ".venv" / "bin" / "zitadel-beam")], [sys.executable, "-m", "pipeline"]]):
+    for i, command in enumerate(
+        [[str(REPO / ".venv" / "bin" / "zitadel-beam")], [sys.executable, "-m", "pipeline"]]
+    ):
         if not Path(command[0]).exists():
             command = [sys.executable, "-m", "pipeline"]
         output = tmp_path / f"run{i}" / "importBody.json"
         proc = subprocess.run(
-            [*command, "migrate", "auth0", *CONFORMANCE_FLAGS, f"--users={reference / 'users.json'}",
-             f"--passwords={reference / 'passwords.json'}", f"--output={output}"],
-            cwd=REPO, capture_output=True, text=True, timeout=120,
+            [
+                *command,
+                "migrate",
+                "auth0",
+                *CONFORMANCE_FLAGS,
+                f"--users={reference / 'users.json'}",
+                f"--passwords={reference / 'passwords.json'}",
+                f"--output={output}",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""
@@ -121,7 +155,9 @@ def test_conformance_as_subprocess_and_byte_identical_rerun(reference, tmp_path)
 
 @pytest.fixture(scope="module")
 def real_hash():
-    return "correct horse battery staple", bcrypt.hashpw(b"correct horse battery staple", bcrypt.gensalt(10)).decode()
+    return "correct horse battery staple", bcrypt.hashpw(
+        b"correct horse battery staple", bcrypt.gensalt(10)
+    ).decode()
 
 
 def synthetic_export(tmp: Path, real_hash: str):
@@ -130,14 +166,22 @@ def synthetic_export(tmp: Path, real_hash: str):
     rng = random.Random(99)
     extra_profiles = [
         # joined on the e-mail trimmed and case-folded; the output keeps the profile's text
-        {"user_id": "auth0|aaa000000000000000000001", "email": "Mixed.Case@Example.COM", "name": "Mixed Case"},
+        {
+            "user_id": "auth0|aaa000000000000000000001",
+            "email": "Mixed.Case@Example.COM",
+            "name": "Mixed Case",
+        },
         # real bcrypt hash for a known password
         {"user_id": "auth0|aaa000000000000000000002", "email": "real@example.com", "email_verified": True},
         # no password record: imported without hashedPassword
         {"user_id": "google-oauth2|1234", "email": "social@example.com", "name": "Social User"},
         # fixed, counted: phone without "+", long language tag
-        {"user_id": "auth0|aaa000000000000000000003", "email": "phone@example.com",
-         "phone_number": "0049 123", "locale": "en-u-rg-uszzzz"},
+        {
+            "user_id": "auth0|aaa000000000000000000003",
+            "email": "phone@example.com",
+            "phone_number": "0049 123",
+            "locale": "en-u-rg-uszzzz",
+        },
         {"user_id": "auth0|aaa000000000000000000004", "email": "lang@example.com", "locale": "123"},
         # dead letters
         {"user_id": "auth0|aaa000000000000000000005", "email": "blocked@example.com", "blocked": True},
@@ -154,56 +198,99 @@ def synthetic_export(tmp: Path, real_hash: str):
         {"user_id": "auth0|aaa00000000000000000000e", "email": "x" * 190 + "@e.co", "given_name": "n" * 201},
         {"user_id": "auth0|" + "f" * 200, "email": "longid@example.com"},
         {"user_id": "auth0|aaa00000000000000000000f", "email": "longname@example.com", "username": "u" * 201},
-        {"user_id": "auth0|aaa000000000000000000010", "email": "lastname@example.com", "family_name": "l" * 201},
+        {
+            "user_id": "auth0|aaa000000000000000000010",
+            "email": "lastname@example.com",
+            "family_name": "l" * 201,
+        },
     ]
     mixed_hash, old_hash, new_hash = fake_bcrypt(rng), fake_bcrypt(rng), fake_bcrypt(rng)
     extra_passwords = [
-        {"_id": {"$oid": "aaa000000000000000000001"}, "email": "  mixed.case@example.com ", "passwordHash": mixed_hash},
+        {
+            "_id": {"$oid": "aaa000000000000000000001"},
+            "email": "  mixed.case@example.com ",
+            "passwordHash": mixed_hash,
+        },
         {"_id": {"$oid": "aaa000000000000000000002"}, "email": "real@example.com", "passwordHash": real_hash},
         # two records for one e-mail: the newest wins, the older is dead-lettered
-        {"_id": {"$oid": "aaa000000000000000000003"}, "email": "phone@example.com", "passwordHash": new_hash,
-         "password_set_date": {"$date": "2023-01-01T00:00:00.000Z"}},
-        {"_id": {"$oid": "aaa000000000000000000003"}, "email": "phone@example.com", "passwordHash": old_hash,
-         "password_set_date": {"$date": "2020-01-01T00:00:00.000Z"}},
-        {"_id": {"$oid": "ffffffffffffffffffffffff"}, "email": "nobody@example.com", "passwordHash": fake_bcrypt(rng)},
-        {"_id": {"$oid": "aaa00000000000000000000a"}, "email": "badhash@example.com", "passwordHash": "$2b$10$short"},
-        {"_id": {"$oid": "aaa00000000000000000000b"}, "email": "lowcost@example.com", "passwordHash": fake_bcrypt(rng, 4)},
-        {"_id": {"$oid": "ffffffffffffffffffffff00"}, "email": "amb@example.com", "passwordHash": fake_bcrypt(rng)},
-        {"_id": {"$oid": "aaa000000000000000000005"}, "email": "blocked@example.com", "passwordHash": fake_bcrypt(rng)},
+        {
+            "_id": {"$oid": "aaa000000000000000000003"},
+            "email": "phone@example.com",
+            "passwordHash": new_hash,
+            "password_set_date": {"$date": "2023-01-01T00:00:00.000Z"},
+        },
+        {
+            "_id": {"$oid": "aaa000000000000000000003"},
+            "email": "phone@example.com",
+            "passwordHash": old_hash,
+            "password_set_date": {"$date": "2020-01-01T00:00:00.000Z"},
+        },
+        {
+            "_id": {"$oid": "ffffffffffffffffffffffff"},
+            "email": "nobody@example.com",
+            "passwordHash": fake_bcrypt(rng),
+        },
+        {
+            "_id": {"$oid": "aaa00000000000000000000a"},
+            "email": "badhash@example.com",
+            "passwordHash": "$2b$10$short",
+        },
+        {
+            "_id": {"$oid": "aaa00000000000000000000b"},
+            "email": "lowcost@example.com",
+            "passwordHash": fake_bcrypt(rng, 4),
+        },
+        {
+            "_id": {"$oid": "ffffffffffffffffffffff00"},
+            "email": "amb@example.com",
+            "passwordHash": fake_bcrypt(rng),
+        },
+        {
+            "_id": {"$oid": "aaa000000000000000000005"},
+            "email": "blocked@example.com",
+            "passwordHash": fake_bcrypt(rng),
+        },
         {"email": "", "passwordHash": fake_bcrypt(rng)},
         {"_id": {"$oid": "aaa000000000000000000004"}, "email": "lang@example.com"},
     ]
-    hashes.update({"auth0|aaa000000000000000000001": mixed_hash, "auth0|aaa000000000000000000002": real_hash,
-                   "auth0|aaa000000000000000000003": new_hash})
+    hashes.update(
+        {
+            "auth0|aaa000000000000000000001": mixed_hash,
+            "auth0|aaa000000000000000000002": real_hash,
+            "auth0|aaa000000000000000000003": new_hash,
+        }
+    )
     users = write_ndjson(tmp / "users.json", profiles + extra_profiles + ["{not json", "[1, 2]"])
     pws = write_ndjson(tmp / "passwords.json", passwords + extra_passwords)
     return users, pws, hashes
 
 
-EXPECTED_DEAD = sorted([
-    ("auth0-profile", Reason.MALFORMED_JSON),
-    ("auth0-profile", Reason.NOT_AN_OBJECT),
-    ("auth0-profile", Reason.BLOCKED),
-    ("auth0-password", Reason.PROFILE_REJECTED),  # the blocked user's password
-    ("auth0-profile", Reason.MISSING_USER_ID),
-    ("auth0-profile", Reason.MISSING_EMAIL),
-    ("auth0-profile", Reason.INVALID_EMAIL),
-    ("auth0-profile", Reason.DUPLICATE_USER_ID),
-    ("auth0-profile", Reason.DUPLICATE_USERNAME),
-    ("auth0-profile", Reason.INVALID_HASH),
-    ("auth0-password", Reason.PROFILE_REJECTED),  # ... and the bad hash's record
-    ("auth0-profile", Reason.BCRYPT_COST),
-    ("auth0-password", Reason.PROFILE_REJECTED),  # ... and the low cost's record
-    ("auth0-profile", Reason.INVALID_FIRST_NAME),
-    ("auth0-profile", Reason.INVALID_LAST_NAME),
-    ("auth0-profile", Reason.INVALID_USERNAME),
-    ("auth0-profile", Reason.INVALID_USER_ID),
-    ("auth0-password", Reason.PASSWORD_SUPERSEDED),
-    ("auth0-password", Reason.ORPHAN_PASSWORD),
-    ("auth0-password", Reason.AMBIGUOUS_PASSWORD),
-    ("auth0-password", Reason.MISSING_EMAIL),
-    ("auth0-password", Reason.MISSING_PASSWORD_HASH),
-])
+EXPECTED_DEAD = sorted(
+    [
+        ("auth0-profile", Reason.MALFORMED_JSON),
+        ("auth0-profile", Reason.NOT_AN_OBJECT),
+        ("auth0-profile", Reason.BLOCKED),
+        ("auth0-password", Reason.PROFILE_REJECTED),  # the blocked user's password
+        ("auth0-profile", Reason.MISSING_USER_ID),
+        ("auth0-profile", Reason.MISSING_EMAIL),
+        ("auth0-profile", Reason.INVALID_EMAIL),
+        ("auth0-profile", Reason.DUPLICATE_USER_ID),
+        ("auth0-profile", Reason.DUPLICATE_USERNAME),
+        ("auth0-profile", Reason.INVALID_HASH),
+        ("auth0-password", Reason.PROFILE_REJECTED),  # ... and the bad hash's record
+        ("auth0-profile", Reason.BCRYPT_COST),
+        ("auth0-password", Reason.PROFILE_REJECTED),  # ... and the low cost's record
+        ("auth0-profile", Reason.INVALID_FIRST_NAME),
+        ("auth0-profile", Reason.INVALID_LAST_NAME),
+        ("auth0-profile", Reason.INVALID_USERNAME),
+        ("auth0-profile", Reason.INVALID_USER_ID),
+        ("auth0-password", Reason.PASSWORD_SUPERSEDED),
+        ("auth0-password", Reason.ORPHAN_PASSWORD),
+        ("auth0-password", Reason.AMBIGUOUS_PASSWORD),
+        ("auth0-password", Reason.MISSING_EMAIL),
+        ("auth0-password", Reason.MISSING_PASSWORD_HASH),
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -226,8 +313,11 @@ def test_synthetic_dead_letters_by_reason(synthetic_run):
     malformed = next(d for d in letters if d["reason"] == Reason.MALFORMED_JSON)
     assert malformed["record"] == "{not json"
     blocked = next(d for d in letters if d["reason"] == Reason.BLOCKED)
-    assert blocked["record"] == {"user_id": "auth0|aaa000000000000000000005", "email": "blocked@example.com",
-                                 "blocked": True}
+    assert blocked["record"] == {
+        "user_id": "auth0|aaa000000000000000000005",
+        "email": "blocked@example.com",
+        "blocked": True,
+    }
     # the older of the two password records is the one dead-lettered
     superseded = next(d for d in letters if d["reason"] == Reason.PASSWORD_SUPERSEDED)
     assert superseded["record"]["password_set_date"] == {"$date": "2020-01-01T00:00:00.000Z"}
@@ -237,7 +327,11 @@ def test_synthetic_dead_letters_by_reason(synthetic_run):
     dup_name = next(d for d in letters if d["reason"] == Reason.DUPLICATE_USERNAME)
     assert dup_name["record"]["username"] == "given-dup"
     # hashes never appear in the detail text
-    secrets = [d["record"]["passwordHash"] for d in letters if isinstance(d["record"], dict) and "passwordHash" in d["record"]]
+    secrets = [
+        d["record"]["passwordHash"]
+        for d in letters
+        if isinstance(d["record"], dict) and "passwordHash" in d["record"]
+    ]
     secrets += [h for h in synthetic_run["hashes"].values()] + ["$2b$10$short"]
     assert not any(secret in d["detail"] for d in letters for secret in secrets if secret)
 
@@ -288,8 +382,12 @@ def test_synthetic_users_keep_their_exact_hashes(synthetic_run, real_hash):
     got = {uid: u["hashedPassword"]["value"] for uid, u in users.items() if "hashedPassword" in u}
     assert got == synthetic_run["hashes"]
     password, _ = real_hash
-    assert bcrypt.checkpw(password.encode(), users["auth0|aaa000000000000000000002"]["hashedPassword"]["value"].encode())
-    assert not bcrypt.checkpw(b"wrong", users["auth0|aaa000000000000000000002"]["hashedPassword"]["value"].encode())
+    assert bcrypt.checkpw(
+        password.encode(), users["auth0|aaa000000000000000000002"]["hashedPassword"]["value"].encode()
+    )
+    assert not bcrypt.checkpw(
+        b"wrong", users["auth0|aaa000000000000000000002"]["hashedPassword"]["value"].encode()
+    )
 
 
 def test_synthetic_fixups_and_join(synthetic_run):
@@ -299,13 +397,21 @@ def test_synthetic_fixups_and_join(synthetic_run):
     phone_user = users["auth0|aaa000000000000000000003"]
     assert "phone" not in phone_user and phone_user["profile"]["preferredLanguage"] == "en"
     assert "preferredLanguage" not in users["auth0|aaa000000000000000000004"]["profile"]
-    assert users["auth0|000000000000000000000000"]["email"] == {"email": "user0@example.com", "isEmailVerified": True}
-    assert users["auth0|000000000000000000000001"]["email"] == {"email": "user1@example.com"}  # source's false kept
+    assert users["auth0|000000000000000000000000"]["email"] == {
+        "email": "user0@example.com",
+        "isEmailVerified": True,
+    }
+    assert users["auth0|000000000000000000000001"]["email"] == {
+        "email": "user1@example.com"
+    }  # source's false kept
     # a single body keeps the input order, as zitadel-tools does
     assert len(synthetic_run["manifest"]["bodies"]) == 1
     order = list(users)
-    assert order[:3] == ["auth0|000000000000000000000000", "auth0|000000000000000000000001",
-                         "auth0|000000000000000000000002"]
+    assert order[:3] == [
+        "auth0|000000000000000000000000",
+        "auth0|000000000000000000000001",
+        "auth0|000000000000000000000002",
+    ]
 
 
 def test_outputs_are_private_files(synthetic_run):
@@ -325,16 +431,25 @@ def test_strict_exits_1_with_dead_letters(synthetic_run, tmp_path, capsys):
 
 def test_strict_exits_0_when_clean_and_beam_flags_pass_through(tmp_path):
     profiles, passwords, _ = plain_users(3)
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", profiles),
-                                   write_ndjson(tmp_path / "p.json", passwords), "--strict",
-                                   "--direct_running_mode=in_memory", "--direct_num_workers=1")
+    rc, output, manifest = migrate(
+        tmp_path,
+        write_ndjson(tmp_path / "u.json", profiles),
+        write_ndjson(tmp_path / "p.json", passwords),
+        "--strict",
+        "--direct_running_mode=in_memory",
+        "--direct_num_workers=1",
+    )
     assert rc == 0 and manifest["dead_letter"]["count"] == 0
 
 
 def test_include_blocked(tmp_path):
     profiles = [{"user_id": "auth0|1", "email": "b@example.com", "blocked": True}]
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", profiles),
-                                   write_ndjson(tmp_path / "p.json", []), "--include-blocked")
+    rc, output, manifest = migrate(
+        tmp_path,
+        write_ndjson(tmp_path / "u.json", profiles),
+        write_ndjson(tmp_path / "p.json", []),
+        "--include-blocked",
+    )
     assert rc == 0 and manifest["counts"]["users_written"] == 1
 
 
@@ -369,8 +484,9 @@ def _write_layout(path: Path, records, layout: str) -> Path:
 @pytest.fixture(scope="module")
 def ndjson_body(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("baseline")
-    rc, output, _ = migrate(tmp, write_ndjson(tmp / "u.json", LAYOUT_PROFILES),
-                            write_ndjson(tmp / "p.json", LAYOUT_PASSWORDS))
+    rc, output, _ = migrate(
+        tmp, write_ndjson(tmp / "u.json", LAYOUT_PROFILES), write_ndjson(tmp / "p.json", LAYOUT_PASSWORDS)
+    )
     assert rc == 0
     return output.read_bytes()
 
@@ -402,8 +518,13 @@ def test_globbed_inputs_mixing_layouts(tmp_path, ndjson_body):
 
 
 def test_multiline_output_and_timeout_normalised(tmp_path, ndjson_body):
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", LAYOUT_PROFILES),
-                                   write_ndjson(tmp_path / "p.json", LAYOUT_PASSWORDS), "--multiline", "--timeout=30m")
+    rc, output, manifest = migrate(
+        tmp_path,
+        write_ndjson(tmp_path / "u.json", LAYOUT_PROFILES),
+        write_ndjson(tmp_path / "p.json", LAYOUT_PASSWORDS),
+        "--multiline",
+        "--timeout=30m",
+    )
     assert rc == 0
     text = output.read_text()
     assert text.count("\n") > 50
@@ -414,10 +535,20 @@ def test_multiline_output_and_timeout_normalised(tmp_path, ndjson_body):
 
 
 def test_metadata_flag(tmp_path):
-    profiles = [{"user_id": "auth0|1", "email": "m@example.com", "user_metadata": {"plan": "pro"},
-                 "app_metadata": {"roles": ["admin"]}}]
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", profiles),
-                                   write_ndjson(tmp_path / "p.json", []), "--metadata")
+    profiles = [
+        {
+            "user_id": "auth0|1",
+            "email": "m@example.com",
+            "user_metadata": {"plan": "pro"},
+            "app_metadata": {"roles": ["admin"]},
+        }
+    ]
+    rc, output, manifest = migrate(
+        tmp_path,
+        write_ndjson(tmp_path / "u.json", profiles),
+        write_ndjson(tmp_path / "p.json", []),
+        "--metadata",
+    )
     assert rc == 0
     org = json.loads(output.read_bytes())["dataOrgs"]["orgs"][0]
     assert [(m["id"], m["key"]) for m in org["userMetadata"]] == [("auth0|1", "plan"), ("auth0|1", "roles")]
@@ -435,14 +566,21 @@ def test_several_batches_manifest_and_byte_identical_rerun(tmp_path):
     pws = write_ndjson(tmp_path / "p.json", passwords)
     runs = []
     # the second run uses worker processes: same files, and the counts still come back
-    for name, flags in (("a", ()), ("b", ("--direct_running_mode=multi_processing", "--direct_num_workers=2"))):
-        rc, output, manifest = migrate(tmp_path, users, pws, "--batch-size=5", *flags, name=f"{name}/importBody.json")
+    for name, flags in (
+        ("a", ()),
+        ("b", ("--direct_running_mode=multi_processing", "--direct_num_workers=2")),
+    ):
+        rc, output, manifest = migrate(
+            tmp_path, users, pws, "--batch-size=5", *flags, name=f"{name}/importBody.json"
+        )
         assert rc == 0
         runs.append((output.parent, manifest))
     directory, manifest = runs[0]
     total = len(manifest["bodies"])
     assert total >= 5
-    assert [b["path"] for b in manifest["bodies"]] == [f"importBody-{i:05d}-of-{total:05d}.json" for i in range(1, total + 1)]
+    assert [b["path"] for b in manifest["bodies"]] == [
+        f"importBody-{i:05d}-of-{total:05d}.json" for i in range(1, total + 1)
+    ]
     assert not (directory / "importBody.json").exists()
     for body in manifest["bodies"]:
         data = (directory / body["path"]).read_bytes()
@@ -471,20 +609,28 @@ def test_rerun_in_place_replaces_stale_outputs(tmp_path):
     rc, output, manifest = migrate(tmp_path, users, pws)
     assert rc == 0
     assert sorted(p.name for p in output.parent.iterdir()) == [
-        "importBody.dead-letter.ndjson", "importBody.json", "importBody.manifest.json"]
+        "importBody.dead-letter.ndjson",
+        "importBody.json",
+        "importBody.manifest.json",
+    ]
     assert manifest["bodies"][0]["users"] == 7
     rc, output, manifest = migrate(tmp_path, users, pws, "--batch-size=3")
     assert rc == 0
     assert sorted(p.name for p in output.parent.iterdir() if "-of-" in p.name) == [
-        b["path"] for b in manifest["bodies"]]
+        b["path"] for b in manifest["bodies"]
+    ]
     assert not output.exists()
 
 
 def test_custom_dead_letter_path(tmp_path):
     dead = tmp_path / "rejects" / "dead.ndjson"
     profiles = [{"user_id": "auth0|1", "email": "a@example.com"}, '{"bad"']
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", profiles),
-                                   write_ndjson(tmp_path / "p.json", []), f"--dead-letter={dead}")
+    rc, output, manifest = migrate(
+        tmp_path,
+        write_ndjson(tmp_path / "u.json", profiles),
+        write_ndjson(tmp_path / "p.json", []),
+        f"--dead-letter={dead}",
+    )
     assert rc == 0
     assert [json.loads(line)["reason"] for line in dead.read_text().splitlines()] == [Reason.MALFORMED_JSON]
     assert stat.S_IMODE(os.stat(dead).st_mode) == 0o600
@@ -502,9 +648,11 @@ def test_empty_inputs_write_no_body(tmp_path):
 
 def test_corrupt_first_ndjson_line_does_not_lose_the_file(tmp_path):
     profiles = ['{"user_id": "auth0|0", "email": "broken@exa'] + [
-        {"user_id": f"auth0|{i}", "email": f"u{i}@example.com"} for i in range(1, 4)]
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", profiles),
-                                   write_ndjson(tmp_path / "p.json", []))
+        {"user_id": f"auth0|{i}", "email": f"u{i}@example.com"} for i in range(1, 4)
+    ]
+    rc, output, manifest = migrate(
+        tmp_path, write_ndjson(tmp_path / "u.json", profiles), write_ndjson(tmp_path / "p.json", [])
+    )
     assert rc == 0
     assert manifest["counts"].get("users_written", 0) == 3
     assert [d["reason"] for d in dead_letters(manifest, output.parent)] == [Reason.MALFORMED_JSON]
@@ -519,28 +667,36 @@ def inputs(tmp_path):
     return write_ndjson(tmp_path / "u.json", profiles), write_ndjson(tmp_path / "p.json", passwords)
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--users={tmp}/missing.json"], "--users"),
-    (["--passwords={tmp}/nothing-*.json"], "--passwords"),
-    (["--timeout=abc"], "--timeout"),
-    (["--timeout="], "--timeout"),
-    (["--batch-size=0"], "--batch-size"),
-    (["--batch-size=many"], "--batch-size"),
-    (["--bogus-flag"], "--bogus-flag"),
-    (["--org="], "--org"),
-    (["--org=a b"], "--org"),
-    (["--bcrypt-min-cost=12", "--bcrypt-max-cost=11"], "bcrypt"),
-    (["--output={tmp}/dir/"], "--output"),
-    (["--output={tmp}"], "is a directory"),
-    (["--output={tmp}/u.json/body.json"], "is a file, not a folder"),  # parent is a file
-    (["--dead-letter={tmp}/u.json/dead.ndjson"], "--dead-letter"),
-    (["--users={tmp}"], "is a directory"),
-    (["--runner=NoSuchRunner"], "--runner"),
-], ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--users={tmp}/missing.json"], "--users"),
+        (["--passwords={tmp}/nothing-*.json"], "--passwords"),
+        (["--timeout=abc"], "--timeout"),
+        (["--timeout="], "--timeout"),
+        (["--batch-size=0"], "--batch-size"),
+        (["--batch-size=many"], "--batch-size"),
+        (["--bogus-flag"], "--bogus-flag"),
+        (["--org="], "--org"),
+        (["--org=a b"], "--org"),
+        (["--bcrypt-min-cost=12", "--bcrypt-max-cost=11"], "bcrypt"),
+        (["--output={tmp}/dir/"], "--output"),
+        (["--output={tmp}"], "is a directory"),
+        (["--output={tmp}/u.json/body.json"], "is a file, not a folder"),  # parent is a file
+        (["--dead-letter={tmp}/u.json/dead.ndjson"], "--dead-letter"),
+        (["--users={tmp}"], "is a directory"),
+        (["--runner=NoSuchRunner"], "--runner"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
 def test_bad_flags_give_one_error_line_and_exit_2(flags, message, inputs, tmp_path, capsys):
     users, pws = inputs
-    base = {"--org": "--org=123", "--users": f"--users={users}", "--passwords": f"--passwords={pws}",
-            "--output": f"--output={tmp_path / 'o.json'}"}
+    base = {
+        "--org": "--org=123",
+        "--users": f"--users={users}",
+        "--passwords": f"--passwords={pws}",
+        "--output": f"--output={tmp_path / 'o.json'}",
+    }
     given = [f.format(tmp=tmp_path) for f in flags]
     for flag in given:
         base.pop(flag.split("=")[0], None)
@@ -563,9 +719,22 @@ def test_missing_org_and_command(capsys):
 def test_bad_flags_as_subprocess(flag, inputs, tmp_path):
     users, pws = inputs
     proc = subprocess.run(
-        [sys.executable, "-m", "pipeline", "migrate", "auth0", "--org=1", f"--users={users}",
-         f"--passwords={pws}", f"--output={tmp_path / 'o.json'}", flag],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "migrate",
+            "auth0",
+            "--org=1",
+            f"--users={users}",
+            f"--passwords={pws}",
+            f"--output={tmp_path / 'o.json'}",
+            flag,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("zitadel-beam: error: "), proc.stderr
@@ -585,8 +754,11 @@ def test_ndjson_byte_ranges_through_the_pipeline(tmp_path, monkeypatch, ndjson_b
         return units
 
     monkeypatch.setattr(fileio, "plan_units", tiny_ranges)  # the FnApiRunner runs DoFns in-process
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", LAYOUT_PROFILES),
-                                   write_ndjson(tmp_path / "p.json", LAYOUT_PASSWORDS))
+    rc, output, manifest = migrate(
+        tmp_path,
+        write_ndjson(tmp_path / "u.json", LAYOUT_PROFILES),
+        write_ndjson(tmp_path / "p.json", LAYOUT_PASSWORDS),
+    )
     assert rc == 0
     assert len(planned) == 2 and min(planned) > 20
     assert manifest["counts"]["auth0.profiles_read"] == len(LAYOUT_PROFILES)
@@ -615,8 +787,9 @@ def test_existing_outputs_become_private(tmp_path, capsys):
         (out / name).write_text("old")
         os.chmod(out / name, 0o644)
     profiles, passwords, _ = plain_users(2)
-    rc, output, manifest = migrate(tmp_path, write_ndjson(tmp_path / "u.json", profiles),
-                                   write_ndjson(tmp_path / "p.json", passwords))
+    rc, output, manifest = migrate(
+        tmp_path, write_ndjson(tmp_path / "u.json", profiles), write_ndjson(tmp_path / "p.json", passwords)
+    )
     assert rc == 0 and json.loads(output.read_bytes())["dataOrgs"]["orgs"][0]["orgId"] == "123"
     for name in ("importBody.json", "importBody.manifest.json", "importBody.dead-letter.ndjson"):
         assert stat.S_IMODE(os.stat(out / name).st_mode) == 0o600, name
@@ -630,23 +803,40 @@ def test_existing_outputs_become_private(tmp_path, capsys):
 BULK = REPO / "tests" / "data" / "auth0-bulk" / "bulk-import-shape.json"
 
 
-@pytest.mark.parametrize("flags, written, dead", [
-    # (extra flags, userNames written, dead-letter reasons) — every one of the 5 profiles accounted.
-    ([], ["Ann.Lee@Example.com", "bo@example.com"],
-     {Reason.MISSING_EMAIL: 1, Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1}),
-    (["--email-fallback={username}@users.example.test"], ["Ann.Lee@Example.com", "bo@example.com", "carol"],
-     {Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1}),
-    (["--email-fallback={username} x@users.example.test"], ["Ann.Lee@Example.com", "bo@example.com"],
-     {Reason.INVALID_EMAIL_FALLBACK: 1, Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1}),
-], ids=["default", "fallback", "fallback-invalid"])
+@pytest.mark.parametrize(
+    "flags, written, dead",
+    [
+        # (extra flags, userNames written, dead-letter reasons) — every one of the 5 profiles accounted.
+        (
+            [],
+            ["Ann.Lee@Example.com", "bo@example.com"],
+            {Reason.MISSING_EMAIL: 1, Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1},
+        ),
+        (
+            ["--email-fallback={username}@users.example.test"],
+            ["Ann.Lee@Example.com", "bo@example.com", "carol"],
+            {Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1},
+        ),
+        (
+            ["--email-fallback={username} x@users.example.test"],
+            ["Ann.Lee@Example.com", "bo@example.com"],
+            {Reason.INVALID_EMAIL_FALLBACK: 1, Reason.MISSING_USER_ID: 1, Reason.CONTROL_CHARACTERS: 1},
+        ),
+    ],
+    ids=["default", "fallback", "fallback-invalid"],
+)
 def test_bulk_import_shape(tmp_path, flags, written, dead):
     from transforms.ids import auth0_user_id
 
     runs = []
     for attempt in ("a", "b"):  # two runs: the derived ids must not change
-        rc, _, manifest = migrate(tmp_path, BULK, Path("none"), "--metadata", *flags, name=f"{attempt}/importBody.json")
+        rc, _, manifest = migrate(
+            tmp_path, BULK, Path("none"), "--metadata", *flags, name=f"{attempt}/importBody.json"
+        )
         assert rc == 0 and manifest["invariant"]["holds"]
-        runs.append((body_users(manifest, tmp_path / attempt), dead_letters(manifest, tmp_path / attempt), manifest))
+        runs.append(
+            (body_users(manifest, tmp_path / attempt), dead_letters(manifest, tmp_path / attempt), manifest)
+        )
     users, letters, manifest = runs[0]
     assert users == runs[1][0]
     assert sorted(u["user"]["userName"] for u in users) == sorted(written)
@@ -663,8 +853,13 @@ def test_bulk_import_shape(tmp_path, flags, written, dead):
     assert bcrypt.checkpw(b"ann-password", ann["user"]["hashedPassword"]["value"].encode())
     assert bcrypt.checkpw(b"bo-password", bo["user"]["hashedPassword"]["value"].encode())
     # Metadata is written against the derived id, never an empty one.
-    meta_ids = {m["id"] for body in manifest["bodies"]
-                for m in json.loads((tmp_path / "a" / body["path"]).read_bytes())["dataOrgs"]["orgs"][0].get("userMetadata", [])}
+    meta_ids = {
+        m["id"]
+        for body in manifest["bodies"]
+        for m in json.loads((tmp_path / "a" / body["path"]).read_bytes())["dataOrgs"]["orgs"][0].get(
+            "userMetadata", []
+        )
+    }
     assert meta_ids == {ann["userId"]}
     # Control characters removed from free-text names, counted.
     assert bo["user"]["profile"]["displayName"] == "Bo Chen" and bo["user"]["profile"]["nickName"] == "bo"

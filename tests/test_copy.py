@@ -1,4 +1,5 @@
 """``zitadel-beam export`` and ``copy``: one test-server instance into another, verified."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-from pipeline.cli import main
 from zitadel_fixtures import PAT, leaked_secrets, make_export
 from zitadel_server import ZitadelServer
+
+from pipeline.cli import main
 
 SOURCE_PAT = PAT + "-source"
 TARGET_PAT = PAT + "-target"
@@ -18,13 +19,17 @@ TARGET_PAT = PAT + "-target"
 
 def _normalised(export: dict) -> dict:
     """An export with every list sorted: instances may list the same things in another order."""
+
     def norm(value):
         if isinstance(value, dict):
             # push drops hashedPassword.algorithm (the server reads it from the hash; transforms/body_check.py)
             return {k: norm(v) for k, v in sorted(value.items()) if k != "algorithm" or "value" not in value}
         if isinstance(value, list):
-            return sorted((norm(v) for v in value), key=lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS))
+            return sorted(
+                (norm(v) for v in value), key=lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+            )
         return value
+
     return norm(export)
 
 
@@ -56,9 +61,18 @@ def test_copy_moves_users_metadata_and_grants_and_resumes(instances, tmp_path, c
     _seed(source, make_export((4, 60, 7), ghost_grants=0))
     source_pat, target_pat = _token_files(tmp_path)
     work = tmp_path / "work"
-    args = ["copy", f"--source-url={source.url}", f"--target-url={target.url}",
-            f"--source-token-file={source_pat}", f"--target-token-file={target_pat}",
-            "--with-passwords", f"--work-dir={work}", "--batch-size=25", "--concurrency=2", "--quiet"]
+    args = [
+        "copy",
+        f"--source-url={source.url}",
+        f"--target-url={target.url}",
+        f"--source-token-file={source_pat}",
+        f"--target-token-file={target_pat}",
+        "--with-passwords",
+        f"--work-dir={work}",
+        "--batch-size=25",
+        "--concurrency=2",
+        "--quiet",
+    ]
     rc = main(args)
     out, err = capsys.readouterr()
     assert rc == 0, out + err
@@ -68,8 +82,11 @@ def test_copy_moves_users_metadata_and_grants_and_resumes(instances, tmp_path, c
     request = {"responseOutput": True, "withPasswords": True}
     assert _normalised(target.export(request)) == _normalised(source.export(request))
     assert len(target.user_ids()) == 71 and len(target.state.machines) == 3
-    assert sum(len(target.user_records(o)) for o in target.state.orgs) == \
-        sum(len(source.user_records(o)) for o in source.state.orgs) > 0
+    assert (
+        sum(len(target.user_records(o)) for o in target.state.orgs)
+        == sum(len(source.user_records(o)) for o in source.state.orgs)
+        > 0
+    )
     assert target.state.metadata == source.state.metadata
     assert (work / "export.json").stat().st_mode & 0o777 == 0o600
 
@@ -90,9 +107,18 @@ def test_copy_without_passwords_and_a_selected_org(instances, tmp_path, capsys):
     _seed(source, doc)
     keep = doc["orgs"][2]["orgId"]
     source_pat, target_pat = _token_files(tmp_path)
-    rc = main(["copy", f"--source-url={source.url}", f"--target-url={target.url}",
-               f"--source-token-file={source_pat}", f"--target-token-file={target_pat}",
-               f"--org-ids={keep}", f"--work-dir={tmp_path}/w", "--quiet"])
+    rc = main(
+        [
+            "copy",
+            f"--source-url={source.url}",
+            f"--target-url={target.url}",
+            f"--source-token-file={source_pat}",
+            f"--target-token-file={target_pat}",
+            f"--org-ids={keep}",
+            f"--work-dir={tmp_path}/w",
+            "--quiet",
+        ]
+    )
     out, err = capsys.readouterr()
     # Org 2 has a member from org 0, which is not exported: a dead letter, and the rest goes.
     assert rc == 0, out + err
@@ -106,7 +132,9 @@ def test_copy_fails_fast_on_a_bad_target_credential(instances, tmp_path, capsys,
     source, target = instances
     monkeypatch.setenv("ZITADEL_SOURCE_TOKEN", SOURCE_PAT)
     monkeypatch.setenv("ZITADEL_TARGET_TOKEN", "wrong")
-    rc = main(["copy", f"--source-url={source.url}", f"--target-url={target.url}", f"--work-dir={tmp_path}/w"])
+    rc = main(
+        ["copy", f"--source-url={source.url}", f"--target-url={target.url}", f"--work-dir={tmp_path}/w"]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "authentication failed" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "w").exists()  # nothing exported before both instances answered
@@ -127,14 +155,24 @@ def test_export_command_writes_a_private_counted_document(instances, tmp_path, c
     _seed(source, make_export((2, 5), ghost_grants=0))
     source_pat, _ = _token_files(tmp_path)
     out_path = tmp_path / "e/export.json"
-    rc = main(["export", f"--url={source.url}", f"--token-file={source_pat}", "--with-passwords",
-               f"--output={out_path}"])
+    rc = main(
+        [
+            "export",
+            f"--url={source.url}",
+            f"--token-file={source_pat}",
+            "--with-passwords",
+            f"--output={out_path}",
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "2 org(s), 7 human and 2 machine user(s)" in out
     assert out_path.stat().st_mode & 0o777 == 0o600
-    assert all("hashedPassword" in u["user"] for o in json.loads(out_path.read_text())["orgs"]
-               for u in o["humanUsers"])
+    assert all(
+        "hashedPassword" in u["user"]
+        for o in json.loads(out_path.read_text())["orgs"]
+        for u in o["humanUsers"]
+    )
     assert not leaked_secrets(out)
 
 

@@ -6,12 +6,11 @@ builds this project's sdist, as it would before uploading it), and stops before 
 Dataflow service. Cloud Storage calls Beam makes while validating ``--temp_location`` go to the
 in-process emulator. See docs/runners.md.
 """
+
 from __future__ import annotations
 
 import tarfile
 from pathlib import Path
-
-import pytest
 
 from conftest import GCS_BUCKET
 
@@ -19,9 +18,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _dataflow_args(tmp_path: Path) -> list[str]:
-    return ["--runner=DataflowRunner", "--project=test-project", "--region=europe-west1",
-            f"--temp_location=gs://{GCS_BUCKET}/tmp", f"--staging_location=gs://{GCS_BUCKET}/staging",
-            f"--setup_file={ROOT / 'setup.py'}", "--dry_run=True", "--job_name=zitadel-beam-dry-run"]
+    return [
+        "--runner=DataflowRunner",
+        "--project=test-project",
+        "--region=europe-west1",
+        f"--temp_location=gs://{GCS_BUCKET}/tmp",
+        f"--staging_location=gs://{GCS_BUCKET}/staging",
+        f"--setup_file={ROOT / 'setup.py'}",
+        "--dry_run=True",
+        "--job_name=zitadel-beam-dry-run",
+    ]
 
 
 def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emulator, tmp_path, monkeypatch):
@@ -46,8 +52,13 @@ def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emula
     monkeypatch.setattr(stager.Stager, "_build_setup_package", staticmethod(recording))
     args = _dataflow_args(tmp_path)
     profiles = fileio.match_inputs([str(ROOT / "examples/auth0/users.json")], 0, "--users")
-    options = Auth0Options(email_verified=False, include_blocked=False, metadata=False,
-                           validation=ValidationOptions(10, 16, ("bcrypt",)), idp_map=())
+    options = Auth0Options(
+        email_verified=False,
+        include_blocked=False,
+        metadata=False,
+        validation=ValidationOptions(10, 16, ("bcrypt",)),
+        idp_map=(),
+    )
     output = f"gs://{GCS_BUCKET}/out/importBody.json"
     common = CommonArgs("123", output, "5m0s", False, 5000, None, False, False, 10, 16)
     layout = output_layout(output, None)
@@ -59,7 +70,8 @@ def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emula
 
     result = build_pipeline(add_source, common, layout, args).run()
     steps = {step.name for step in result.job.proto.steps} | {
-        t.unique_name for t in result.job.proto_pipeline.components.transforms.values()}
+        t.unique_name for t in result.job.proto_pipeline.components.transforms.values()
+    }
     assert any("ReadAuth0" in name for name in steps)
     assert any("ToBodies" in name for name in steps)
     assert any("DeadLetters" in name for name in steps)

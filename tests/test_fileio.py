@@ -1,4 +1,5 @@
 """Input files (transforms/fileio.py): layout detection, byte ranges, gzip, BOM, blank lines."""
+
 from __future__ import annotations
 
 import gzip
@@ -36,17 +37,20 @@ def values(records) -> list:
     return [value for _, value, _ in records]
 
 
-@pytest.mark.parametrize("content, layout", [
-    (b'{"a": 1}\n{"a": 2}\n', NDJSON),
-    (b'\n\n  {"a": 1}\n', NDJSON),
-    (b'\xef\xbb\xbf{"a": 1}\n', NDJSON),
-    (b'[{"a": 1}, {"a": 2}]', ARRAY),
-    (b'\xef\xbb\xbf  [\n{"a": 1}\n]', ARRAY),
-    (b'{\n  "a": 1\n}\n{"a": 2}', STREAM),
-    (b"", EMPTY),
-    (b" \n\t\n", EMPTY),
-    (b"garbage\n", NDJSON),  # every line becomes a malformed-json dead letter
-])
+@pytest.mark.parametrize(
+    "content, layout",
+    [
+        (b'{"a": 1}\n{"a": 2}\n', NDJSON),
+        (b'\n\n  {"a": 1}\n', NDJSON),
+        (b'\xef\xbb\xbf{"a": 1}\n', NDJSON),
+        (b'[{"a": 1}, {"a": 2}]', ARRAY),
+        (b'\xef\xbb\xbf  [\n{"a": 1}\n]', ARRAY),
+        (b'{\n  "a": 1\n}\n{"a": 2}', STREAM),
+        (b"", EMPTY),
+        (b" \n\t\n", EMPTY),
+        (b"garbage\n", NDJSON),  # every line becomes a malformed-json dead letter
+    ],
+)
 def test_sniff_layout(tmp_path, content, layout):
     path = tmp_path / "f.json"
     path.write_bytes(content)
@@ -92,7 +96,11 @@ def test_ranges_with_blank_lines_bom_and_bad_lines(tmp_path):
     path.write_bytes(data)
     for range_bytes in (1, 3, 5, 1000):
         _, records = read_all(path, range_bytes)
-        assert [(v, e is not None) for _, v, e in records] == [({"a": 1}, False), (None, True), ({"a": 3}, False)]
+        assert [(v, e is not None) for _, v, e in records] == [
+            ({"a": 1}, False),
+            (None, True),
+            ({"a": 3}, False),
+        ]
         assert records[0][0] == 0
 
 
@@ -145,7 +153,11 @@ def test_match_inputs_orders_and_indexes(tmp_path):
         (tmp_path / name).write_bytes(b"{}\n")
     files = match_inputs([str(tmp_path / "*.json*"), str(tmp_path / "a.json")], first_index=5)
     assert [(f.index, Path(f.path).name) for f in files] == [
-        (5, "a.json"), (6, "b.json"), (7, "c.json.gz"), (8, "a.json")]
+        (5, "a.json"),
+        (6, "b.json"),
+        (7, "c.json.gz"),
+        (8, "a.json"),
+    ]
     assert all(isinstance(f, InputFile) and f.size > 0 for f in files)
 
 
@@ -165,11 +177,14 @@ def realworld(data_dir):
     return path
 
 
-@pytest.mark.parametrize("name, layout, count", [
-    ("zitadel-tools-auth0-passwords-multiline-2023.json", STREAM, 2),
-    ("clerk-auth0-password-export-v1.1-array.json", ARRAY, None),
-    ("clerk-auth0-users-api-shape.json", ARRAY, None),
-])
+@pytest.mark.parametrize(
+    "name, layout, count",
+    [
+        ("zitadel-tools-auth0-passwords-multiline-2023.json", STREAM, 2),
+        ("clerk-auth0-password-export-v1.1-array.json", ARRAY, None),
+        ("clerk-auth0-users-api-shape.json", ARRAY, None),
+    ],
+)
 def test_realworld_files(realworld, name, layout, count):
     path = realworld / name
     units, records = read_all(path, range_bytes=64)

@@ -1,5 +1,6 @@
 """gs:// round trip on gcp-storage-emulator (127.0.0.1) through Beam's FileSystems and the real
 google-cloud-storage client, with no credential wait (see tests/conftest.py)."""
+
 from __future__ import annotations
 
 import gzip
@@ -24,17 +25,30 @@ def _ndjson(records) -> bytes:
 def test_gcs_round_trip(gcs_emulator, capsys):
     bucket = gcs_emulator
     started = time.monotonic()
-    profiles = [{"user_id": f"auth0|{i}", "email": f"user{i}@example.com", "name": f"User {i}"} for i in range(11)]
-    passwords = [{"_id": {"$oid": str(i)}, "email": f"USER{i}@example.com", "passwordHash": _hash(i)} for i in range(10)]
+    profiles = [
+        {"user_id": f"auth0|{i}", "email": f"user{i}@example.com", "name": f"User {i}"} for i in range(11)
+    ]
+    passwords = [
+        {"_id": {"$oid": str(i)}, "email": f"USER{i}@example.com", "passwordHash": _hash(i)}
+        for i in range(10)
+    ]
     passwords.append({"_id": {"$oid": "x"}, "email": "orphan@example.com", "passwordHash": _hash(99)})
     # two profile files, one gzip-compressed, matched by a gs:// glob; passwords as a JSON array
     bucket.blob("in/users-1.json").upload_from_string(_ndjson(profiles[:6] + [b"{broken"]))
     bucket.blob("in/users-2.json.gz").upload_from_string(gzip.compress(_ndjson(profiles[6:])))
     bucket.blob("in/passwords.json").upload_from_string(json.dumps(passwords))
 
-    rc = main(["migrate", "auth0", "--org=123", f"--users=gs://{bucket.name}/in/users-*",
-               f"--passwords=gs://{bucket.name}/in/passwords.json", f"--output=gs://{bucket.name}/out/importBody.json",
-               "--batch-size=4"])
+    rc = main(
+        [
+            "migrate",
+            "auth0",
+            "--org=123",
+            f"--users=gs://{bucket.name}/in/users-*",
+            f"--passwords=gs://{bucket.name}/in/passwords.json",
+            f"--output=gs://{bucket.name}/out/importBody.json",
+            "--batch-size=4",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0, captured.err
 
@@ -42,8 +56,10 @@ def test_gcs_round_trip(gcs_emulator, capsys):
     manifest = json.loads(bucket.blob("out/importBody.manifest.json").download_as_bytes())
     total = len(manifest["bodies"])
     assert total >= 3
-    assert names == sorted(["out/importBody.manifest.json", "out/importBody.dead-letter.ndjson"]
-                           + [f"out/importBody-{i:05d}-of-{total:05d}.json" for i in range(1, total + 1)])
+    assert names == sorted(
+        ["out/importBody.manifest.json", "out/importBody.dead-letter.ndjson"]
+        + [f"out/importBody-{i:05d}-of-{total:05d}.json" for i in range(1, total + 1)]
+    )
     users = []
     for body in manifest["bodies"]:
         data = bucket.blob(f"out/{body['path']}").download_as_bytes()
@@ -52,11 +68,18 @@ def test_gcs_round_trip(gcs_emulator, capsys):
         assert len(humans) == body["users"] <= 4
         users += humans
     assert {u["userId"]: u["user"].get("hashedPassword", {}).get("value") for u in users} == {
-        **{f"auth0|{i}": _hash(i) for i in range(10)}, "auth0|10": None}
+        **{f"auth0|{i}": _hash(i) for i in range(10)},
+        "auth0|10": None,
+    }
 
-    dead = [json.loads(line) for line in bucket.blob("out/importBody.dead-letter.ndjson").download_as_text().splitlines()]
+    dead = [
+        json.loads(line)
+        for line in bucket.blob("out/importBody.dead-letter.ndjson").download_as_text().splitlines()
+    ]
     assert sorted((d["source"], d["reason"]) for d in dead) == [
-        ("auth0-password", Reason.ORPHAN_PASSWORD), ("auth0-profile", Reason.MALFORMED_JSON)]
+        ("auth0-password", Reason.ORPHAN_PASSWORD),
+        ("auth0-profile", Reason.MALFORMED_JSON),
+    ]
     assert manifest["dead_letter"] == {"path": "importBody.dead-letter.ndjson", "count": 2}
     counts = manifest["counts"]
     assert counts["auth0.profiles_read"] == 12 == counts["users_written"] + 1
@@ -69,8 +92,16 @@ def test_gcs_round_trip(gcs_emulator, capsys):
 
 def test_gcs_missing_input_is_one_error_line(gcs_emulator, capsys):
     started = time.monotonic()
-    rc = main(["migrate", "auth0", "--org=1", f"--users=gs://{gcs_emulator.name}/nothing/users-*.json",
-               f"--passwords=gs://{gcs_emulator.name}/nothing/p.json", f"--output=gs://{gcs_emulator.name}/o.json"])
+    rc = main(
+        [
+            "migrate",
+            "auth0",
+            "--org=1",
+            f"--users=gs://{gcs_emulator.name}/nothing/users-*.json",
+            f"--passwords=gs://{gcs_emulator.name}/nothing/p.json",
+            f"--output=gs://{gcs_emulator.name}/o.json",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert err.count("\n") == 1 and err.startswith("zitadel-beam: error: ") and "--users" in err, err
@@ -89,8 +120,16 @@ def test_gcs_unreachable_fails_fast(monkeypatch, tmp_path, capsys, _gcs_server):
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
     monkeypatch.setenv("NO_GCE_CHECK", "true")
     started = time.monotonic()
-    rc = main(["migrate", "auth0", "--org=1", "--users=gs://b/u.json", "--passwords=gs://b/p.json",
-               f"--output={tmp_path / 'o.json'}"])
+    rc = main(
+        [
+            "migrate",
+            "auth0",
+            "--org=1",
+            "--users=gs://b/u.json",
+            "--passwords=gs://b/p.json",
+            f"--output={tmp_path / 'o.json'}",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Cloud Storage" in err, err
     assert time.monotonic() - started < 30  # Beam's own retries take ~120 s
@@ -108,15 +147,31 @@ def test_emulator_run_without_credentials_has_no_credential_wait(gcs_emulator, t
     root = Path(__file__).resolve().parents[1]
     for name in ("users.json", "passwords.json"):
         gcs_emulator.blob(f"in/{name}").upload_from_filename(str(root / "examples" / "auth0" / name))
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "NO_GCE_CHECK")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "NO_GCE_CHECK")
+    }
     bucket = gcs_emulator.name
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline", "migrate", "auth0", "--org=123",
-         f"--users=gs://{bucket}/in/users.json", f"--passwords=gs://{bucket}/in/passwords.json",
-         f"--output=gs://{bucket}/out/importBody.json"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "migrate",
+            "auth0",
+            "--org=123",
+            f"--users=gs://{bucket}/in/users.json",
+            f"--passwords=gs://{bucket}/in/passwords.json",
+            f"--output=gs://{bucket}/out/importBody.json",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-2000:]
     assert elapsed < 15, f"took {elapsed:.1f} s: the credential look-up was retried"

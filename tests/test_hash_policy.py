@@ -1,4 +1,5 @@
 """transforms/hash_policy.py: the target's verifiers and limits, from defaults, YAML and env."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,11 @@ from transforms.hashes import ConvertedHash, parse_hash
 from transforms.validate import Reason
 
 ENABLED = Path(__file__).resolve().parent / "data" / "zitadel-config" / "verifiers-enabled.yaml"
-ALL = HashPolicy(frozenset({"bcrypt", "argon2", "pbkdf2", "scrypt", "sha2", "phpass", "drupal7",
-                            "md5", "md5plain", "md5salted"}))
+ALL = HashPolicy(
+    frozenset(
+        {"bcrypt", "argon2", "pbkdf2", "scrypt", "sha2", "phpass", "drupal7", "md5", "md5plain", "md5salted"}
+    )
+)
 
 
 def _hash(verifier: str, **params: int) -> ConvertedHash:
@@ -67,16 +71,19 @@ def test_yaml_enables_verifiers_and_lowers_limits():
     policy = load_policy(str(ENABLED), {})
     assert {"argon2", "pbkdf2", "md5plain", "drupal7"} <= policy.verifiers
     assert policy.limit("Argon2.MinMemory") == 7168 and policy.limit("Argon2.MaxMemory") == 524288
-    keycloak_argon2 = parse_hash("$argon2id$v=19$m=7168,t=5,p=1$cmFuZG9tc2FsdGlzaGFyZA$"
-                                 "DYojYpnUWSMmTtrkVXyaNWVGxLmGe1n8VJBPDdFkbjU")
+    keycloak_argon2 = parse_hash(
+        "$argon2id$v=19$m=7168,t=5,p=1$cmFuZG9tc2FsdGlzaGFyZA$DYojYpnUWSMmTtrkVXyaNWVGxLmGe1n8VJBPDdFkbjU"
+    )
     assert load_policy(None, {}).check(keycloak_argon2).reason == Reason.HASH_VERIFIER_DISABLED
     assert policy.check(keycloak_argon2) is None
 
 
 def test_env_form_applies_on_top_of_the_file():
-    env = {"ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_VERIFIERS": "pbkdf2,scrypt",
-           "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_LIMITS_PBKDF2_MINROUNDS": "500",
-           "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_LIMITS_ARGON2_MINMEMORY": "4096"}
+    env = {
+        "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_VERIFIERS": "pbkdf2,scrypt",
+        "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_LIMITS_PBKDF2_MINROUNDS": "500",
+        "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_LIMITS_ARGON2_MINMEMORY": "4096",
+    }
     policy = load_policy(str(ENABLED), env)
     assert policy.limit("PBKDF2.MinRounds") == 500 and policy.limit("Argon2.MinMemory") == 4096
     assert {"pbkdf2", "scrypt", "argon2"} <= policy.verifiers
@@ -88,15 +95,25 @@ def test_zero_keeps_the_default():
     assert policy.limit("Bcrypt.MinCost") == 10
 
 
-@pytest.mark.parametrize("text, message", [
-    ("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [rot13]\n", "unknown verifier 'rot13'"),
-    ("SystemDefaults:\n  PasswordHasher:\n    Limits:\n      Argon2:\n        MinMemroy: 1\n",
-     "Limits.Argon2.MinMemroy is not a limit"),
-    ("SystemDefaults:\n  PasswordHasher:\n    Limits:\n      PBKDF2:\n        MinRounds: lots\n", "non-negative integer"),
-    ("SystemDefaults:\n  PasswordHasher:\n    Limits:\n      PBKDF2:\n        MinRounds: 20000000\n",
-     "MinRounds is above"),
-    ("SystemDefaults: [\n", "not YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [rot13]\n", "unknown verifier 'rot13'"),
+        (
+            "SystemDefaults:\n  PasswordHasher:\n    Limits:\n      Argon2:\n        MinMemroy: 1\n",
+            "Limits.Argon2.MinMemroy is not a limit",
+        ),
+        (
+            "SystemDefaults:\n  PasswordHasher:\n    Limits:\n      PBKDF2:\n        MinRounds: lots\n",
+            "non-negative integer",
+        ),
+        (
+            "SystemDefaults:\n  PasswordHasher:\n    Limits:\n      PBKDF2:\n        MinRounds: 20000000\n",
+            "MinRounds is above",
+        ),
+        ("SystemDefaults: [\n", "not YAML"),
+    ],
+)
 def test_config_errors_are_one_line(tmp_path, text, message):
     path = tmp_path / "zitadel.yaml"
     path.write_text(text)
@@ -108,15 +125,24 @@ def test_config_errors_are_one_line(tmp_path, text, message):
 def test_cli_config_error_exits_2(tmp_path, capsys):
     path = tmp_path / "zitadel.yaml"
     path.write_text("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [rot13]\n")
-    code = main(["migrate", "keycloak", "--org=1", f"--realm={tmp_path / 'realm.json'}",
-                 f"--zitadel-config={path}", f"--output={tmp_path / 'b.json'}"])
+    code = main(
+        [
+            "migrate",
+            "keycloak",
+            "--org=1",
+            f"--realm={tmp_path / 'realm.json'}",
+            f"--zitadel-config={path}",
+            f"--output={tmp_path / 'b.json'}",
+        ]
+    )
     assert code == 2
     assert "rot13" in capsys.readouterr().err
 
 
 def test_bcrypt_flags_override_the_config():
-    from pipeline.migrate import hash_policy_from_args
     import argparse
+
+    from pipeline.migrate import hash_policy_from_args
 
     args = argparse.Namespace(zitadel_config=str(ENABLED), bcrypt_min_cost=12, bcrypt_max_cost=None)
     policy = hash_policy_from_args(args, {})
@@ -124,12 +150,19 @@ def test_bcrypt_flags_override_the_config():
 
 
 def test_snippet_names_what_the_run_needs():
-    needed = needed_ranges([_hash("argon2", time=5, memory=7168, threads=1), _hash("bcrypt", cost=10),
-                            _hash("pbkdf2", rounds=27500), _hash("pbkdf2", rounds=500)])
+    needed = needed_ranges(
+        [
+            _hash("argon2", time=5, memory=7168, threads=1),
+            _hash("bcrypt", cost=10),
+            _hash("pbkdf2", rounds=27500),
+            _hash("pbkdf2", rounds=500),
+        ]
+    )
     snippet = config_snippet(needed)
     assert snippet == (
         "SystemDefaults:\n  PasswordHasher:\n    Verifiers:\n      - argon2\n      - bcrypt\n      - pbkdf2\n"
-        "    Limits:\n      Argon2:\n        MinMemory: 7168\n      PBKDF2:\n        MinRounds: 500\n")
+        "    Limits:\n      Argon2:\n        MinMemory: 7168\n      PBKDF2:\n        MinRounds: 500\n"
+    )
     import yaml
 
     path_policy = load_policy(None, {})

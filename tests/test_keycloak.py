@@ -3,6 +3,7 @@
 Reference files are read from ``tests/data`` (the zitadel-tools conformance pair and the
 real-world exports; origins in ``tests/data/README.md``).
 """
+
 from __future__ import annotations
 
 import base64
@@ -18,6 +19,7 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.cli import main
+from transforms.ids import keycloak_user_id
 from transforms.keycloak import (
     FILE_SOURCE,
     IMPORT_WITHOUT_PASSWORD,
@@ -33,7 +35,6 @@ from transforms.keycloak import (
     other_credential_types,
     plan_realm_sources,
 )
-from transforms.ids import keycloak_user_id
 from transforms.records import decode_rows
 from transforms.spill import load_blob
 from transforms.validate import Reason
@@ -53,15 +54,22 @@ def _pbkdf2_credential(password: str, iterations: int = 1000) -> dict:
     digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations, 32)
     return {
         "type": "password",
-        "secretData": json.dumps({"value": base64.b64encode(digest).decode(), "salt": base64.b64encode(salt).decode()}),
+        "secretData": json.dumps(
+            {"value": base64.b64encode(digest).decode(), "salt": base64.b64encode(salt).decode()}
+        ),
         "credentialData": json.dumps({"hashIterations": iterations, "algorithm": "pbkdf2-sha256"}),
     }
 
 
 def _user(n: int, **extra) -> dict:
     user = {
-        "id": f"id-{n}", "username": f"user{n}", "enabled": True, "emailVerified": True,
-        "firstName": f"First{n}", "lastName": f"Last{n}", "email": f"user{n}@example.com",
+        "id": f"id-{n}",
+        "username": f"user{n}",
+        "enabled": True,
+        "emailVerified": True,
+        "firstName": f"First{n}",
+        "lastName": f"Last{n}",
+        "email": f"user{n}@example.com",
         "credentials": [_pbkdf2_credential(f"pw{n}")],
     }
     user.update(extra)
@@ -76,7 +84,10 @@ def _write(path: Path, doc) -> Path:
 def _split_export(directory: Path, realm: str, users_per_file: list[int]) -> list[dict]:
     """What `kc.sh export --users different_files` writes: a realm file + users files."""
     directory.mkdir(parents=True, exist_ok=True)
-    _write(directory / f"{realm}-realm.json", {"realm": realm, "enabled": True, "roles": {"realm": []}, "clients": []})
+    _write(
+        directory / f"{realm}-realm.json",
+        {"realm": realm, "enabled": True, "roles": {"realm": []}, "clients": []},
+    )
     users, n = [], 0
     for file_no, count in enumerate(users_per_file):
         chunk = [_user(n + i) for i in range(count)]
@@ -108,8 +119,9 @@ def test_map_user_name_fallbacks_and_unverified_email():
 
 
 def test_map_user_phone_and_language_from_attributes():
-    user = _user(3, attributes={"phoneNumber": ["+41791234567"], "phoneNumberVerified": ["true"],
-                                "locale": ["de-CH"]})
+    user = _user(
+        3, attributes={"phoneNumber": ["+41791234567"], "phoneNumberVerified": ["true"], "locale": ["de-CH"]}
+    )
     mapped = map_user(user, KeycloakOptions())
     assert mapped.entry["user"]["phone"] == {"phone": "+41791234567", "isPhoneVerified": True}
     assert mapped.entry["user"]["profile"]["preferredLanguage"] == "de"
@@ -118,7 +130,9 @@ def test_map_user_phone_and_language_from_attributes():
 
 
 def test_attribute_metadata_single_and_multi_valued():
-    entries, dropped = attribute_metadata({"dept": ["sales"], "groups": ["a", "b"], "empty": [], "x" * 201: ["v"]})
+    entries, dropped = attribute_metadata(
+        {"dept": ["sales"], "groups": ["a", "b"], "empty": [], "x" * 201: ["v"]}
+    )
     decoded = {e["key"]: base64.b64decode(e["value"]) for e in entries}
     assert decoded == {"dept": b"sales", "groups": b'["a","b"]'}
     assert dropped == 1
@@ -127,21 +141,45 @@ def test_attribute_metadata_single_and_multi_valued():
     assert map_user(_user(5, attributes={"dept": ["sales"]}), KeycloakOptions()).metadata == []
 
 
-@pytest.mark.parametrize("extra,options,reason", [
-    ({"enabled": False}, KeycloakOptions(), Reason.DISABLED),
-    ({"enabled": None}, KeycloakOptions(), Reason.DISABLED),
-    ({"serviceAccountClientId": "client", "email": None}, KeycloakOptions(), Reason.SERVICE_ACCOUNT),
-    ({"serviceAccountClientId": "client"}, KeycloakOptions(include_disabled=True), Reason.SERVICE_ACCOUNT),
-    ({"email": ""}, KeycloakOptions(), Reason.MISSING_EMAIL),
-    ({"email": "not-an-address"}, KeycloakOptions(), Reason.INVALID_EMAIL),
-    ({"username": ""}, KeycloakOptions(), Reason.INVALID_USERNAME),
-    ({"credentials": [{"type": "password", "secretData": "{broken", "credentialData": "{}"}]},
-     KeycloakOptions(), Reason.UNSUPPORTED_HASH),
-    ({"credentials": [{"type": "password", "secretData": '{"value":"x","salt":"y"}',
-                       "credentialData": '{"hashIterations":1,"algorithm":"sha512-custom"}'}]},
-     KeycloakOptions(), Reason.UNSUPPORTED_HASH),
-    ({"credentials": [{"type": "password", "value": "plaintext"}]}, KeycloakOptions(), Reason.PLAINTEXT_PASSWORD),
-])
+@pytest.mark.parametrize(
+    "extra,options,reason",
+    [
+        ({"enabled": False}, KeycloakOptions(), Reason.DISABLED),
+        ({"enabled": None}, KeycloakOptions(), Reason.DISABLED),
+        ({"serviceAccountClientId": "client", "email": None}, KeycloakOptions(), Reason.SERVICE_ACCOUNT),
+        (
+            {"serviceAccountClientId": "client"},
+            KeycloakOptions(include_disabled=True),
+            Reason.SERVICE_ACCOUNT,
+        ),
+        ({"email": ""}, KeycloakOptions(), Reason.MISSING_EMAIL),
+        ({"email": "not-an-address"}, KeycloakOptions(), Reason.INVALID_EMAIL),
+        ({"username": ""}, KeycloakOptions(), Reason.INVALID_USERNAME),
+        (
+            {"credentials": [{"type": "password", "secretData": "{broken", "credentialData": "{}"}]},
+            KeycloakOptions(),
+            Reason.UNSUPPORTED_HASH,
+        ),
+        (
+            {
+                "credentials": [
+                    {
+                        "type": "password",
+                        "secretData": '{"value":"x","salt":"y"}',
+                        "credentialData": '{"hashIterations":1,"algorithm":"sha512-custom"}',
+                    }
+                ]
+            },
+            KeycloakOptions(),
+            Reason.UNSUPPORTED_HASH,
+        ),
+        (
+            {"credentials": [{"type": "password", "value": "plaintext"}]},
+            KeycloakOptions(),
+            Reason.PLAINTEXT_PASSWORD,
+        ),
+    ],
+)
 def test_map_user_rejections(extra, options, reason):
     result = map_user(_user(6, **extra), options)
     assert isinstance(result, Rejection)
@@ -186,14 +224,17 @@ def test_user_without_id_gets_an_id_derived_from_realm_and_username():
     assert mapped.derived_id and "derived-id" in mapped.notes
 
 
-@pytest.mark.parametrize("template, extra, want", [
-    # (--email-fallback, user fields, e-mail written or dead-letter reason)
-    (None, {}, Reason.MISSING_EMAIL),
-    ("{username}@users.example.com", {}, "user5@users.example.com"),
-    ("{id}@ids.example.com", {}, "id-5@ids.example.com"),
-    ("{username}@users.example.com", {"username": "ann lee"}, Reason.INVALID_EMAIL_FALLBACK),
-    ("{username}@users.example.com", {"emailVerified": True}, "user5@users.example.com"),
-])
+@pytest.mark.parametrize(
+    "template, extra, want",
+    [
+        # (--email-fallback, user fields, e-mail written or dead-letter reason)
+        (None, {}, Reason.MISSING_EMAIL),
+        ("{username}@users.example.com", {}, "user5@users.example.com"),
+        ("{id}@ids.example.com", {}, "id-5@ids.example.com"),
+        ("{username}@users.example.com", {"username": "ann lee"}, Reason.INVALID_EMAIL_FALLBACK),
+        ("{username}@users.example.com", {"emailVerified": True}, "user5@users.example.com"),
+    ],
+)
 def test_email_fallback(template, extra, want):
     user = _user(5, **extra)
     del user["email"]
@@ -229,26 +270,33 @@ def test_plan_several_realms_needs_a_name(tmp_path):
     _split_export(tmp_path, "master", [1])
     with pytest.raises(RealmInputError, match="several realms.*--realm-name"):
         plan_realm_sources(str(tmp_path))
-    assert [os.path.basename(s.path) for s in plan_realm_sources(str(tmp_path), "master")] == ["master-users-0.json"]
+    assert [os.path.basename(s.path) for s in plan_realm_sources(str(tmp_path), "master")] == [
+        "master-users-0.json"
+    ]
     with pytest.raises(RealmInputError, match="no realm named 'nope'"):
         plan_realm_sources(str(tmp_path), "nope")
 
 
 def test_plan_multi_realm_array(tmp_path):
-    path = _write(tmp_path / "all.json", [{"realm": "master", "users": [_user(1)]},
-                                          {"realm": "acme", "users": [_user(2), _user(3)]}])
+    path = _write(
+        tmp_path / "all.json",
+        [{"realm": "master", "users": [_user(1)]}, {"realm": "acme", "users": [_user(2), _user(3)]}],
+    )
     with pytest.raises(RealmInputError, match="master"):
         plan_realm_sources(str(path))
     assert plan_realm_sources(str(path), "acme") == [RealmSource(0, str(path), 1, "acme")]
 
 
-@pytest.mark.parametrize("content,message", [
-    (b'{"realm": "a", "enabled": true, "clients": []}', 'no "users" array'),
-    (b'{"realm": "a", "users": null}', 'no "users" array'),
-    (b'{"realm": "a", "roles": {"realm": [', "not valid JSON"),
-    (b"", "empty"),
-    (b'"just a string"', "not a Keycloak realm export"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b'{"realm": "a", "enabled": true, "clients": []}', 'no "users" array'),
+        (b'{"realm": "a", "users": null}', 'no "users" array'),
+        (b'{"realm": "a", "roles": {"realm": [', "not valid JSON"),
+        (b"", "empty"),
+        (b'"just a string"', "not a Keycloak realm export"),
+    ],
+)
 def test_plan_rejects_unusable_documents(tmp_path, content, message):
     path = tmp_path / "realm.json"
     path.write_bytes(content)
@@ -269,7 +317,9 @@ def _sortkeys(rows):
 
 
 def _dead_reasons(dead):
-    return dead | "Reasons" >> beam.Map(lambda d: (d[0], orjson.loads(d[1])["reason"], orjson.loads(d[1])["source"]))
+    return dead | "Reasons" >> beam.Map(
+        lambda d: (d[0], orjson.loads(d[1])["reason"], orjson.loads(d[1])["source"])
+    )
 
 
 def test_reader_split_export_in_parallel_files(tmp_path):
@@ -291,9 +341,16 @@ def test_reader_spills_blobs_to_tmp_dir(tmp_path):
     spill = tmp_path / "spill"
     spill.mkdir()
     with test_pipeline.TestPipeline() as p:
-        out = p | ReadKeycloakUsers(plan_realm_sources(str(tmp_path / "realm.json")), KeycloakOptions(),
-                                    partitions=2, tmp_dir=str(spill), chunk_users=10)
-        paths = out["rows"] | "Paths" >> beam.Map(lambda kv: isinstance(kv[1], str) and kv[1].startswith(str(spill)))
+        out = p | ReadKeycloakUsers(
+            plan_realm_sources(str(tmp_path / "realm.json")),
+            KeycloakOptions(),
+            partitions=2,
+            tmp_dir=str(spill),
+            chunk_users=10,
+        )
+        paths = out["rows"] | "Paths" >> beam.Map(
+            lambda kv: isinstance(kv[1], str) and kv[1].startswith(str(spill))
+        )
         assert_that(paths, lambda got: _check(got and all(got)), label="spill paths")
         assert_that(_sortkeys(out["rows"]), equal_to([(0, i) for i in range(30)]), label="rows")
 
@@ -315,8 +372,10 @@ def _check(condition: bool) -> None:
 
 
 def test_reader_multi_realm_array_reads_the_chosen_realm(tmp_path):
-    path = _write(tmp_path / "all.json", [{"realm": "master", "users": [_user(1)]},
-                                          {"realm": "acme", "users": [_user(2), _user(3)]}])
+    path = _write(
+        tmp_path / "all.json",
+        [{"realm": "master", "users": [_user(1)]}, {"realm": "acme", "users": [_user(2), _user(3)]}],
+    )
     with test_pipeline.TestPipeline() as p:
         out = p | ReadKeycloakUsers(plan_realm_sources(str(path), "acme"), KeycloakOptions(), partitions=2)
         ids = out["rows"] | beam.FlatMap(lambda kv: [r[2] for r in decode_rows(kv[1])])
@@ -331,19 +390,30 @@ def test_reader_truncated_users_array_dead_letters_the_rest(tmp_path):
     with test_pipeline.TestPipeline() as p:
         out = p | ReadKeycloakUsers(sources, KeycloakOptions(), partitions=2)
         assert_that(_sortkeys(out["rows"]), equal_to([(0, 0), (0, 1)]), label="rows")
-        assert_that(_dead_reasons(out["dead"]), equal_to([((0, 2), Reason.UNREADABLE_INPUT, FILE_SOURCE)]),
-                    label="dead")
+        assert_that(
+            _dead_reasons(out["dead"]),
+            equal_to([((0, 2), Reason.UNREADABLE_INPUT, FILE_SOURCE)]),
+            label="dead",
+        )
 
 
 def test_reader_bad_credential_json_is_a_dead_letter_not_a_crash(tmp_path):
-    users = [_user(0), _user(1, credentials=[{"type": "password", "secretData": "{\"value\":", "credentialData": "]"}]),
-             "not a user"]
+    users = [
+        _user(0),
+        _user(1, credentials=[{"type": "password", "secretData": '{"value":', "credentialData": "]"}]),
+        "not a user",
+    ]
     _write(tmp_path / "realm.json", {"realm": "r", "users": users})
     with test_pipeline.TestPipeline() as p:
-        out = p | ReadKeycloakUsers(plan_realm_sources(str(tmp_path / "realm.json")), KeycloakOptions(), partitions=2)
+        out = p | ReadKeycloakUsers(
+            plan_realm_sources(str(tmp_path / "realm.json")), KeycloakOptions(), partitions=2
+        )
         assert_that(_sortkeys(out["rows"]), equal_to([(0, 0)]), label="rows")
-        assert_that(_dead_reasons(out["dead"]), equal_to([
-            ((0, 1), Reason.UNSUPPORTED_HASH, SOURCE), ((0, 2), Reason.NOT_AN_OBJECT, SOURCE)]), label="dead")
+        assert_that(
+            _dead_reasons(out["dead"]),
+            equal_to([((0, 1), Reason.UNSUPPORTED_HASH, SOURCE), ((0, 2), Reason.NOT_AN_OBJECT, SOURCE)]),
+            label="dead",
+        )
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -382,11 +452,14 @@ def test_cli_split_export_end_to_end(tmp_path):
     assert written == [u["id"] for u in users]  # input order across files and bodies
 
 
-@pytest.mark.parametrize("content,message", [
-    (b'{"realm": "a", "enabled": true}', 'no "users" array'),
-    (b'{"realm": "a", "roles": {"realm": [{"name": "x"', "not valid JSON"),
-    (b'[{"realm": "a", "users": []}, {"realm": "b", "users": []}]', "--realm-name"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b'{"realm": "a", "enabled": true}', 'no "users" array'),
+        (b'{"realm": "a", "roles": {"realm": [{"name": "x"', "not valid JSON"),
+        (b'[{"realm": "a", "users": []}, {"realm": "b", "users": []}]', "--realm-name"),
+    ],
+)
 def test_cli_unusable_realm_is_one_error_line(tmp_path, capsys, content, message):
     (tmp_path / "realm.json").write_bytes(content)
     code, _ = _run_cli(tmp_path, f"--realm={tmp_path / 'realm.json'}")
@@ -417,7 +490,11 @@ _REALWORLD = {
     "jhipster-split-users-0.json": (2, {}, {"pbkdf2-sha256": 2}),
     "jhipster-split-users-0-legacy-hashedSaltedValue.json": (2, {}, {"pbkdf2-sha256": 2}),
     "lakekeeper-iceberg-realm-argon2.json": (2, {"service-account": 5}, {"argon2id": 2}),
-    "strimzi-kafka-authz-realm.json": (2, {"service-account": 22, "plaintext-password": 1}, {"pbkdf2-sha256": 2}),
+    "strimzi-kafka-authz-realm.json": (
+        2,
+        {"service-account": 22, "plaintext-password": 1},
+        {"pbkdf2-sha256": 2},
+    ),
     "renku-renga-realm-legacy-pbkdf2-sha1.json": (1, {"service-account": 2}, {"pbkdf2-sha1": 1}),
 }
 
@@ -431,20 +508,29 @@ def test_realworld_files_convert_without_crashing(tmp_path, name):
     counts = manifest["counts"]
     assert counts["users_written"] == written
     assert manifest["dead_letters_by_reason"].get(SOURCE, {}) == dead
-    assert {k.split(".", 2)[2]: v for k, v in counts.items() if k.startswith("keycloak.with_password.")} == algorithms
+    assert {
+        k.split(".", 2)[2]: v for k, v in counts.items() if k.startswith("keycloak.with_password.")
+    } == algorithms
     assert manifest["invariant"]["holds"] is True
 
 
 def test_reader_integer_overflow_ends_the_file_with_a_dead_letter(tmp_path):
     """yajl rejects integers beyond 64 bits as a syntax error: earlier users are kept."""
     good = orjson.dumps(_user(0))
-    huge = orjson.dumps(_user(1)).replace(b'"enabled":true', b'"enabled":true,"notBefore":123456789012345678901234567890')
+    huge = orjson.dumps(_user(1)).replace(
+        b'"enabled":true', b'"enabled":true,"notBefore":123456789012345678901234567890'
+    )
     (tmp_path / "realm.json").write_bytes(b'{"realm":"r","users":[' + good + b"," + huge + b"]}")
     with test_pipeline.TestPipeline() as p:
-        out = p | ReadKeycloakUsers(plan_realm_sources(str(tmp_path / "realm.json")), KeycloakOptions(), partitions=2)
+        out = p | ReadKeycloakUsers(
+            plan_realm_sources(str(tmp_path / "realm.json")), KeycloakOptions(), partitions=2
+        )
         assert_that(_sortkeys(out["rows"]), equal_to([(0, 0)]), label="rows")
-        assert_that(_dead_reasons(out["dead"]), equal_to([((0, 1), Reason.UNREADABLE_INPUT, FILE_SOURCE)]),
-                    label="dead")
+        assert_that(
+            _dead_reasons(out["dead"]),
+            equal_to([((0, 1), Reason.UNREADABLE_INPUT, FILE_SOURCE)]),
+            label="dead",
+        )
 
 
 def test_map_user_non_string_id_is_rejected():
@@ -459,7 +545,10 @@ def test_cli_split_export_from_gcs(tmp_path, gcs_emulator):
     code, manifest = _run_cli(tmp_path, f"--realm=gs://{gcs_emulator.name}/exp/")
     assert code == 0
     assert manifest["counts"]["users_written"] == len(users)
-    assert [os.path.basename(p) for p in manifest["realm_files"]] == ["acme-users-0.json", "acme-users-1.json"]
+    assert [os.path.basename(p) for p in manifest["realm_files"]] == [
+        "acme-users-0.json",
+        "acme-users-1.json",
+    ]
 
 
 # --------------------------------------------------------------------------- brokered users, fields
@@ -468,29 +557,63 @@ def test_cli_split_export_from_gcs(tmp_path, gcs_emulator):
 from transforms.keycloak import fields_not_carried, idp_links, unknown_fields  # noqa: E402
 
 
-@pytest.mark.parametrize("identities, links, outcomes", [
-    ([{"identityProvider": "google", "userId": "g-1", "userName": "ann@gmail.com"}],
-     [{"configId": "77", "externalUserId": "g-1", "displayName": "ann@gmail.com"}], [("linked", "google")]),
-    ([{"identityProvider": "google", "userId": " g-2 "}],
-     [{"configId": "77", "externalUserId": "g-2", "displayName": "ann@example.com"}], [("linked", "google")]),
-    ([{"identityProvider": "Corp SAML", "userId": "x"}], [], [("unmapped", "corp_saml")]),
-    ([{"identityProvider": "google", "userId": ""}, "junk"], [], [("invalid", "google"), ("invalid", "unknown")]),
-    (None, [], []),
-])
+@pytest.mark.parametrize(
+    "identities, links, outcomes",
+    [
+        (
+            [{"identityProvider": "google", "userId": "g-1", "userName": "ann@gmail.com"}],
+            [{"configId": "77", "externalUserId": "g-1", "displayName": "ann@gmail.com"}],
+            [("linked", "google")],
+        ),
+        (
+            [{"identityProvider": "google", "userId": " g-2 "}],
+            [{"configId": "77", "externalUserId": "g-2", "displayName": "ann@example.com"}],
+            [("linked", "google")],
+        ),
+        ([{"identityProvider": "Corp SAML", "userId": "x"}], [], [("unmapped", "corp_saml")]),
+        (
+            [{"identityProvider": "google", "userId": ""}, "junk"],
+            [],
+            [("invalid", "google"), ("invalid", "unknown")],
+        ),
+        (None, [], []),
+    ],
+)
 def test_idp_links_table(identities, links, outcomes):
     user = {"email": "ann@example.com", "username": "ann", "federatedIdentities": identities}
     assert idp_links(user, {"google": "77"}) == (links, outcomes)
 
 
-@pytest.mark.parametrize("user, metadata, not_carried, unknown", [
-    ({"id": "1", "requiredActions": ["UPDATE_PASSWORD"], "realmRoles": ["r"], "groups": [], "notBefore": 0},
-     False, ["realmRoles", "requiredActions"], []),
-    ({"attributes": {"a": ["1"]}, "clientRoles": {"app": ["x"]}, "federationLink": "ldap-1"},
-     False, ["attributes", "clientRoles", "federationLink"], []),
-    ({"attributes": {"a": ["1"]}}, True, [], []),
-    ({"totp": False, "access": {"manage": True}, "favouriteColour": "blue", "my key!": 1},
-     False, [], ["favouriteColour", "my_key_"]),
-])
+@pytest.mark.parametrize(
+    "user, metadata, not_carried, unknown",
+    [
+        (
+            {
+                "id": "1",
+                "requiredActions": ["UPDATE_PASSWORD"],
+                "realmRoles": ["r"],
+                "groups": [],
+                "notBefore": 0,
+            },
+            False,
+            ["realmRoles", "requiredActions"],
+            [],
+        ),
+        (
+            {"attributes": {"a": ["1"]}, "clientRoles": {"app": ["x"]}, "federationLink": "ldap-1"},
+            False,
+            ["attributes", "clientRoles", "federationLink"],
+            [],
+        ),
+        ({"attributes": {"a": ["1"]}}, True, [], []),
+        (
+            {"totp": False, "access": {"manage": True}, "favouriteColour": "blue", "my key!": 1},
+            False,
+            [],
+            ["favouriteColour", "my_key_"],
+        ),
+    ],
+)
 def test_fields_not_carried_table(user, metadata, not_carried, unknown):
     assert sorted(fields_not_carried(user, metadata)) == not_carried
     assert sorted(unknown_fields(user)) == unknown
@@ -498,35 +621,71 @@ def test_fields_not_carried_table(user, metadata, not_carried, unknown):
 
 def test_cli_brokered_users_and_fields_not_carried(tmp_path, capsys):
     realm = tmp_path / "realm.json"
-    password = {"type": "password", "secretData": json.dumps({"value": base64.b64encode(b"\0" * 32).decode(),
-                                                               "salt": base64.b64encode(b"s" * 16).decode()}),
-                "credentialData": json.dumps({"hashIterations": 27500, "algorithm": "pbkdf2-sha256"})}
+    password = {
+        "type": "password",
+        "secretData": json.dumps(
+            {"value": base64.b64encode(b"\0" * 32).decode(), "salt": base64.b64encode(b"s" * 16).decode()}
+        ),
+        "credentialData": json.dumps({"hashIterations": 27500, "algorithm": "pbkdf2-sha256"}),
+    }
     users = [
-        {"id": "1", "username": "ann", "email": "ann@example.com", "enabled": True,
-         "federatedIdentities": [{"identityProvider": "google", "userId": "g-1", "userName": "ann@gmail.com"}],
-         "requiredActions": ["VERIFY_EMAIL"], "groups": ["/staff"]},
-        {"id": "2", "username": "bob", "email": "bob@example.com", "enabled": True,
-         "federatedIdentities": [{"identityProvider": "corp", "userId": "c-2"}],
-         "credentials": [{"type": "otp", "secretData": "{}"}], "shoeSize": 44},
-        {"id": "3", "username": "cid", "email": "cid@example.com", "enabled": True, "credentials": [password],
-         "realmRoles": ["admin"]},
+        {
+            "id": "1",
+            "username": "ann",
+            "email": "ann@example.com",
+            "enabled": True,
+            "federatedIdentities": [
+                {"identityProvider": "google", "userId": "g-1", "userName": "ann@gmail.com"}
+            ],
+            "requiredActions": ["VERIFY_EMAIL"],
+            "groups": ["/staff"],
+        },
+        {
+            "id": "2",
+            "username": "bob",
+            "email": "bob@example.com",
+            "enabled": True,
+            "federatedIdentities": [{"identityProvider": "corp", "userId": "c-2"}],
+            "credentials": [{"type": "otp", "secretData": "{}"}],
+            "shoeSize": 44,
+        },
+        {
+            "id": "3",
+            "username": "cid",
+            "email": "cid@example.com",
+            "enabled": True,
+            "credentials": [password],
+            "realmRoles": ["admin"],
+        },
     ]
     realm.write_text(json.dumps({"realm": "acme", "users": users}))
     code, manifest = _run_cli(tmp_path, f"--realm={realm}", "--idp-map=google=301")
     assert code == 0
-    written = json.loads((tmp_path / "out" / "importBody.json").read_text())["dataOrgs"]["orgs"][0]["humanUsers"]
+    written = json.loads((tmp_path / "out" / "importBody.json").read_text())["dataOrgs"]["orgs"][0][
+        "humanUsers"
+    ]
     by_id = {u["userId"]: u["user"] for u in written}
-    assert by_id["1"]["idps"] == [{"configId": "301", "externalUserId": "g-1", "displayName": "ann@gmail.com"}]
+    assert by_id["1"]["idps"] == [
+        {"configId": "301", "externalUserId": "g-1", "displayName": "ann@gmail.com"}
+    ]
     assert "idps" not in by_id["2"] and "hashedPassword" in by_id["3"]
     assert manifest["counts"]["keycloak.idp_links.linked.google"] == 1
     assert manifest["counts"]["keycloak.idp_links.unmapped.corp"] == 1
     assert manifest["cannot_sign_in_yet"] == 1  # bob: unmapped alias, no password
     assert manifest["fields_not_carried"] == {
-        "keycloak.requiredActions": 1, "keycloak.groups": 1, "keycloak.credentials.otp": 1, "keycloak.realmRoles": 1}
+        "keycloak.requiredActions": 1,
+        "keycloak.groups": 1,
+        "keycloak.credentials.otp": 1,
+        "keycloak.realmRoles": 1,
+    }
     assert manifest["unknown_fields"] == {"keycloak.shoeSize": 1}
     out = capsys.readouterr().out
-    for text in ("no --idp-map, not linked: corp", "cannot sign in yet (no password, no IdP link)",
-                 "map their IdP alias with --idp-map, or send password-reset mails", "keycloak.requiredActions"):
+    for text in (
+        "no --idp-map, not linked: corp",
+        "cannot sign in yet (no password, no IdP link)",
+        "map their IdP alias with --idp-map, or send password-reset mails",
+        "keycloak.requiredActions",
+    ):
         assert text in out
 
 

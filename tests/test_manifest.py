@@ -1,4 +1,5 @@
 """transforms/manifest.py: reading manifests, and the recount every migrate run ends with."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,17 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("migrated")
-    rc = main(["migrate", "auth0", "--org=123", f"--users={ROOT}/examples/auth0/users.json",
-               f"--passwords={ROOT}/examples/auth0/passwords.json", f"--output={out}/importBody.json",
-               "--batch-size=7"])
+    rc = main(
+        [
+            "migrate",
+            "auth0",
+            "--org=123",
+            f"--users={ROOT}/examples/auth0/users.json",
+            f"--passwords={ROOT}/examples/auth0/passwords.json",
+            f"--output={out}/importBody.json",
+            "--batch-size=7",
+        ]
+    )
     assert rc == 0
     return out / "importBody.manifest.json"
 
@@ -49,11 +58,14 @@ def _claim_other_body_count(raw: dict) -> None:
     raw["counts"]["bodies_written"] = 9
 
 
-@pytest.mark.parametrize("tamper,expected", [
-    (_claim_other_user_count, "users, the counters say"),
-    (_claim_other_total, "users, the counters say"),
-    (_claim_other_body_count, "bodies listed, the counters say 9"),
-])
+@pytest.mark.parametrize(
+    "tamper,expected",
+    [
+        (_claim_other_user_count, "users, the counters say"),
+        (_claim_other_total, "users, the counters say"),
+        (_claim_other_body_count, "bodies listed, the counters say 9"),
+    ],
+)
 def test_a_manifest_that_disagrees_with_the_files_exits_3(migrated, tmp_path, capsys, tamper, expected):
     path = _copy_run(migrated, tmp_path)
     raw = json.loads(path.read_text())

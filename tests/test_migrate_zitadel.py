@@ -1,4 +1,5 @@
 """``zitadel-beam migrate zitadel``: an export document → dataOrgsv1 bodies, order, nothing lost."""
+
 from __future__ import annotations
 
 import collections
@@ -9,14 +10,14 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-from transforms import push_engine
-from pipeline.cli import main
-from pipeline.migrate_zitadel import split_export
-from transforms.admin_api import Credentials
-from transforms.zitadel_export import ExportFormatError, iter_export, render_data_org
 from zitadel_fixtures import PAT, leaked_secrets, make_export, zitadel_fixture  # noqa: F401
 from zitadel_server import ZitadelServer
+
+from pipeline.cli import main
+from pipeline.migrate_zitadel import split_export
+from transforms import push_engine
+from transforms.admin_api import Credentials
+from transforms.zitadel_export import ExportFormatError, iter_export, render_data_org
 
 TOKEN = Credentials("token", token=PAT)
 
@@ -69,23 +70,32 @@ def _reassemble(manifest_path: Path) -> tuple[dict, dict, list[dict]]:
 
 
 def test_iter_export_streams_items_and_folds_snake_case():
-    doc = b'{"timeout":"1m","data_orgsv1":{"orgs":[{"org_id":"1","label_policy":{"a":1},' \
-          b'"human_users":[{"userId":"u"},{"userId":"v"}],"orgMembers":[]}]}}'
+    doc = (
+        b'{"timeout":"1m","data_orgsv1":{"orgs":[{"org_id":"1","label_policy":{"a":1},'
+        b'"human_users":[{"userId":"u"},{"userId":"v"}],"orgMembers":[]}]}}'
+    )
     items = list(iter_export(io.BytesIO(doc)))
-    assert items == [(0, "orgId", "1", False), (0, "labelPolicy", {"a": 1}, False),
-                     (0, "humanUsers", {"userId": "u"}, True), (0, "humanUsers", {"userId": "v"}, True),
-                     (0, "", None, False)]
+    assert items == [
+        (0, "orgId", "1", False),
+        (0, "labelPolicy", {"a": 1}, False),
+        (0, "humanUsers", {"userId": "u"}, True),
+        (0, "humanUsers", {"userId": "v"}, True),
+        (0, "", None, False),
+    ]
 
 
-@pytest.mark.parametrize("raw, message", [
-    (b'{"orgs": [{"orgId": "1", "humanUsers": [{"userId": "a"', "truncated or invalid JSON"),
-    (b'{"users": []}', "not a ZITADEL export: no 'orgs' array"),
-    (b'[{"orgId": "1"}]', "not a JSON object"),
-    (b'', "empty"),
-    (b'{"dataOrgs": {"orgs": []}, "timeout": "5m"}', "dataOrgs import body, not an export"),
-    (b'{"orgs": {"orgId": "1"}}', "not an array of organizations"),
-    (b'{"orgs": [1, 2]}', "organization 1 is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b'{"orgs": [{"orgId": "1", "humanUsers": [{"userId": "a"', "truncated or invalid JSON"),
+        (b'{"users": []}', "not a ZITADEL export: no 'orgs' array"),
+        (b'[{"orgId": "1"}]', "not a JSON object"),
+        (b"", "empty"),
+        (b'{"dataOrgs": {"orgs": []}, "timeout": "5m"}', "dataOrgs import body, not an export"),
+        (b'{"orgs": {"orgId": "1"}}', "not an array of organizations"),
+        (b'{"orgs": [1, 2]}', "organization 1 is not a JSON object"),
+    ],
+)
 def test_iter_export_rejects_what_is_not_an_export(raw, message):
     with pytest.raises(ExportFormatError, match=message):
         list(iter_export(io.BytesIO(raw)))
@@ -144,16 +154,21 @@ def test_split_of_a_12000_user_export_imports_in_order_and_loses_nothing(tmp_pat
 
     # Every body is valid against the test server, imported in the order the manifest allows.
     with ZitadelServer(tokens={PAT}) as server:
-        report = push_engine.push_manifest(str(manifest_path), server.url, TOKEN, concurrency=3, progress=False,
-                                    verify=True)
+        report = push_engine.push_manifest(
+            str(manifest_path), server.url, TOKEN, concurrency=3, progress=False, verify=True
+        )
         assert report.ok, report.table()
         assert report.created == 12_008 and report.verify.ok
         assert all(not b.failed for b in report.bodies)
         starts = {log[3]: log for log in server.state.import_log}
         assert len(server.user_ids()) == 12_008
         stored = sum(len(server.user_records(o["orgId"])) for o in doc["orgs"])
-        expected = sum(len(o.get(f, [])) for o in doc["orgs"]
-                       for f in ("userGrants", "orgMembers", "projectMembers")) - 6
+        expected = (
+            sum(
+                len(o.get(f, [])) for o in doc["orgs"] for f in ("userGrants", "orgMembers", "projectMembers")
+            )
+            - 6
+        )
         assert stored == expected
         del starts
 
@@ -163,8 +178,15 @@ def test_split_is_deterministic_and_cli_reports(tmp_path, capsys):
     export = _write(tmp_path / "export.json", doc)
     runs = []
     for name in ("a", "b"):
-        rc = main(["migrate", "zitadel", f"--export={export}", f"--output={tmp_path}/{name}/importBody.json",
-                   "--batch-size=7"])
+        rc = main(
+            [
+                "migrate",
+                "zitadel",
+                f"--export={export}",
+                f"--output={tmp_path}/{name}/importBody.json",
+                "--batch-size=7",
+            ]
+        )
         out, err = capsys.readouterr()
         assert rc == 0, err
         assert "accounting:" in out and "[ok]" in out
@@ -177,16 +199,27 @@ def test_split_is_deterministic_and_cli_reports(tmp_path, capsys):
 
 def _person(user_name: str) -> dict:
     """A human user as an export holds one (the API requires profile names and an e-mail)."""
-    return {"userName": user_name, "profile": {"firstName": "F", "lastName": "L"}, "email": {"email": user_name}}
+    return {
+        "userName": user_name,
+        "profile": {"firstName": "F", "lastName": "L"},
+        "email": {"email": user_name},
+    }
 
 
 def test_records_before_their_users_and_gzip_input(tmp_path):
     """A document not in proto order (grants before users), gzip-compressed, snake_case."""
-    doc = {"orgs": [{"user_grants": [{"userId": "u2", "projectId": "p"}],
-                     "user_metadata": [{"id": "u1", "key": "k", "value": "dg=="}],
-                     "human_users": [{"userId": f"u{i}", "user": _person(f"u{i}@a.io")} for i in range(3)],
-                     "org_id": "9", "org": {"name": "Nine"},
-                     "projects": [{"projectId": "p", "project": {"name": "P"}}]}]}
+    doc = {
+        "orgs": [
+            {
+                "user_grants": [{"userId": "u2", "projectId": "p"}],
+                "user_metadata": [{"id": "u1", "key": "k", "value": "dg=="}],
+                "human_users": [{"userId": f"u{i}", "user": _person(f"u{i}@a.io")} for i in range(3)],
+                "org_id": "9",
+                "org": {"name": "Nine"},
+                "projects": [{"projectId": "p", "project": {"name": "P"}}],
+            }
+        ]
+    }
     path = tmp_path / "export.json.gz"
     path.write_bytes(gzip.compress(orjson.dumps(doc)))
     result = split_export(str(path), str(tmp_path / "out/body.json"), batch_size=2)
@@ -198,23 +231,45 @@ def test_records_before_their_users_and_gzip_input(tmp_path):
 
 
 def test_duplicates_and_org_without_id_are_dead_lettered(tmp_path):
-    doc = {"orgs": [
-        {"orgId": "1", "humanUsers": [{"userId": "a", "user": _person("a@a.io")}, {"userId": "a", "user": _person("a2@a.io")},
-                                      {"userId": "b"}],
-         "orgMembers": [{"roles": ["X"]}]},
-        {"org": {"name": "nameless"}, "humanUsers": [{"userId": "z", "user": _person("z@a.io")}], "labelPolicy": {}},
-    ]}
+    doc = {
+        "orgs": [
+            {
+                "orgId": "1",
+                "humanUsers": [
+                    {"userId": "a", "user": _person("a@a.io")},
+                    {"userId": "a", "user": _person("a2@a.io")},
+                    {"userId": "b"},
+                ],
+                "orgMembers": [{"roles": ["X"]}],
+            },
+            {
+                "org": {"name": "nameless"},
+                "humanUsers": [{"userId": "z", "user": _person("z@a.io")}],
+                "labelPolicy": {},
+            },
+        ]
+    }
     result = split_export(str(_write(tmp_path / "e.json", doc)), str(tmp_path / "o/b.json"))
     assert result.holds
-    assert result.dead_by_reason == {"duplicate-user-id": 1, "malformed-user": 1, "org-without-id": 2,
-                                     "record-without-user": 1}
+    assert result.dead_by_reason == {
+        "duplicate-user-id": 1,
+        "malformed-user": 1,
+        "org-without-id": 2,
+        "record-without-user": 1,
+    }
     assert [b["kind"] for b in result.bodies] == ["head", "users"]
 
 
-@pytest.mark.parametrize("raw, message", [
-    (b'{"orgs": [{"orgId": "1", "humanUsers": [{"userId": "a", "user": {"userName": "x', "truncated or invalid JSON"),
-    (b'{"realm": "acme", "users": []}', "not a ZITADEL export"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            b'{"orgs": [{"orgId": "1", "humanUsers": [{"userId": "a", "user": {"userName": "x',
+            "truncated or invalid JSON",
+        ),
+        (b'{"realm": "acme", "users": []}', "not a ZITADEL export"),
+    ],
+)
 def test_cli_gives_one_line_for_a_bad_document(tmp_path, capsys, raw, message):
     export = tmp_path / "export.json"
     export.write_bytes(raw)
@@ -249,7 +304,9 @@ def test_server_timeout_on_a_v1_body_splits_it_and_records_follow_their_users(tm
         assert any(p["outcome"] == "deadline-exceeded" for b in report.bodies for p in b.parts)
         assert len(server.user_ids()) == 41
         stored = sum(len(server.user_records(o["orgId"])) for o in doc["orgs"])
-        assert stored == sum(len(o.get(f, [])) for o in doc["orgs"] for f in ("userGrants", "orgMembers", "projectMembers"))
+        assert stored == sum(
+            len(o.get(f, [])) for o in doc["orgs"] for f in ("userGrants", "orgMembers", "projectMembers")
+        )
 
 
 def test_multi_processing_matches_in_process(tmp_path):
@@ -259,11 +316,27 @@ def test_multi_processing_matches_in_process(tmp_path):
 
     export = _write(tmp_path / "export.json", make_export((5, 50, 3)))
     runs = {}
-    for name, extra in (("single", []), ("multi", ["--direct_running_mode=multi_processing",
-                                                    "--direct_num_workers=2"])):
-        proc = subprocess.run([sys.executable, "-m", "pipeline", "migrate", "zitadel", f"--export={export}",
-                               f"--output={tmp_path}/{name}/importBody.json", "--batch-size=20", *extra],
-                              cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=120)
+    for name, extra in (
+        ("single", []),
+        ("multi", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
+    ):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pipeline",
+                "migrate",
+                "zitadel",
+                f"--export={export}",
+                f"--output={tmp_path}/{name}/importBody.json",
+                "--batch-size=20",
+                *extra,
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         manifest = json.loads((tmp_path / name / "importBody.manifest.json").read_text())
         runs[name] = [(b["sha256"], b["after"]) for b in manifest["bodies"]]
@@ -272,29 +345,60 @@ def test_multi_processing_matches_in_process(tmp_path):
 
 def test_mutual_project_grants_and_cross_org_members_import_in_order(tmp_path):
     """Org A grants its project to B and B to A; users of each hold grants through the other's."""
+
     def user(uid):
-        return {"userId": uid, "user": {"userName": f"{uid}@x.io", "profile": {"firstName": "F", "lastName": "L"},
-                                        "email": {"email": f"{uid}@x.io"}}}
-    doc = {"orgs": [
-        {"orgId": "1", "org": {"name": "A"}, "projects": [{"projectId": "pa", "project": {"name": "PA"}}],
-         "projectGrants": [{"grantId": "ga", "projectGrant": {"projectId": "pa", "grantedOrgId": "2"}}],
-         "humanUsers": [user("a1"), user("a2")],
-         "userGrants": [{"userId": "a1", "projectId": "pb", "projectGrantId": "gb"}],
-         "orgMembers": [{"userId": "b2", "roles": ["ORG_OWNER"]}]},
-        {"orgId": "2", "org": {"name": "B"}, "projects": [{"projectId": "pb", "project": {"name": "PB"}}],
-         "projectGrants": [{"grantId": "gb", "projectGrant": {"projectId": "pb", "grantedOrgId": "1"}}],
-         "humanUsers": [user("b1"), user("b2")],
-         "userGrants": [{"userId": "b1", "projectId": "pa", "projectGrantId": "ga"}],
-         "projectGrantMembers": [{"projectId": "pb", "grantId": "gb", "userId": "a2", "roles": ["X"]}]},
-    ]}
+        return {
+            "userId": uid,
+            "user": {
+                "userName": f"{uid}@x.io",
+                "profile": {"firstName": "F", "lastName": "L"},
+                "email": {"email": f"{uid}@x.io"},
+            },
+        }
+
+    doc = {
+        "orgs": [
+            {
+                "orgId": "1",
+                "org": {"name": "A"},
+                "projects": [{"projectId": "pa", "project": {"name": "PA"}}],
+                "projectGrants": [
+                    {"grantId": "ga", "projectGrant": {"projectId": "pa", "grantedOrgId": "2"}}
+                ],
+                "humanUsers": [user("a1"), user("a2")],
+                "userGrants": [{"userId": "a1", "projectId": "pb", "projectGrantId": "gb"}],
+                "orgMembers": [{"userId": "b2", "roles": ["ORG_OWNER"]}],
+            },
+            {
+                "orgId": "2",
+                "org": {"name": "B"},
+                "projects": [{"projectId": "pb", "project": {"name": "PB"}}],
+                "projectGrants": [
+                    {"grantId": "gb", "projectGrant": {"projectId": "pb", "grantedOrgId": "1"}}
+                ],
+                "humanUsers": [user("b1"), user("b2")],
+                "userGrants": [{"userId": "b1", "projectId": "pa", "projectGrantId": "ga"}],
+                "projectGrantMembers": [{"projectId": "pb", "grantId": "gb", "userId": "a2", "roles": ["X"]}],
+            },
+        ]
+    }
     result = split_export(str(_write(tmp_path / "e.json", doc)), str(tmp_path / "o/b.json"), batch_size=1)
     assert result.holds and result.dead_count == 0
     kinds = [(b["kind"], b["org_id"], b["after"]) for b in result.bodies]
     # 0 head A, 1 grants A (needs B), 2 users a1 (grant through B's gb), 3 users a2, 4 cross A (member b2),
     # 5 head B, 6 grants B (needs A), 7 users b1 (grant through ga), 8 users b2, 9 cross B (a2 on gb)
-    assert kinds == [("head", "1", []), ("grants", "1", [0, 5]), ("users", "1", [0, 5, 6]), ("users", "1", [0]),
-                     ("cross", "1", [0, 8]), ("head", "2", []), ("grants", "2", [0, 5]), ("users", "2", [0, 1, 5]),
-                     ("users", "2", [5]), ("cross", "2", [3, 5, 6])]
+    assert kinds == [
+        ("head", "1", []),
+        ("grants", "1", [0, 5]),
+        ("users", "1", [0, 5, 6]),
+        ("users", "1", [0]),
+        ("cross", "1", [0, 8]),
+        ("head", "2", []),
+        ("grants", "2", [0, 5]),
+        ("users", "2", [0, 1, 5]),
+        ("users", "2", [5]),
+        ("cross", "2", [3, 5, 6]),
+    ]
     with ZitadelServer(tokens={PAT}) as server:
         report = push_engine.push_manifest(result.manifest, server.url, TOKEN, concurrency=4, progress=False)
         assert report.ok, report.table()
@@ -317,7 +421,15 @@ def test_spilling_paths_keep_everything(tmp_path, monkeypatch):
     got, _, bodies, dead = _reassemble(Path(result.manifest))
     assert got == _inventory(doc)
     # humans come last here, so each org's machine user opens its first users body
-    assert len(dead) == 6 and [b["users"] for b in bodies if b["kind"] == "users"] == [30, 49, 50, 50, 50, 1, 11]
+    assert len(dead) == 6 and [b["users"] for b in bodies if b["kind"] == "users"] == [
+        30,
+        49,
+        50,
+        50,
+        50,
+        1,
+        11,
+    ]
     monkeypatch.undo()
     again = split_export(str(tmp_path / "e.json"), str(tmp_path / "p/b.json"), batch_size=50)
     assert [b["sha256"] for b in again.bodies] == [b["sha256"] for b in result.bodies]
@@ -327,37 +439,56 @@ def test_hashes_of_the_export_are_counted_and_checked_against_the_target_config(
     """migrate zitadel passes hashes through; the manifest and summary say what the target needs."""
     doc = make_export((3, 4), ghost_grants=0)
     users = doc["orgs"][0]["humanUsers"]
-    users[0]["user"]["hashedPassword"] = {"value": "$argon2id$v=19$m=7168,t=5,p=1$cmFuZG9tc2FsdGlzaGFyZA$"
-                                                   "DYojYpnUWSMmTtrkVXyaNWVGxLmGe1n8VJBPDdFkbjU"}
+    users[0]["user"]["hashedPassword"] = {
+        "value": "$argon2id$v=19$m=7168,t=5,p=1$cmFuZG9tc2FsdGlzaGFyZA$"
+        "DYojYpnUWSMmTtrkVXyaNWVGxLmGe1n8VJBPDdFkbjU"
+    }
     export = _write(tmp_path / "export.json", doc)
     config = tmp_path / "zitadel.yaml"
     config.write_text("SystemDefaults:\n  PasswordHasher:\n    Verifiers: [argon2]\n")
-    rc = main(["migrate", "zitadel", f"--export={export}", f"--output={tmp_path}/out/importBody.json",
-               f"--zitadel-config={config}"])
+    rc = main(
+        [
+            "migrate",
+            "zitadel",
+            f"--export={export}",
+            f"--output={tmp_path}/out/importBody.json",
+            f"--zitadel-config={config}",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     manifest = json.loads((tmp_path / "out" / "importBody.manifest.json").read_text())
-    with_hash = sum(1 for org in doc["orgs"] for u in org.get("humanUsers", []) if u["user"].get("hashedPassword"))
+    with_hash = sum(
+        1 for org in doc["orgs"] for u in org.get("humanUsers", []) if u["user"].get("hashedPassword")
+    )
     assert sum(manifest["password_hashes"].values()) == with_hash
     assert manifest["password_hashes"]["argon2"] == 1
     assert manifest["password_hash_params"]["argon2"]["memory"] == [7168, 7168]
     assert "MinMemory: 7168" in manifest["zitadel_config"]
-    assert "warning: the target's config does not cover this export: argon2 memory 7168 < " \
-           "SystemDefaults.PasswordHasher.Limits.Argon2.MinMemory = 8192" in out
+    assert (
+        "warning: the target's config does not cover this export: argon2 memory 7168 < "
+        "SystemDefaults.PasswordHasher.Limits.Argon2.MinMemory = 8192" in out
+    )
 
 
 def test_hashed_password_algorithm_of_older_exports_is_dropped(tmp_path):
     """Current servers refuse ``hashedPassword.algorithm`` (it fails the whole request); the
     algorithm is read from the hash string, so the field is dropped and counted."""
-    user = {"userId": "u1", "user": {**_person("u1@a.io"),
-                                     "hashedPassword": {"value": "$2b$10$" + "a" * 53, "algorithm": "bcrypt"}}}
+    user = {
+        "userId": "u1",
+        "user": {
+            **_person("u1@a.io"),
+            "hashedPassword": {"value": "$2b$10$" + "a" * 53, "algorithm": "bcrypt"},
+        },
+    }
     path = tmp_path / "export.json"
     path.write_bytes(orjson.dumps({"orgs": [{"orgId": "9", "org": {"name": "Nine"}, "humanUsers": [user]}]}))
     result = split_export(str(path), str(tmp_path / "out/body.json"), batch_size=10)
     assert result.holds and result.dead_count == 0
     _, _, bodies, _ = _reassemble(Path(result.manifest))
     written = [u for b in bodies for u in b["data_org"].get("humanUsers", [])]
-    assert written == [{"userId": "u1", "user": {**_person("u1@a.io"), "hashedPassword": {"value": "$2b$10$" + "a" * 53}}}]
+    assert written == [
+        {"userId": "u1", "user": {**_person("u1@a.io"), "hashedPassword": {"value": "$2b$10$" + "a" * 53}}}
+    ]
     manifest = orjson.loads(Path(result.manifest).read_bytes())
     assert manifest["counts"].get("hash_algorithm_dropped") == 1, manifest["counts"]
-

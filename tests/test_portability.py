@@ -5,6 +5,7 @@ SDK worker process: nothing may rely on globals of the launching session, every 
 and no file handle or client may be created at construction time. The bodies must be
 byte-identical to an in-process run of the same input.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,15 +15,16 @@ import sys
 import venv
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 
 
-def _run(args: list[str], cwd: Path, python: str = sys.executable, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=env)
+def _run(
+    args: list[str], cwd: Path, python: str = sys.executable, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [python, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def _bodies(manifest: Path) -> list[str]:
@@ -31,9 +33,16 @@ def _bodies(manifest: Path) -> list[str]:
 
 
 def _auth0_args(out: Path) -> list[str]:
-    return ["migrate", "auth0", "--org=123", f"--users={ROOT}/examples/auth0/users.json",
-            f"--passwords={ROOT}/examples/auth0/passwords.json", f"--output={out}/importBody.json",
-            "--batch-size=7", "--metadata"]
+    return [
+        "migrate",
+        "auth0",
+        "--org=123",
+        f"--users={ROOT}/examples/auth0/users.json",
+        f"--passwords={ROOT}/examples/auth0/passwords.json",
+        f"--output={out}/importBody.json",
+        "--batch-size=7",
+        "--metadata",
+    ]
 
 
 def test_auth0_multi_processing_matches_in_process(tmp_path):
@@ -42,7 +51,9 @@ def test_auth0_multi_processing_matches_in_process(tmp_path):
     assert single.returncode == 0, single.stderr
     assert multi.returncode == 0, multi.stderr
     assert len(_bodies(tmp_path / "single/importBody.manifest.json")) == 4
-    assert _bodies(tmp_path / "multi/importBody.manifest.json") == _bodies(tmp_path / "single/importBody.manifest.json")
+    assert _bodies(tmp_path / "multi/importBody.manifest.json") == _bodies(
+        tmp_path / "single/importBody.manifest.json"
+    )
     single_counts = json.loads((tmp_path / "single/importBody.manifest.json").read_text())["counts"]
     multi_counts = json.loads((tmp_path / "multi/importBody.manifest.json").read_text())["counts"]
     assert multi_counts == single_counts  # metrics come back from the worker processes too
@@ -51,14 +62,21 @@ def test_auth0_multi_processing_matches_in_process(tmp_path):
 def test_keycloak_multi_processing_matches_in_process(tmp_path, data_dir):
     realm = data_dir / "realworld/keycloak/lakekeeper-iceberg-realm-argon2.json"
     # argon2id m=7168: a target with argon2 enabled and Argon2.MinMemory lowered.
-    args = ["migrate", "keycloak", "--org=123", f"--realm={realm}",
-            f"--zitadel-config={data_dir / 'zitadel-config/verifiers-enabled.yaml'}"]
+    args = [
+        "migrate",
+        "keycloak",
+        "--org=123",
+        f"--realm={realm}",
+        f"--zitadel-config={data_dir / 'zitadel-config/verifiers-enabled.yaml'}",
+    ]
     single = _run(args + [f"--output={tmp_path}/single/importBody.json"], ROOT)
     multi = _run(args + [f"--output={tmp_path}/multi/importBody.json"] + MULTI, ROOT)
     assert single.returncode == 0, single.stderr
     assert multi.returncode == 0, multi.stderr
     assert _bodies(tmp_path / "single/importBody.manifest.json")
-    assert _bodies(tmp_path / "multi/importBody.manifest.json") == _bodies(tmp_path / "single/importBody.manifest.json")
+    assert _bodies(tmp_path / "multi/importBody.manifest.json") == _bodies(
+        tmp_path / "single/importBody.manifest.json"
+    )
 
 
 def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
@@ -75,28 +93,61 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     for package in ("pipeline", "transforms"):
         shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     wheels = tmp_path / "wheels"
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                            "-q", "-w", str(wheels), str(source)], capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr
     (wheel,) = wheels.glob("zitadel_beam-*.whl")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     deps = [p for p in sys.path if p.endswith("site-packages")]
     Path(site, "_deps.pth").write_text("\n".join(deps) + "\n")
-    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
-                             capture_output=True, text=True, timeout=300)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert install.returncode == 0, install.stderr
     run_dir = tmp_path / "elsewhere"
     run_dir.mkdir()
-    where = subprocess.run([str(python), "-c", "import pipeline, transforms.auth0; print(pipeline.__file__)"],
-                           cwd=run_dir, capture_output=True, text=True, check=True).stdout.strip()
+    where = subprocess.run(
+        [str(python), "-c", "import pipeline, transforms.auth0; print(pipeline.__file__)"],
+        cwd=run_dir,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert where.startswith(str(env_dir)), where
     out = tmp_path / "out"
-    result = subprocess.run([str(env_dir / "bin" / "zitadel-beam"), *_auth0_args(out)], cwd=run_dir,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(env_dir / "bin" / "zitadel-beam"), *_auth0_args(out)],
+        cwd=run_dir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     manifest = json.loads((out / "importBody.manifest.json").read_text())
     assert manifest["counts"]["users_written"] == 28

@@ -4,6 +4,7 @@ Every command that takes paths is run as a user would (``python -m pipeline``), 
 ``--runner=DataflowRunner`` and one local path: it must exit 2 quickly with one line on stderr
 naming the flag and ``gs://``. No network is touched: the check happens before any client.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,9 @@ def _run(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, 
     token = tmp_path / "token"
     token.write_text("not-a-real-token\n")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     return done, time.monotonic() - started
 
 
@@ -35,27 +37,58 @@ def _run(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, 
 LOCAL_PATH_CASES = [
     (["migrate", "auth0", "--org=1", "--users=users.json", "--output=gs://b/o.json"], "--users"),
     (["migrate", "auth0", "--org=1", "--users=gs://b/users.json", "--output=out/o.json"], "--output"),
-    (["migrate", "auth0", "--org=1", "--users=gs://b/u.json", "--output=gs://b/o.json", "--dead-letter=d.ndjson"],
-     "--dead-letter"),
-    (["migrate", "auth0", "--org=1", "--users=gs://b/u.json", "--passwords=p.json", "--output=gs://b/o.json"],
-     "--passwords"),
+    (
+        [
+            "migrate",
+            "auth0",
+            "--org=1",
+            "--users=gs://b/u.json",
+            "--output=gs://b/o.json",
+            "--dead-letter=d.ndjson",
+        ],
+        "--dead-letter",
+    ),
+    (
+        [
+            "migrate",
+            "auth0",
+            "--org=1",
+            "--users=gs://b/u.json",
+            "--passwords=p.json",
+            "--output=gs://b/o.json",
+        ],
+        "--passwords",
+    ),
     (["migrate", "keycloak", "--org=1", "--realm=realm.json", "--output=gs://b/o.json"], "--realm"),
-    (["migrate", "keycloak", "--org=1", "--realm=gs://b/realm.json"], "--output"),  # default ./importBody.json
+    (
+        ["migrate", "keycloak", "--org=1", "--realm=gs://b/realm.json"],
+        "--output",
+    ),  # default ./importBody.json
     (["migrate", "zitadel", "--export=export.json", "--output=gs://b/o.json"], "--export"),
     (["migrate", "zitadel", "--export=gs://b/export.json", "--output=o.json"], "--output"),
     (["push", "--url=http://127.0.0.1:9", "--token-file=token", "--manifest=m.json"], "--manifest"),
     (["push", "--url=http://127.0.0.1:9", "--token-file=token", "--body=b.json"], "--body"),
-    (["push", "--url=http://127.0.0.1:9", "--token-file=token", "--manifest=gs://b/m.json", "--results=r"],
-     "--results"),
+    (
+        ["push", "--url=http://127.0.0.1:9", "--token-file=token", "--manifest=gs://b/m.json", "--results=r"],
+        "--results",
+    ),
     (["verify", "--url=http://127.0.0.1:9", "--token-file=token", "--manifest=m.json"], "--manifest"),
     (["export", "--url=http://127.0.0.1:9", "--token-file=token", "--output=export.json"], "--output"),
-    (["copy", "--source-url=http://127.0.0.1:9", "--target-url=http://127.0.0.1:9", "--work-dir=w"], "--work-dir"),
+    (
+        ["copy", "--source-url=http://127.0.0.1:9", "--target-url=http://127.0.0.1:9", "--work-dir=w"],
+        "--work-dir",
+    ),
     (["copy", "--source-url=http://127.0.0.1:9", "--target-url=http://127.0.0.1:9"], "--work-dir"),  # default
-    (["push", "--url=http://127.0.0.1:9", "--token-file=token", "--gcs-document=export.json"], "--gcs-document"),
+    (
+        ["push", "--url=http://127.0.0.1:9", "--token-file=token", "--gcs-document=export.json"],
+        "--gcs-document",
+    ),
 ]
 
 
-@pytest.mark.parametrize("args,flag", LOCAL_PATH_CASES, ids=[" ".join(a[:2]) + " " + f for a, f in LOCAL_PATH_CASES])
+@pytest.mark.parametrize(
+    "args,flag", LOCAL_PATH_CASES, ids=[" ".join(a[:2]) + " " + f for a, f in LOCAL_PATH_CASES]
+)
 def test_remote_runner_with_local_path_exits_2_naming_gs(tmp_path, args, flag):
     done, seconds = _run(args + DATAFLOW, tmp_path)
     assert done.returncode == 2, done.stderr
@@ -68,27 +101,48 @@ def test_remote_runner_with_local_path_exits_2_naming_gs(tmp_path, args, flag):
 
 
 def test_remote_runner_without_temp_location_exits_2(tmp_path):
-    args = ["migrate", "auth0", "--org=1", "--users=gs://b/u.json", "--output=gs://b/o.json",
-            "--runner=DataflowRunner", "--project=p", "--region=r"]
+    args = [
+        "migrate",
+        "auth0",
+        "--org=1",
+        "--users=gs://b/u.json",
+        "--output=gs://b/o.json",
+        "--runner=DataflowRunner",
+        "--project=p",
+        "--region=r",
+    ]
     done, seconds = _run(args, tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == ("zitadel-beam: error: DataflowRunner needs --temp_location=gs://BUCKET/tmp "
-                                   "(spill files and staging go there; docs/runners.md)")
+    assert done.stderr.strip() == (
+        "zitadel-beam: error: DataflowRunner needs --temp_location=gs://BUCKET/tmp "
+        "(spill files and staging go there; docs/runners.md)"
+    )
     assert seconds < BOUND_SECONDS
 
 
 def test_dataflow_without_its_client_is_one_line(monkeypatch):
     monkeypatch.setattr(preflight, "dataflow_client_installed", lambda: False)
     args = ["--runner=DataflowRunner", "--temp_location=gs://b/t"]
-    with pytest.raises(ConfigError, match=r"DataflowRunner needs Beam's gcp extra .*pip install '\.\[dataflow\]'"):
+    with pytest.raises(
+        ConfigError, match=r"DataflowRunner needs Beam's gcp extra .*pip install '\.\[dataflow\]'"
+    ):
         preflight.check_paths(_ns(users="gs://b/u.json", output="gs://b/o.json"), args)
-    preflight.check_paths(_ns(users="gs://b/u.json", output="gs://b/o.json"), ["--runner=FlinkRunner",
-                                                                              "--temp_location=gs://b/t"])
+    preflight.check_paths(
+        _ns(users="gs://b/u.json", output="gs://b/o.json"),
+        ["--runner=FlinkRunner", "--temp_location=gs://b/t"],
+    )
 
 
 def test_remote_runner_with_local_temp_location_exits_2(tmp_path):
-    args = ["migrate", "auth0", "--org=1", "--users=gs://b/u.json", "--output=gs://b/o.json",
-            "--runner=DataflowRunner", "--temp_location=/tmp/x"]
+    args = [
+        "migrate",
+        "auth0",
+        "--org=1",
+        "--users=gs://b/u.json",
+        "--output=gs://b/o.json",
+        "--runner=DataflowRunner",
+        "--temp_location=/tmp/x",
+    ]
     done, _ = _run(args, tmp_path)
     assert done.returncode == 2
     assert "--temp_location '/tmp/x'" in done.stderr and "gs://" in done.stderr
@@ -98,13 +152,26 @@ def _ns(**values) -> argparse.Namespace:
     return argparse.Namespace(**values)
 
 
-@pytest.mark.parametrize("runner,remote", [
-    (None, False), ("DirectRunner", False), ("FnApiRunner", False), ("PrismRunner", False),
-    ("direct", False), ("apache_beam.runners.direct.direct_runner.BundleBasedDirectRunner", False),
-    ("SwitchingDirectRunner", False), ("InteractiveRunner", False),
-    ("DataflowRunner", True), ("dataflow", True), ("FlinkRunner", True), ("PortableRunner", True),
-    ("SparkRunner", True), ("my.company.CustomRunner", True), ("NoSuchRunner", False),
-])
+@pytest.mark.parametrize(
+    "runner,remote",
+    [
+        (None, False),
+        ("DirectRunner", False),
+        ("FnApiRunner", False),
+        ("PrismRunner", False),
+        ("direct", False),
+        ("apache_beam.runners.direct.direct_runner.BundleBasedDirectRunner", False),
+        ("SwitchingDirectRunner", False),
+        ("InteractiveRunner", False),
+        ("DataflowRunner", True),
+        ("dataflow", True),
+        ("FlinkRunner", True),
+        ("PortableRunner", True),
+        ("SparkRunner", True),
+        ("my.company.CustomRunner", True),
+        ("NoSuchRunner", False),
+    ],
+)
 def test_is_remote(runner, remote):
     args = [f"--runner={runner}"] if runner else []
     assert preflight.is_remote(args) is remote

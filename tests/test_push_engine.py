@@ -1,4 +1,5 @@
 """``zitadel-beam push`` against the loopback test server: clean runs, faults, resume, reports."""
+
 from __future__ import annotations
 
 import io
@@ -12,15 +13,15 @@ import sys
 import time
 
 import pytest
-
-from pipeline import push
-from transforms import body_parts, push_engine
-from transforms.manifest import load_manifest
-from pipeline.cli import main
-from pipeline.errors import ConfigError
-from transforms.admin_api import Credentials, load_credentials
 from zitadel_fixtures import PAT, fast_client, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401
 from zitadel_server import FAULT_KINDS, ZitadelServer
+
+from pipeline import push
+from pipeline.cli import main
+from pipeline.errors import ConfigError
+from transforms import body_parts, push_engine
+from transforms.admin_api import Credentials, load_credentials
+from transforms.manifest import load_manifest
 
 TOKEN = Credentials("token", token=PAT)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,7 +41,10 @@ def test_clean_push_creates_every_user_once_and_a_rerun_skips_everything(zitadel
     assert len(zitadel.state.metadata) == 45  # userMetadata followed its users
     ledger = _ledger(manifest, 0)
     assert ledger["status"] == "done" and ledger["sha256"] and len(ledger["created"]) == 15
-    assert stat.S_IMODE(os.stat(str(manifest).replace(".manifest.json", ".results/body-00000.json")).st_mode) == 0o600
+    assert (
+        stat.S_IMODE(os.stat(str(manifest).replace(".manifest.json", ".results/body-00000.json")).st_mode)
+        == 0o600
+    )
     calls = zitadel.state.import_calls
     again = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
     assert again.ok and [b.status for b in again.bodies] == ["skipped"] * 3
@@ -48,8 +52,9 @@ def test_clean_push_creates_every_user_once_and_a_rerun_skips_everything(zitadel
     assert "total" in report.table() and report.dead_letter is None
 
 
-def test_push_through_the_cli_prints_progress_and_table_without_secrets(zitadel, tmp_path, monkeypatch,
-                                                                          capsys, caplog):
+def test_push_through_the_cli_prints_progress_and_table_without_secrets(
+    zitadel, tmp_path, monkeypatch, capsys, caplog
+):
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("ZITADEL_TOKEN", PAT)
     manifest, _ = write_manifest(tmp_path, users=30, bodies=2)
@@ -72,8 +77,16 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
             faults.inject(kind)
         faults.randomize(0.3, seed=5)
         client = fast_client(server.url, TOKEN, max_attempts=12)
-        report = push_engine.push_manifest(str(manifest), server.url, TOKEN, concurrency=3, request_timeout=0.3,
-                                    progress=False, client=client, max_attempts=12)
+        report = push_engine.push_manifest(
+            str(manifest),
+            server.url,
+            TOKEN,
+            concurrency=3,
+            request_timeout=0.3,
+            progress=False,
+            client=client,
+            max_attempts=12,
+        )
         imports = sum(1 for path, _ in server.requests if path == "/admin/v1/import")
         assert set(faults.fired) == set(FAULT_KINDS)
         assert len(faults.fired) >= 0.3 * imports
@@ -83,11 +96,16 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
         assert set(server.state.created_count.values()) == {1}
         faults.clear()
         # The reads of verify meet the same weather.
-        faults.randomize(0.3, kinds=("429", "502", "503", "504", "drop", "drop_after"),
-                         paths=("/admin/v1/events/_search",), seed=3)
+        faults.randomize(
+            0.3,
+            kinds=("429", "502", "503", "504", "drop", "drop_after"),
+            paths=("/admin/v1/events/_search",),
+            seed=3,
+        )
         fired = len(faults.fired)
-        verified = push_engine.push_manifest(str(manifest), server.url, TOKEN, progress=False, verify=True,
-                                      client=client)
+        verified = push_engine.push_manifest(
+            str(manifest), server.url, TOKEN, progress=False, verify=True, client=client
+        )
         assert verified.verify.ok and verified.verify.created == 240
         assert len(faults.fired) > fired
 
@@ -110,7 +128,9 @@ def _server_side_validation_only(monkeypatch) -> None:
     server rejects a request for a problem no local rule knows about."""
     from transforms import body_check
 
-    monkeypatch.setattr(body_check, "check_body", lambda body, *a, **k: body_check.CheckedBody(body, [], {}, False))
+    monkeypatch.setattr(
+        body_check, "check_body", lambda body, *a, **k: body_check.CheckedBody(body, [], {}, False)
+    )
 
 
 def test_invalid_user_rejects_its_body_once_and_is_reported(zitadel, tmp_path, monkeypatch, capsys):
@@ -127,7 +147,9 @@ def test_invalid_user_rejects_its_body_once_and_is_reported(zitadel, tmp_path, m
     dead = (tmp_path / "importBody.results" / "push-dead-letter.ndjson").read_text().splitlines()
     records = [json.loads(line) for line in dead]
     assert sorted(r["userId"] for r in records) == ids[10:20]
-    assert all("PreferredLanguage" in r["message"] and r["body"].endswith("00002-of-00003.json") for r in records)
+    assert all(
+        "PreferredLanguage" in r["message"] and r["body"].endswith("00002-of-00003.json") for r in records
+    )
     assert leaked_secrets(out + err + "\n".join(dead)) == []
     assert "FAILED" in out
 
@@ -157,14 +179,15 @@ def test_revoked_credentials_stop_the_run_with_a_clear_report(zitadel, tmp_path)
 
 def test_after_is_honoured_with_concurrency(zitadel, tmp_path):
     zitadel.faults.per_user_delay = 0.01
-    manifest, ids = write_manifest(tmp_path, users=40, bodies=4, org_id="777",
-                                   body_orgs=[{"org": {"name": "Acme"}}])
+    manifest, ids = write_manifest(
+        tmp_path, users=40, bodies=4, org_id="777", body_orgs=[{"org": {"name": "Acme"}}]
+    )
     report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, concurrency=4, progress=False)
     assert report.ok and zitadel.user_ids("777") == set(ids)
     log = sorted(zitadel.state.import_log)
     org_call, user_calls = log[0], log[1:]
     assert org_call[4] == 0 and all(call[0] >= org_call[1] for call in user_calls)
-    overlapping = sum(1 for a, b in zip(user_calls, user_calls[1:]) if b[0] < a[1])
+    overlapping = sum(1 for a, b in zip(user_calls, user_calls[1:], strict=False) if b[0] < a[1])
     assert overlapping >= 1  # the user bodies ran side by side
 
 
@@ -185,16 +208,19 @@ def test_changed_body_is_not_sent(zitadel, tmp_path):
     assert len(zitadel.user_ids()) == 10
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--manifest", "missing.manifest.json"], "manifest not found"),
-    (["--url", "ftp://nowhere"], "--url"),
-    (["--url", "http://127.0.0.1:9"], "not reachable"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--manifest", "missing.manifest.json"], "manifest not found"),
+        (["--url", "ftp://nowhere"], "--url"),
+        (["--url", "http://127.0.0.1:9"], "not reachable"),
+    ],
+)
 def test_configuration_errors_are_one_line_and_exit_2(zitadel, tmp_path, monkeypatch, capsys, args, expected):
     monkeypatch.setenv("ZITADEL_TOKEN", PAT)
     manifest, _ = write_manifest(tmp_path, users=2, bodies=1)
     base = {"--url": zitadel.url, "--manifest": str(manifest)}
-    base.update(dict(zip(args[::2], args[1::2])))
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
     if base["--manifest"] == "missing.manifest.json":
         base["--manifest"] = str(tmp_path / "missing.manifest.json")
     started = time.monotonic()
@@ -225,10 +251,19 @@ def test_missing_credentials_are_a_config_error(tmp_path, monkeypatch):
 
 
 def test_split_body_keeps_metadata_with_its_user_and_org_settings_first():
-    body = {"dataOrgs": {"orgs": [{"orgId": "1", "org": {"name": "A"},
-                                   "humanUsers": [{"userId": u} for u in "abcde"],
-                                   "userMetadata": [{"id": "a", "key": "k"}, {"id": "e", "key": "k"}]}]},
-            "timeout": "1m"}
+    body = {
+        "dataOrgs": {
+            "orgs": [
+                {
+                    "orgId": "1",
+                    "org": {"name": "A"},
+                    "humanUsers": [{"userId": u} for u in "abcde"],
+                    "userMetadata": [{"id": "a", "key": "k"}, {"id": "e", "key": "k"}],
+                }
+            ]
+        },
+        "timeout": "1m",
+    }
     first, second = body_parts.split_body(body)
     assert body_parts.body_user_ids(first) == [("1", "a"), ("1", "b")]
     assert body_parts.body_user_ids(second) == [("1", "c"), ("1", "d"), ("1", "e")]
@@ -251,16 +286,23 @@ def test_killed_push_resumes_without_duplicates(zitadel, tmp_path):
     manifest, ids = write_manifest(tmp_path, users=120, bodies=4)
     first_ledger = tmp_path / "importBody.results" / "body-00000.json"
     env = {**os.environ, "ZITADEL_TOKEN": PAT, "PYTHONPATH": REPO}
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "push", "--url", zitadel.url,
-                             "--manifest", str(manifest)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "push", "--url", zitadel.url, "--manifest", str(manifest)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         # Kill while body 2 is half done on the server: the first body's ledger says done and
         # the server already holds some of body 2's users (killing any earlier made the test
         # depend on timing: the resumed run then had nothing "present" to report).
-        if (first_ledger.exists() and json.loads(first_ledger.read_text())["status"] == "done"
-                and len(zitadel.user_ids()) > 30):
+        if (
+            first_ledger.exists()
+            and json.loads(first_ledger.read_text())["status"] == "done"
+            and len(zitadel.user_ids()) > 30
+        ):
             break
         time.sleep(0.01)
     else:
@@ -292,4 +334,7 @@ def test_push_and_verify_read_manifest_and_bodies_from_gcs(zitadel, tmp_path, gc
     url = f"gs://{gcs_emulator.name}/out/{manifest.name}"
     report = push_engine.push_manifest(url, zitadel.url, TOKEN, progress=False, verify=True)
     assert report.ok and report.verify.created == 20 and zitadel.user_ids() == set(ids)
-    assert report.results_dir == "importBody.results" and (tmp_path / "importBody.results" / "body-00001.json").exists()
+    assert (
+        report.results_dir == "importBody.results"
+        and (tmp_path / "importBody.results" / "body-00001.json").exists()
+    )

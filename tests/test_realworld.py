@@ -9,6 +9,7 @@ verified against its password with an independent implementation (hashlib, argon
 Auth0 password exports come without their profile files, so each is joined with profiles
 written here from the e-mails and ids the export names (``auth0|<oid>``, as Auth0 does).
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,8 +42,13 @@ def verify_hash(stored: str, password: str) -> bool:
         ident, rounds, salt, digest = stored[1:].split("$")
         algorithm = {"pbkdf2": "sha1"}.get(ident, ident.removeprefix("pbkdf2-"))
         raw = base64.b64decode(digest + "=" * (-len(digest) % 4))
-        derived = hashlib.pbkdf2_hmac(algorithm, password.encode(), base64.b64decode(salt + "=" * (-len(salt) % 4)),
-                                      int(rounds), len(raw))
+        derived = hashlib.pbkdf2_hmac(
+            algorithm,
+            password.encode(),
+            base64.b64decode(salt + "=" * (-len(salt) % 4)),
+            int(rounds),
+            len(raw),
+        )
         return derived == raw
     raise AssertionError(f"unexpected hash format {stored[:12]}")
 
@@ -57,8 +63,11 @@ def _run(argv: list[str], out: Path) -> tuple[dict, list[dict], list[dict]]:
     rc = main(argv + ["--org=1", f"--output={out / 'importBody.json'}"])
     manifest = json.loads((out / "importBody.manifest.json").read_text())
     assert rc == 0 and manifest["invariant"]["holds"], manifest["invariant"]
-    users = [u for body in manifest["bodies"]
-             for u in json.loads((out / body["path"]).read_bytes())["dataOrgs"]["orgs"][0]["humanUsers"]]
+    users = [
+        u
+        for body in manifest["bodies"]
+        for u in json.loads((out / body["path"]).read_bytes())["dataOrgs"]["orgs"][0]["humanUsers"]
+    ]
     dead_path = out / manifest["dead_letter"]["path"]
     dead = [json.loads(line) for line in dead_path.read_text().splitlines()] if dead_path.exists() else []
     return manifest, users, dead
@@ -69,11 +78,21 @@ def _profiles_for(path: Path, tmp: Path) -> Path:
     from transforms import fileio
     from transforms.auth0_mapping import password_oid, record_email
 
-    records = [value for unit in fileio.plan_units(fileio.match_inputs([str(path)])[0])
-               for _, _, value, _ in fileio.read_unit(unit)]
+    records = [
+        value
+        for unit in fileio.plan_units(fileio.match_inputs([str(path)])[0])
+        for _, _, value, _ in fileio.read_unit(unit)
+    ]
     profiles = tmp / "profiles.json"
-    profiles.write_text("".join(json.dumps({"user_id": f"auth0|{password_oid(r)}", "email": record_email(r),
-                                            "name": "Real World"}) + "\n" for r in records))
+    profiles.write_text(
+        "".join(
+            json.dumps(
+                {"user_id": f"auth0|{password_oid(r)}", "email": record_email(r), "name": "Real World"}
+            )
+            + "\n"
+            for r in records
+        )
+    )
     return profiles
 
 
@@ -85,24 +104,47 @@ CASES = {
     "keycloak/jhipster-split-users-0.json": ([], 2, {}, 2, {"admin": "admin", "user": "user"}),
     # The same 2 users in the pre-Keycloak-11 layout (hashedSaltedValue/salt/hashIterations/algorithm).
     "keycloak/jhipster-split-users-0-legacy-hashedSaltedValue.json": (
-        [], 2, {}, 2, {"admin": "admin", "user": "user"}),
+        [],
+        2,
+        {},
+        2,
+        {"admin": "admin", "user": "user"},
+    ),
     # 7 users: anna and peter (argon2id, m=7168 t=5 p=1, password "iceberg") and 5 service
     # accounts (serviceAccountClientId duckdb, openfga, spark, starrocks, trino).
     "keycloak/lakekeeper-iceberg-realm-argon2.json": (
-        [], 2, {"service-account": 5}, 2, {"anna": "iceberg", "peter": "iceberg"}),
+        [],
+        2,
+        {"service-account": 5},
+        2,
+        {"anna": "iceberg", "peter": "iceberg"},
+    ),
     # 25 users, none with an id: alice and bob (pbkdf2-sha256, "<name>-password"), zero (a
     # plaintext `value` credential), 22 service accounts (2 team clients, 10 producers, 10 consumers).
     "keycloak/strimzi-kafka-authz-realm.json": (
-        [], 2, {"service-account": 22, "plaintext-password": 1}, 2,
-        {"alice": "alice-password", "bob": "bob-password"}),
+        [],
+        2,
+        {"service-account": 22, "plaintext-password": 1},
+        2,
+        {"alice": "alice-password", "bob": "bob-password"},
+    ),
     # The same file with --allow-plaintext-passwords: zero is written with `password`.
     "keycloak/strimzi-kafka-authz-realm.json --allow-plaintext-passwords": (
-        ["--allow-plaintext-passwords"], 3, {"service-account": 22}, 3,
-        {"alice": "alice-password", "bob": "bob-password"}),
+        ["--allow-plaintext-passwords"],
+        3,
+        {"service-account": 22},
+        3,
+        {"alice": "alice-password", "bob": "bob-password"},
+    ),
     # 3 users: demo (legacy pbkdf2 = SHA-1, 20000 iterations, 64-byte hash, password "demo") and 2
     # service accounts with @placeholder.org e-mails.
     "keycloak/renku-renga-realm-legacy-pbkdf2-sha1.json": (
-        [], 1, {"service-account": 2}, 1, {"demo": "demo"}),
+        [],
+        1,
+        {"service-account": 2},
+        1,
+        {"demo": "demo"},
+    ),
     # 2 password records (the first pretty-printed over 9 lines, keyed `_ID`), distinct e-mails,
     # bcrypt cost 10; joined with a profile each.
     "auth0/zitadel-tools-auth0-passwords-multiline-2023.json": (["passwords"], 2, {}, 2, None),
@@ -148,7 +190,11 @@ def test_realworld_file_converts(name, tmp_path):
         if known and user["userName"] in known:
             assert verify_hash(user["hashedPassword"]["value"], known[user["userName"]]), user["userName"]
         elif "password" in user:  # strimzi's zero, imported in clear text: must be changed
-            assert (user["userName"], user["password"], user["passwordChangeRequired"]) == ("zero", "zero-password", True)
+            assert (user["userName"], user["password"], user["passwordChangeRequired"]) == (
+                "zero",
+                "zero-password",
+                True,
+            )
         elif "hashedPassword" in user:
             assert user["hashedPassword"]["value"].startswith("$2b$10$")  # Auth0 bcrypt, password unknown
     if known:
@@ -158,23 +204,41 @@ def test_realworld_file_converts(name, tmp_path):
 def test_realworld_keycloak_details(tmp_path):
     """What the table does not show: ids derived for users without one, 64-byte hashes passed through, and
     the legacy and current JHipster files giving the same users."""
-    _, legacy, _ = _run(["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/jhipster-split-users-0-legacy-hashedSaltedValue.json'}"],
-                        tmp_path / "legacy")
-    _, current, _ = _run(["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/jhipster-split-users-0.json'}"],
-                         tmp_path / "current")
+    _, legacy, _ = _run(
+        [
+            "migrate",
+            "keycloak",
+            f"--realm={REALWORLD / 'keycloak/jhipster-split-users-0-legacy-hashedSaltedValue.json'}",
+        ],
+        tmp_path / "legacy",
+    )
+    _, current, _ = _run(
+        ["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/jhipster-split-users-0.json'}"],
+        tmp_path / "current",
+    )
     assert legacy == current
     assert [u["user"]["profile"]["firstName"] for u in current] == ["Admin", "user"]  # empty firstName
     digest = current[0]["user"]["hashedPassword"]["value"].split("$")[-1]
     assert len(base64.b64decode(digest)) == 64
 
-    _, strimzi, _ = _run(["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/strimzi-kafka-authz-realm.json'}"],
-                         tmp_path / "strimzi")
+    _, strimzi, _ = _run(
+        ["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/strimzi-kafka-authz-realm.json'}"],
+        tmp_path / "strimzi",
+    )
     # No `id` in the file: ids derived from the realm and the username (README "User ids").
     assert [(u["userId"], u["user"]["userName"]) for u in strimzi] == [
-        (keycloak_user_id("kafka-authz", "alice"), "alice"), (keycloak_user_id("kafka-authz", "bob"), "bob")]
+        (keycloak_user_id("kafka-authz", "alice"), "alice"),
+        (keycloak_user_id("kafka-authz", "bob"), "bob"),
+    ]
 
-    _, renku, _ = _run(["migrate", "keycloak", f"--realm={REALWORLD / 'keycloak/renku-renga-realm-legacy-pbkdf2-sha1.json'}"],
-                       tmp_path / "renku")
+    _, renku, _ = _run(
+        [
+            "migrate",
+            "keycloak",
+            f"--realm={REALWORLD / 'keycloak/renku-renga-realm-legacy-pbkdf2-sha1.json'}",
+        ],
+        tmp_path / "renku",
+    )
     assert renku[0]["user"]["hashedPassword"]["value"].startswith("$pbkdf2$20000$")
 
 
@@ -185,25 +249,45 @@ def test_realworld_auth0_identities_are_counted_per_provider(tmp_path):
     manifest, users, _ = _run(["migrate", "auth0", f"--users={path}", "--passwords=none"], tmp_path / "plain")
     counts = manifest["counts"]
     assert {k: v for k, v in counts.items() if k.startswith("auth0.identities.")} == {
-        "auth0.identities.database": 13, "auth0.identities.unmapped.google-oauth2": 14,
-        "auth0.identities.unmapped.github": 6}
+        "auth0.identities.database": 13,
+        "auth0.identities.unmapped.google-oauth2": 14,
+        "auth0.identities.unmapped.github": 6,
+    }
     assert not any("idps" in u["user"] for u in users)
 
-    manifest, users, _ = _run(["migrate", "auth0", f"--users={path}", "--passwords=none",
-                               "--idp-map=google-oauth2=900", "--idp-map=github=901"], tmp_path / "mapped")
+    manifest, users, _ = _run(
+        [
+            "migrate",
+            "auth0",
+            f"--users={path}",
+            "--passwords=none",
+            "--idp-map=google-oauth2=900",
+            "--idp-map=github=901",
+        ],
+        tmp_path / "mapped",
+    )
     links = {u["userId"]: u["user"].get("idps") for u in users}
     assert sum(len(v or []) for v in links.values()) == 20
-    assert links["github|22182844"] == [{"configId": "901", "externalUserId": "22182844",
-                                         "displayName": "liam.williams@outlook.com"}]
-    assert links["auth0|bqj8uvj5lfu21luxommlom"] == [{"configId": "900", "externalUserId": "998725698151649400000",
-                                                      "displayName": "olivia.brown@hotmail.com"}]
+    assert links["github|22182844"] == [
+        {"configId": "901", "externalUserId": "22182844", "displayName": "liam.williams@outlook.com"}
+    ]
+    assert links["auth0|bqj8uvj5lfu21luxommlom"] == [
+        {
+            "configId": "900",
+            "externalUserId": "998725698151649400000",
+            "displayName": "olivia.brown@hotmail.com",
+        }
+    ]
     assert links["auth0|o7p6ycr4a2slqavaxaxrjm"] is None  # database only: the password, no link
 
 
-@pytest.mark.parametrize("config, reason", [
-    (None, "hash-verifier-disabled"),  # ZITADEL's defaults: bcrypt only
-    ("verifiers: [argon2]", "hash-parameter-out-of-limits"),  # argon2 on, Argon2.MinMemory 8192 > 7168
-])
+@pytest.mark.parametrize(
+    "config, reason",
+    [
+        (None, "hash-verifier-disabled"),  # ZITADEL's defaults: bcrypt only
+        ("verifiers: [argon2]", "hash-parameter-out-of-limits"),  # argon2 on, Argon2.MinMemory 8192 > 7168
+    ],
+)
 def test_realworld_keycloak_argon2_under_a_default_target(tmp_path, config, reason):
     """Keycloak 24+'s argon2id (m=7168) needs the argon2 verifier and a lower MinMemory."""
     path = REALWORLD / "keycloak/lakekeeper-iceberg-realm-argon2.json"
@@ -220,12 +304,17 @@ def test_realworld_keycloak_argon2_under_a_default_target(tmp_path, config, reas
     if reason == "hash-parameter-out-of-limits":
         assert "memory 7168 outside 8192..524288" in hashes[0]["detail"]
         assert "Limits.Argon2.MinMemory" in hashes[0]["detail"]
-    manifest2, imported, _ = _run(["migrate", "keycloak", f"--realm={path}", "--on-unsupported-hash=import-without-password",
-                                   *flags], tmp_path / "out2")
+    manifest2, imported, _ = _run(
+        ["migrate", "keycloak", f"--realm={path}", "--on-unsupported-hash=import-without-password", *flags],
+        tmp_path / "out2",
+    )
     assert {u["user"]["userName"] for u in imported} == {"anna", "peter"}
     assert not any("hashedPassword" in u["user"] for u in imported)
     assert manifest2["users_without_password_by_reason"] == {reason: 2}
-    rows = [json.loads(line) for line in (tmp_path / "out2" / manifest2["passwordless"]["path"]).read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for line in (tmp_path / "out2" / manifest2["passwordless"]["path"]).read_text().splitlines()
+    ]
     assert sorted((r["id"], r["reason"]) for r in rows) == sorted((u["userId"], reason) for u in imported)
     assert all(r["email"] for r in rows)
 
@@ -244,7 +333,9 @@ def _records_in(path: Path) -> int:
         return count
     if isinstance(data, dict):
         return len(data.get("users", [])) if "users" in data else 1
-    return sum(len(item.get("users", [])) if isinstance(item, dict) and "realm" in item else 1 for item in data)
+    return sum(
+        len(item.get("users", [])) if isinstance(item, dict) and "realm" in item else 1 for item in data
+    )
 
 
 @pytest.mark.parametrize("name", [n for n, case in CASES.items() if case[0] is not None])
@@ -269,5 +360,8 @@ def test_realworld_every_user_is_accounted_for(name, tmp_path):
         user_dead = [d for d in dead if d["source"] in ("keycloak-user", "auth0-profile")]
         assert counts[read_key] == _records_in(path) == len(users) + len(user_dead)
     assert counts["users_written"] == len(users)
-    assert sum(manifest["dead_letters_by_reason"].get(s, {}).get(r, 0)
-               for s, reasons in manifest["dead_letters_by_reason"].items() for r in reasons) == len(dead)
+    assert sum(
+        manifest["dead_letters_by_reason"].get(s, {}).get(r, 0)
+        for s, reasons in manifest["dead_letters_by_reason"].items()
+        for r in reasons
+    ) == len(dead)

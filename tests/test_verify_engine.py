@@ -1,12 +1,14 @@
 """``zitadel-beam verify``: the bodies' user ids against ``user.human.added`` events."""
+
 from __future__ import annotations
 
 import json
 
-from transforms import push_engine, verify_engine
-from pipeline.cli import main
-from transforms.admin_api import Credentials
 from zitadel_fixtures import PAT, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401
+
+from pipeline.cli import main
+from transforms import push_engine, verify_engine
+from transforms.admin_api import Credentials
 
 TOKEN = Credentials("token", token=PAT)
 
@@ -55,8 +57,9 @@ def test_users_added_another_way_are_unexpected_not_missing(zitadel, tmp_path):
 
 
 def test_verify_reads_export_documents_and_several_orgs(zitadel, tmp_path):
-    first, first_ids = write_manifest(tmp_path / "a", users=5, bodies=1, org_id="A", prefix="a|",
-                                      body_orgs=[{"org": {"name": "A Inc"}}])
+    first, first_ids = write_manifest(
+        tmp_path / "a", users=5, bodies=1, org_id="A", prefix="a|", body_orgs=[{"org": {"name": "A Inc"}}]
+    )
     assert push_engine.push_manifest(str(first), zitadel.url, TOKEN, progress=False).ok
     assert verify_engine.expected_users(str(first)) == {"A": first_ids}
     report = verify_engine.verify_manifest(str(first), zitadel.url, TOKEN)

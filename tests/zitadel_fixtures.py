@@ -7,6 +7,7 @@ Test modules import what they use (the shared tests/conftest.py belongs to the p
     def test_something(zitadel, tmp_path):
         manifest, users = write_manifest(tmp_path, users=40, bodies=2)
 """
+
 from __future__ import annotations
 
 import base64
@@ -14,15 +15,22 @@ import hashlib
 import json
 import os
 import pathlib
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import bcrypt
 import pytest
-
 from zitadel_server import ZitadelServer
 
-__all__ = ["PAT", "zitadel_fixture", "write_manifest", "make_user", "hash_pool", "leaked_secrets", "fast_client",
-           "make_export"]
+__all__ = [
+    "PAT",
+    "zitadel_fixture",
+    "write_manifest",
+    "make_user",
+    "hash_pool",
+    "leaked_secrets",
+    "fast_client",
+    "make_export",
+]
 
 # Recognisable fake secrets: any of them in captured output is a leak.
 PAT = "pat-7Hq2SECRETvalueXyZ0987654321abcdef"
@@ -86,8 +94,14 @@ def write_manifest(
             human.append(make_user(ids[i], hashes[i % len(hashes)], **extra))
         org: dict = {"orgId": org_id, "humanUsers": human}
         if metadata:
-            org["userMetadata"] = [{"id": ids[i], "key": "auth0_app_metadata",
-                                    "value": base64.b64encode(b'{"plan":"pro"}').decode()} for i in chunk]
+            org["userMetadata"] = [
+                {
+                    "id": ids[i],
+                    "key": "auth0_app_metadata",
+                    "value": base64.b64encode(b'{"plan":"pro"}').decode(),
+                }
+                for i in chunk
+            ]
         documents.append({"dataOrgs": {"orgs": [org]}, "timeout": timeout})
     n_docs = len(documents)
     for i, doc in enumerate(documents):
@@ -97,13 +111,26 @@ def write_manifest(
         path.write_bytes(data)
         os.chmod(path, 0o600)
         deps = list(after[i]) if after else ([0] if body_orgs and i >= len(body_orgs) else [])
-        entries.append({"path": name, "users": sum(len(o.get("humanUsers", [])) for o in doc["dataOrgs"]["orgs"]),
-                        "sha256": hashlib.sha256(data).hexdigest(), "org_ids": [org_id], "after": deps})
+        entries.append(
+            {
+                "path": name,
+                "users": sum(len(o.get("humanUsers", [])) for o in doc["dataOrgs"]["orgs"]),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "org_ids": [org_id],
+                "after": deps,
+            }
+        )
     manifest = {
         # Not "zitadel-beam": these bodies are written here (some invalid on purpose, for push to
         # refuse), so the suite's schema check of the tool's own bodies leaves them out.
-        "version": 1, "tool": "tests/zitadel_fixtures.py", "source": "auth0", "org_id": org_id, "timeout": timeout,
-        "batch_size": per_body, "bodies": entries, "dead_letter": {"path": "dead-letter.ndjson", "count": 0},
+        "version": 1,
+        "tool": "tests/zitadel_fixtures.py",
+        "source": "auth0",
+        "org_id": org_id,
+        "timeout": timeout,
+        "batch_size": per_body,
+        "bodies": entries,
+        "dead_letter": {"path": "dead-letter.ndjson", "count": 0},
         "counts": {"users_written": users},
     }
     manifest_path = directory / f"{stem}.manifest.json"
@@ -134,8 +161,12 @@ def zitadel_fixture() -> Iterator[ZitadelServer]:
         server.stop()
 
 
-def make_export(users_per_org: Sequence[int] = (3, 12_000, 5), with_passwords: bool = True,
-                ghost_grants: int = 2, org_ids: Sequence[str] | None = None) -> dict:
+def make_export(
+    users_per_org: Sequence[int] = (3, 12_000, 5),
+    with_passwords: bool = True,
+    ghost_grants: int = 2,
+    org_ids: Sequence[str] | None = None,
+) -> dict:
     """A synthetic v1 export document (``{"orgs": [DataOrg]}``) with everything a split must keep.
 
     Per org: policies, a domain, texts, a project with roles, an OIDC app, human users (every third
@@ -153,9 +184,11 @@ def make_export(users_per_org: Sequence[int] = (3, 12_000, 5), with_passwords: b
         ids = [f"{oid}-{i:06d}" for i in range(count)]
         humans = []
         for i, uid in enumerate(ids):
-            user: dict = {"userName": f"user{i}@org{o}.example.com",
-                          "profile": {"firstName": f"F{i}", "lastName": f"L{o}", "preferredLanguage": "en"},
-                          "email": {"email": f"user{i}@org{o}.example.com", "isEmailVerified": i % 2 == 0}}
+            user: dict = {
+                "userName": f"user{i}@org{o}.example.com",
+                "profile": {"firstName": f"F{i}", "lastName": f"L{o}", "preferredLanguage": "en"},
+                "email": {"email": f"user{i}@org{o}.example.com", "isEmailVerified": i % 2 == 0},
+            }
             if with_passwords:
                 user["hashedPassword"] = {"value": hashes[i % len(hashes)]}
             humans.append({"userId": uid, "user": user})
@@ -167,19 +200,34 @@ def make_export(users_per_org: Sequence[int] = (3, 12_000, 5), with_passwords: b
             "loginPolicy": {"allowUsernamePassword": True, "passwordlessType": "PASSWORDLESS_TYPE_ALLOWED"},
             "projects": [{"projectId": project, "project": {"name": f"App {o}"}}],
             "projectRoles": [{"projectId": project, "roleKey": "reader", "displayName": "Reader"}],
-            "oidcApps": [{"appId": f"app{oid}", "app": {"projectId": project, "name": "web",
-                                                        "redirectUris": ["https://example.com/cb"]}}],
+            "oidcApps": [
+                {
+                    "appId": f"app{oid}",
+                    "app": {"projectId": project, "name": "web", "redirectUris": ["https://example.com/cb"]},
+                }
+            ],
             "humanUsers": humans,
             "machineUsers": [{"userId": machine, "user": {"userName": f"svc-{o}", "name": "Service"}}],
-            "userGrants": [{"userId": uid, "projectId": project, "roleKeys": ["reader"]}
-                           for i, uid in enumerate(ids) if i % 5 == 0]
-                          + [{"userId": f"ghost-{o}-{g}", "projectId": project, "roleKeys": ["reader"]}
-                             for g in range(ghost_grants)],
-            "orgMembers": [{"userId": uid, "roles": ["ORG_OWNER"]} for i, uid in enumerate(ids) if i % 97 == 0],
+            "userGrants": [
+                {"userId": uid, "projectId": project, "roleKeys": ["reader"]}
+                for i, uid in enumerate(ids)
+                if i % 5 == 0
+            ]
+            + [
+                {"userId": f"ghost-{o}-{g}", "projectId": project, "roleKeys": ["reader"]}
+                for g in range(ghost_grants)
+            ],
+            "orgMembers": [
+                {"userId": uid, "roles": ["ORG_OWNER"]} for i, uid in enumerate(ids) if i % 97 == 0
+            ],
             "projectMembers": [{"projectId": project, "userId": machine, "roles": ["PROJECT_OWNER"]}],
-            "userMetadata": [{"id": uid, "key": key, "value": base64.b64encode(f"{key}:{uid}".encode()).decode()}
-                             for i, uid in enumerate(ids) if i % 3 == 0 for key in ("plan", "tier")]
-                            + [{"id": machine, "key": "owner", "value": base64.b64encode(b"ops").decode()}],
+            "userMetadata": [
+                {"id": uid, "key": key, "value": base64.b64encode(f"{key}:{uid}".encode()).decode()}
+                for i, uid in enumerate(ids)
+                if i % 3 == 0
+                for key in ("plan", "tier")
+            ]
+            + [{"id": machine, "key": "owner", "value": base64.b64encode(b"ops").decode()}],
             "loginTexts": [{"language": "en", "passwordlessPromptText": {"title": "Hi"}}],
             "domains": [{"domainName": f"org{o}.example.com", "isVerified": True, "isPrimary": True}],
         }
@@ -187,11 +235,26 @@ def make_export(users_per_org: Sequence[int] = (3, 12_000, 5), with_passwords: b
     if len(orgs) >= 2 and users_per_org[0]:
         granted, owner = orgs[0], orgs[1]
         grant_id = f"grant-{owner['orgId']}"
-        owner["projectGrants"] = [{"grantId": grant_id, "projectGrant": {
-            "projectId": owner["projects"][0]["projectId"], "grantedOrgId": granted["orgId"], "roleKeys": ["reader"]}}]
-        granted["userGrants"].append({"userId": granted["humanUsers"][0]["userId"],
-                                      "projectId": owner["projects"][0]["projectId"],
-                                      "projectGrantId": grant_id, "roleKeys": ["reader"]})
+        owner["projectGrants"] = [
+            {
+                "grantId": grant_id,
+                "projectGrant": {
+                    "projectId": owner["projects"][0]["projectId"],
+                    "grantedOrgId": granted["orgId"],
+                    "roleKeys": ["reader"],
+                },
+            }
+        ]
+        granted["userGrants"].append(
+            {
+                "userId": granted["humanUsers"][0]["userId"],
+                "projectId": owner["projects"][0]["projectId"],
+                "projectGrantId": grant_id,
+                "roleKeys": ["reader"],
+            }
+        )
     if len(orgs) >= 3 and users_per_org[0]:
-        orgs[2]["orgMembers"].append({"userId": orgs[0]["humanUsers"][-1]["userId"], "roles": ["ORG_USER_MANAGER"]})
+        orgs[2]["orgMembers"].append(
+            {"userId": orgs[0]["humanUsers"][-1]["userId"], "roles": ["ORG_USER_MANAGER"]}
+        )
     return {"orgs": orgs}

@@ -18,6 +18,7 @@ Standalone (e.g. from run_local.sh)::
 
     python tests/zitadel_server.py --port 8089 --token-file /tmp/pat --per-user-delay-ms 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,11 +34,11 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any
 
 import jwt
-
 import passwap_rules  # beside this file: passwap's parsing rules, also when run as a script
 
 __all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "main"]
@@ -122,12 +123,16 @@ def validate_human_user(entry: dict) -> None:
         )
     email = user.get("email")
     if not isinstance(email, dict) or not _EMAIL.match(str(email.get("email", ""))):
-        raise _InvalidArgument("invalid ImportHumanUserRequest_Email.Email: value must be a valid email address")
+        raise _InvalidArgument(
+            "invalid ImportHumanUserRequest_Email.Email: value must be a valid email address"
+        )
     phone = user.get("phone")
     if phone:
         number = str(phone.get("phone", ""))
         if not number.startswith("+") or len(number) > 50:
-            raise _InvalidArgument("invalid ImportHumanUserRequest_Phone.Phone: value must start with +, at most 50")
+            raise _InvalidArgument(
+                "invalid ImportHumanUserRequest_Phone.Phone: value must start with +, at most 50"
+            )
     # hashedPassword has no request-level rule: the server's passwap verifiers judge it per user
     # (ZitadelServer.hash_verifiers / hash_limits, tests/passwap_rules.server_refusal).
 
@@ -216,7 +221,11 @@ class _Event:
         key = f"EventTypes.{self.event_type}"
         return {
             "editor": {"userId": "import-service-user", "displayName": "importer"},
-            "aggregate": {"id": self.aggregate_id, "type": self.aggregate_type, "resourceOwner": self.resource_owner},
+            "aggregate": {
+                "id": self.aggregate_id,
+                "type": self.aggregate_type,
+                "resourceOwner": self.resource_owner,
+            },
             "sequence": str(self.sequence),
             "creationDate": self.created,
             "payload": self.payload,
@@ -304,9 +313,13 @@ class ZitadelServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "ZitadelServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="zitadel-test-server", daemon=True)
+    def start(self) -> ZitadelServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="zitadel-test-server",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -314,7 +327,7 @@ class ZitadelServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "ZitadelServer":
+    def __enter__(self) -> ZitadelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -369,7 +382,9 @@ class ZitadelServer:
             return self._import_detached(request, gcs)
         data = request.get("dataOrgs") or request.get("dataOrgsv1")
         if data is None:
-            raise _InvalidArgument("invalid ImportDataRequest: only inline dataOrgs / dataOrgsv1 are supported here")
+            raise _InvalidArgument(
+                "invalid ImportDataRequest: only inline dataOrgs / dataOrgsv1 are supported here"
+            )
         try:
             timeout = parse_go_duration(str(request.get("timeout", "")))
         except ValueError as err:
@@ -395,21 +410,35 @@ class ZitadelServer:
                 self._import_org_records(org, errors)
         finally:
             with self.state.lock:
-                self.state.import_log.append((started, time.monotonic(), tuple(str(o.get("orgId", "")) for o in orgs),
-                                              users[0] if users else "", len(users)))
+                self.state.import_log.append(
+                    (
+                        started,
+                        time.monotonic(),
+                        tuple(str(o.get("orgId", "")) for o in orgs),
+                        users[0] if users else "",
+                        len(users),
+                    )
+                )
         response: dict[str, Any] = {}
         if errors:
             response["errors"] = errors
         response["success"] = {"orgs": success}
         return response
 
-    def _import_org(self, org: dict, errors: list[dict], started: float, deadline: float,
-                    budget: list[int]) -> dict:
+    def _import_org(
+        self, org: dict, errors: list[dict], started: float, deadline: float, budget: list[int]
+    ) -> dict:
         org_id = str(org.get("orgId", ""))
         result: dict[str, Any] = {"orgId": org_id}
         with self.state.lock:
             if org_id in self.state.orgs:
-                errors.append({"type": "org", "id": org_id, "message": "ID=ORG-lapo2m Message=Errors.Org.AlreadyExisting"})
+                errors.append(
+                    {
+                        "type": "org",
+                        "id": org_id,
+                        "message": "ID=ORG-lapo2m Message=Errors.Org.AlreadyExisting",
+                    }
+                )
             else:
                 self.state.orgs[org_id] = {"name": (org.get("org") or {}).get("name", org_id)}
                 self.state.emit("org.added", org_id, "org", org_id, {"name": self.state.orgs[org_id]["name"]})
@@ -429,18 +458,30 @@ class ZitadelServer:
             user = entry["user"]
             hashed = user.get("hashedPassword")
             if isinstance(hashed, dict) and hashed.get("value"):
-                refusal = passwap_rules.server_refusal(str(hashed["value"]), self.hash_verifiers, self.hash_limits)
+                refusal = passwap_rules.server_refusal(
+                    str(hashed["value"]), self.hash_verifiers, self.hash_limits
+                )
                 if refusal is not None:  # this user fails; the rest of the body imports
                     errors.append({"type": "human_user", "id": user_id, "message": refusal})
                     continue
             with self.state.lock:
                 if user_id in self.state.users:
-                    errors.append({"type": "human_user", "id": user_id,
-                                   "message": "ID=COMMAND-ziuna Message=Errors.User.AlreadyExisting"})
+                    errors.append(
+                        {
+                            "type": "human_user",
+                            "id": user_id,
+                            "message": "ID=COMMAND-ziuna Message=Errors.User.AlreadyExisting",
+                        }
+                    )
                     continue
                 if user["userName"] in self.state.user_names:
-                    errors.append({"type": "human_user", "id": user_id,
-                                   "message": "ID=V3-DKcYh Message=Errors.User.AlreadyExists"})
+                    errors.append(
+                        {
+                            "type": "human_user",
+                            "id": user_id,
+                            "message": "ID=V3-DKcYh Message=Errors.User.AlreadyExists",
+                        }
+                    )
                     continue
                 created.append(user_id)
                 if user_id in self.faults.dropped_user_ids:
@@ -449,10 +490,18 @@ class ZitadelServer:
                 self.state.user_names.add(user["userName"])
                 self.state.created_count[user_id] = self.state.created_count.get(user_id, 0) + 1
                 profile = user.get("profile", {})
-                self.state.emit("user.human.added", user_id, "user", org_id, {
-                    "userName": user["userName"], "firstName": profile.get("firstName"),
-                    "lastName": profile.get("lastName"), "email": user.get("email", {}).get("email"),
-                })
+                self.state.emit(
+                    "user.human.added",
+                    user_id,
+                    "user",
+                    org_id,
+                    {
+                        "userName": user["userName"],
+                        "firstName": profile.get("firstName"),
+                        "lastName": profile.get("lastName"),
+                        "email": user.get("email", {}).get("email"),
+                    },
+                )
         if created:
             result["humanUserIds"] = created
         machine_ids = self._import_machines(org_id, org, errors)
@@ -466,8 +515,13 @@ class ZitadelServer:
                     metadata_ok.append({"userId": user_id, "key": key})
                     continue
                 if user_id not in self.state.users and user_id not in self.state.machines:
-                    errors.append({"type": "user_metadata", "id": f"{user_id}_{key}",
-                                   "message": "ID=COMMAND-fsf43 Message=Errors.User.NotFound"})
+                    errors.append(
+                        {
+                            "type": "user_metadata",
+                            "id": f"{user_id}_{key}",
+                            "message": "ID=COMMAND-fsf43 Message=Errors.User.NotFound",
+                        }
+                    )
                     continue
                 self.state.metadata[(user_id, key)] = str(item.get("value", ""))
                 self.state.emit("user.metadata.set", user_id, "user", org_id, {"key": key})
@@ -477,10 +531,14 @@ class ZitadelServer:
         return result
 
     # --- export documents (dataOrgsv1): org-level resources, machine users, grants, members -------
-    _USER_RECORDS = {"userGrants": ("user_grant", "userId"), "orgMembers": ("org_member", "userId"),
-                     "projectMembers": ("project_member", "userId"),
-                     "projectGrantMembers": ("project_grant_member", "userId"),
-                     "userLinks": ("user_link", "userId"), "machineKeys": ("machine_user_key", "userId")}
+    _USER_RECORDS = {
+        "userGrants": ("user_grant", "userId"),
+        "orgMembers": ("org_member", "userId"),
+        "projectMembers": ("project_member", "userId"),
+        "projectGrantMembers": ("project_grant_member", "userId"),
+        "userLinks": ("user_link", "userId"),
+        "machineKeys": ("machine_user_key", "userId"),
+    }
     _NOT_ORG_LEVEL = {"orgId", "org", "humanUsers", "machineUsers", "userMetadata", "projectGrants"}
 
     def _import_org_fields(self, org_id: str, org: dict, errors: list[dict]) -> None:
@@ -498,8 +556,13 @@ class ZitadelServer:
                     if field == "projects":
                         project_id = str(item.get("projectId", ""))
                         if project_id in self.state.projects:
-                            errors.append({"type": "project", "id": project_id,
-                                           "message": "ID=PROJECT-1n8df Message=Errors.Project.AlreadyExisting"})
+                            errors.append(
+                                {
+                                    "type": "project",
+                                    "id": project_id,
+                                    "message": "ID=PROJECT-1n8df Message=Errors.Project.AlreadyExisting",
+                                }
+                            )
                             continue
                         self.state.projects[project_id] = org_id
                     if item in items:
@@ -513,12 +576,22 @@ class ZitadelServer:
             user = entry.get("user") or {}
             with self.state.lock:
                 if user_id in self.state.machines or user_id in self.state.users:
-                    errors.append({"type": "machine_user", "id": user_id,
-                                   "message": "ID=COMMAND-k2una Message=Errors.User.AlreadyExisting"})
+                    errors.append(
+                        {
+                            "type": "machine_user",
+                            "id": user_id,
+                            "message": "ID=COMMAND-k2una Message=Errors.User.AlreadyExisting",
+                        }
+                    )
                     continue
                 if not user.get("userName"):
-                    errors.append({"type": "machine_user", "id": user_id,
-                                   "message": "ID=COMMAND-bm3Xw Message=Errors.User.Invalid"})
+                    errors.append(
+                        {
+                            "type": "machine_user",
+                            "id": user_id,
+                            "message": "ID=COMMAND-bm3Xw Message=Errors.User.Invalid",
+                        }
+                    )
                     continue
                 self.state.machines[user_id] = (org_id, user)
                 self.state.emit("user.machine.added", user_id, "user", org_id, {"userName": user["userName"]})
@@ -534,11 +607,21 @@ class ZitadelServer:
                 grant_id = str(grant.get("grantId", ""))
                 project_id, granted = str(inner.get("projectId", "")), str(inner.get("grantedOrgId", ""))
                 if grant_id in self.state.project_grants:
-                    errors.append({"type": "project_grant", "id": grant_id,
-                                   "message": "ID=PROJECT-3b8fs Message=Errors.Project.Grant.AlreadyExists"})
+                    errors.append(
+                        {
+                            "type": "project_grant",
+                            "id": grant_id,
+                            "message": "ID=PROJECT-3b8fs Message=Errors.Project.Grant.AlreadyExists",
+                        }
+                    )
                 elif self.state.projects.get(project_id) != org_id or granted not in self.state.orgs:
-                    errors.append({"type": "project_grant", "id": grant_id,
-                                   "message": "ID=PROJECT-0l9sd Message=Errors.Project.NotFound"})
+                    errors.append(
+                        {
+                            "type": "project_grant",
+                            "id": grant_id,
+                            "message": "ID=PROJECT-0l9sd Message=Errors.Project.NotFound",
+                        }
+                    )
                 else:
                     self.state.project_grants[grant_id] = (org_id, project_id, granted)
                     self.state.org_fields.setdefault(org_id, {}).setdefault("projectGrants", []).append(grant)
@@ -553,20 +636,49 @@ class ZitadelServer:
                     ident = f"{user_id}_{item.get('projectId') or item.get('idpId') or org_id}"
                     stored = self.state.user_records.setdefault(org_id, [])
                     if user_id not in self.state.users and user_id not in self.state.machines:
-                        errors.append({"type": kind, "id": ident, "message": "ID=COMMAND-4M0fs Message=Errors.User.NotFound"})
+                        errors.append(
+                            {
+                                "type": kind,
+                                "id": ident,
+                                "message": "ID=COMMAND-4M0fs Message=Errors.User.NotFound",
+                            }
+                        )
                     elif item.get("projectId") and item["projectId"] not in self.state.projects:
-                        errors.append({"type": kind, "id": ident, "message": "ID=PROJECT-2n8fs Message=Errors.Project.NotFound"})
-                    elif (item.get("projectGrantId") or item.get("grantId")) and \
-                            (item.get("projectGrantId") or item.get("grantId")) not in self.state.project_grants:
-                        errors.append({"type": kind, "id": ident,
-                                       "message": "ID=PROJECT-8fn2s Message=Errors.Project.Grant.NotFound"})
+                        errors.append(
+                            {
+                                "type": kind,
+                                "id": ident,
+                                "message": "ID=PROJECT-2n8fs Message=Errors.Project.NotFound",
+                            }
+                        )
+                    elif (item.get("projectGrantId") or item.get("grantId")) and (
+                        item.get("projectGrantId") or item.get("grantId")
+                    ) not in self.state.project_grants:
+                        errors.append(
+                            {
+                                "type": kind,
+                                "id": ident,
+                                "message": "ID=PROJECT-8fn2s Message=Errors.Project.Grant.NotFound",
+                            }
+                        )
                     elif {"field": field, "item": item} in stored:
-                        errors.append({"type": kind, "id": ident, "message": "ID=COMMAND-2n8ds Message=Errors.AlreadyExisting"})
+                        errors.append(
+                            {
+                                "type": kind,
+                                "id": ident,
+                                "message": "ID=COMMAND-2n8ds Message=Errors.AlreadyExisting",
+                            }
+                        )
                     else:
                         stored.append({"field": field, "item": item})
                         if field == "userGrants":
-                            self.state.emit("user.grant.added", user_id, "usergrant", org_id,
-                                            {"projectId": item.get("projectId")})
+                            self.state.emit(
+                                "user.grant.added",
+                                user_id,
+                                "usergrant",
+                                org_id,
+                                {"projectId": item.get("projectId")},
+                            )
 
     def _import_detached(self, request: dict, gcs: dict) -> dict:
         """dataOrgsv1Gcs: read the document from the bucket and import it in the background.
@@ -685,8 +797,11 @@ class ZitadelServer:
                 entry.update(json.loads(json.dumps(self.state.org_fields.get(org_id, {}))))
                 if users:
                     entry["humanUsers"] = users
-                machines = [{"userId": uid, "user": user} for uid, (owner, user) in self.state.machines.items()
-                            if owner == org_id]
+                machines = [
+                    {"userId": uid, "user": user}
+                    for uid, (owner, user) in self.state.machines.items()
+                    if owner == org_id
+                ]
                 if machines:
                     entry["machineUsers"] = machines
                 metadata += [
@@ -704,7 +819,9 @@ class ZitadelServer:
                 account = base64.b64decode(str(gcs.get("serviceaccountJson", "")), validate=True)
             except ValueError as err:
                 raise _InvalidArgument(f"invalid ExportDataRequest.GcsOutput: {err}") from None
-            self.gcs_store(str(gcs.get("bucket")), str(gcs.get("path")), account, json.dumps({"orgs": orgs}).encode())
+            self.gcs_store(
+                str(gcs.get("bucket")), str(gcs.get("path")), account, json.dumps({"orgs": orgs}).encode()
+            )
             return {}
         return {"orgs": orgs}
 
@@ -729,11 +846,17 @@ class ZitadelServer:
             header = jwt.get_unverified_header(assertion)
             user_id, public_pem = self.keys[header.get("kid", "")]
             claims = jwt.decode(
-                assertion, public_pem, algorithms=["RS256"], audience=[self.url, self.url + "/"],
+                assertion,
+                public_pem,
+                algorithms=["RS256"],
+                audience=[self.url, self.url + "/"],
                 options={"require": ["iss", "sub", "aud", "iat", "exp"]},
             )
         except (KeyError, jwt.PyJWTError) as err:
-            return 400, {"error": "invalid_grant", "error_description": f"assertion invalid: {type(err).__name__}"}
+            return 400, {
+                "error": "invalid_grant",
+                "error_description": f"assertion invalid: {type(err).__name__}",
+            }
         if claims["iss"] != user_id or claims["sub"] != user_id or claims["exp"] - claims["iat"] > 3600:
             return 400, {"error": "invalid_grant", "error_description": "assertion claims invalid"}
         return 200, self.issue_token()
@@ -801,8 +924,11 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 if self.path == "/admin/v1/import":
-                    users = sum(len(o.get("humanUsers") or o.get("human_users") or [])
-                                for o in (request.get("dataOrgs") or request.get("dataOrgsv1") or {}).get("orgs") or [])
+                    users = sum(
+                        len(o.get("humanUsers") or o.get("human_users") or [])
+                        for o in (request.get("dataOrgs") or request.get("dataOrgsv1") or {}).get("orgs")
+                        or []
+                    )
                     body = server.import_data(request, users // 2 if fault == "deadline" else None)
                 elif self.path == "/admin/v1/events/_search":
                     body = server.search_events(request)
@@ -828,8 +954,11 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if fault == "drop":
                 self._drop()
             elif fault == "429":
-                self._send(429, {"code": 8, "message": "rate limit exceeded", "details": []},
-                           {"Retry-After": server.faults.retry_after})
+                self._send(
+                    429,
+                    {"code": 8, "message": "rate limit exceeded", "details": []},
+                    {"Retry-After": server.faults.retry_after},
+                )
             else:
                 # What a load balancer in front of ZITADEL answers: not a gRPC-gateway body.
                 self._send(int(fault), b"<html><body>upstream error</body></html>")
@@ -862,10 +991,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-secret-file", help="file holding that client's secret")
     parser.add_argument("--per-user-delay-ms", type=float, default=0.0, help="simulated import work per user")
     parser.add_argument("--token-ttl", type=int, default=3600, help="lifetime of issued tokens (seconds)")
-    parser.add_argument("--hash-verifier", action="append", default=[],
-                        help="enable a passwap verifier (repeatable; bcrypt is always on)")
-    parser.add_argument("--hash-limit", action="append", default=[], metavar="GROUP.KEY=N",
-                        help="override a limit, e.g. Argon2.MinMemory=7168 (repeatable)")
+    parser.add_argument(
+        "--hash-verifier",
+        action="append",
+        default=[],
+        help="enable a passwap verifier (repeatable; bcrypt is always on)",
+    )
+    parser.add_argument(
+        "--hash-limit",
+        action="append",
+        default=[],
+        metavar="GROUP.KEY=N",
+        help="override a limit, e.g. Argon2.MinMemory=7168 (repeatable)",
+    )
     args = parser.parse_args(argv)
     tokens = []
     if args.token_file:
@@ -876,8 +1014,14 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.client_secret_file, encoding="utf-8") as handle:
             clients[args.client_id] = handle.read().strip()
     limits = {key: int(value) for key, _, value in (item.partition("=") for item in args.hash_limit)}
-    server = ZitadelServer(tokens=tokens, clients=clients, token_ttl=args.token_ttl, port=args.port,
-                           hash_verifiers=args.hash_verifier, hash_limits=limits)
+    server = ZitadelServer(
+        tokens=tokens,
+        clients=clients,
+        token_ttl=args.token_ttl,
+        port=args.port,
+        hash_verifiers=args.hash_verifier,
+        hash_limits=limits,
+    )
     server.faults.per_user_delay = args.per_user_delay_ms / 1000.0
     print(server.url, flush=True)
     try:

@@ -17,6 +17,7 @@ Failures are classified by the HTTP status *and* the gRPC ``code``/``message`` o
 timeouts are retried with exponential backoff, full jitter and ``Retry-After``. No token, secret or
 password hash ever reaches a log line or an exception message: response texts are scrubbed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -31,7 +32,8 @@ import re
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from transforms.errors import ConfigError
 
@@ -65,7 +67,9 @@ _SCRUB_PATTERNS = [
     re.compile(r"\$(?:2[aby]|argon2(?:id|i|d)?|pbkdf2[-\w]*|scrypt|md5|[156PH])\$[^\s\"',}]*"),
     re.compile(r"(?i)bearer\s+[^\s\"',}]+"),
     re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]*"),
-    re.compile(r"(?i)(\"?(?:access_token|client_secret|assertion|password|token|key)\"?\s*[:=]\s*\"?)[^\s\"',}&]+"),
+    re.compile(
+        r"(?i)(\"?(?:access_token|client_secret|assertion|password|token|key)\"?\s*[:=]\s*\"?)[^\s\"',}&]+"
+    ),
 ]
 
 
@@ -151,7 +155,9 @@ def classify(status: int, body: bytes, retry_after: str | None = None) -> _Failu
         parsed = json.loads(body or b"{}")
         if isinstance(parsed, dict):
             code = parsed.get("code") if isinstance(parsed.get("code"), int) else None
-            message = str(parsed.get("message") or parsed.get("error_description") or parsed.get("error") or "")
+            message = str(
+                parsed.get("message") or parsed.get("error_description") or parsed.get("error") or ""
+            )
     except ValueError:
         message = body[:200].decode("utf-8", "replace")
     message = scrub(message) or f"HTTP {status}"
@@ -209,8 +215,11 @@ def load_credentials(
     'token'
     """
     environ = os.environ if environ is None else environ
-    given = [name for name, v in (("--token-file", token_file), ("--client-id", client_id),
-                                  ("--key-file", key_file)) if v]
+    given = [
+        name
+        for name, v in (("--token-file", token_file), ("--client-id", client_id), ("--key-file", key_file))
+        if v
+    ]
     if len(given) > 1:
         raise CredentialError(f"give one credential, not {' and '.join(given)}")
     if client_secret_file and not client_id:
@@ -220,8 +229,11 @@ def load_credentials(
     if client_id:
         if not client_secret_file:
             raise CredentialError("--client-id needs --client-secret-file")
-        return Credentials("client", client_id=client_id,
-                           client_secret=_read_secret(client_secret_file, "client secret file"))
+        return Credentials(
+            "client",
+            client_id=client_id,
+            client_secret=_read_secret(client_secret_file, "client secret file"),
+        )
     if key_file:
         text = _read_secret(key_file, "key file")
         try:
@@ -235,8 +247,9 @@ def load_credentials(
     token = environ.get("ZITADEL_TOKEN", "").strip()
     if token:
         return Credentials("token", token=token)
-    raise CredentialError("no credentials: give --token-file, --client-id/--client-secret-file, "
-                          "--key-file or set ZITADEL_TOKEN")
+    raise CredentialError(
+        "no credentials: give --token-file, --client-id/--client-secret-file, --key-file or set ZITADEL_TOKEN"
+    )
 
 
 def normalise_base_url(url: str) -> str:
@@ -284,8 +297,14 @@ _CONNECTION_ERRORS = (OSError, http.client.HTTPException)  # socket.timeout is a
 class _Retrier:
     """Bounded attempts with exponential backoff and full jitter, at least ``Retry-After``."""
 
-    def __init__(self, max_attempts: int, base: float, cap: float,
-                 sleep: Callable[[float], None], rng: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        max_attempts: int,
+        base: float,
+        cap: float,
+        sleep: Callable[[float], None],
+        rng: Callable[[], float],
+    ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.max_attempts, self.base, self.cap = max_attempts, base, cap
@@ -316,9 +335,16 @@ class CallStats:
 
 
 def _send_with_retries(
-    transport: _Transport, retrier: _Retrier, stats: CallStats, path: str, body: bytes,
-    headers: Callable[[], dict[str, str]], timeout: float, secrets: Callable[[], tuple[str, ...]],
-    on_auth_failure: Callable[[], bool] | None = None, on_attempt: Callable[[], None] | None = None,
+    transport: _Transport,
+    retrier: _Retrier,
+    stats: CallStats,
+    path: str,
+    body: bytes,
+    headers: Callable[[], dict[str, str]],
+    timeout: float,
+    secrets: Callable[[], tuple[str, ...]],
+    on_auth_failure: Callable[[], bool] | None = None,
+    on_attempt: Callable[[], None] | None = None,
 ) -> bytes:
     """POST until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body."""
     attempt = 0
@@ -348,8 +374,14 @@ def _send_with_retries(
         if failure.status == 429:
             stats.bump("throttled")
         stats.bump("retries")
-        _LOGGER.info("POST %s: %s (HTTP %s); retry %d of %d", path, failure.message, failure.status,
-                     attempt, retrier.max_attempts - 1)
+        _LOGGER.info(
+            "POST %s: %s (HTTP %s); retry %d of %d",
+            path,
+            failure.message,
+            failure.status,
+            attempt,
+            retrier.max_attempts - 1,
+        )
         retrier.wait(attempt, failure.retry_after)
 
 
@@ -357,8 +389,12 @@ def _error_for(failure: _Failure, path: str, attempts: int) -> AdminApiError:
     status = f"HTTP {failure.status}" if failure.status else "no answer"
     text = f"POST {path}: {failure.message} ({status}"
     text += f", code {failure.code})" if failure.code is not None else ")"
-    cls = {"auth": AuthError, "invalid": InvalidRequest, "deadline": DeadlineExceeded,
-           "fatal": AdminApiError}.get(failure.kind)
+    cls = {
+        "auth": AuthError,
+        "invalid": InvalidRequest,
+        "deadline": DeadlineExceeded,
+        "fatal": AdminApiError,
+    }.get(failure.kind)
     if cls is None:
         return RetriesExhausted(f"{text} after {attempts} attempts", failure.status, failure.code)
     return cls(text, failure.status, failure.code)
@@ -368,9 +404,16 @@ class TokenSource:
     """Bearer tokens for the credentials: a static token as is; OAuth tokens fetched from
     ``/oauth/v2/token`` and refreshed before they expire (thread-safe)."""
 
-    def __init__(self, base_url: str, credentials: Credentials, transport: _Transport,
-                 retrier: _Retrier, stats: CallStats, timeout: float = 30.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        transport: _Transport,
+        retrier: _Retrier,
+        stats: CallStats,
+        timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._base_url = base_url
         self._creds = credentials
         self._transport = transport
@@ -410,15 +453,25 @@ class TokenSource:
         headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
         if self._creds.kind == "client":
             form["grant_type"] = "client_credentials"
-            pair = f"{urllib.parse.quote(self._creds.client_id)}:{urllib.parse.quote(self._creds.client_secret)}"
+            pair = (
+                f"{urllib.parse.quote(self._creds.client_id)}:{urllib.parse.quote(self._creds.client_secret)}"
+            )
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
             form["grant_type"] = JWT_BEARER
             form["assertion"] = self._assertion()
         body = urllib.parse.urlencode(form).encode()
         try:
-            raw = _send_with_retries(self._transport, self._retrier, self._stats, "/oauth/v2/token", body,
-                                     lambda: headers, self._timeout, self.secrets)
+            raw = _send_with_retries(
+                self._transport,
+                self._retrier,
+                self._stats,
+                "/oauth/v2/token",
+                body,
+                lambda: headers,
+                self._timeout,
+                self.secrets,
+            )
         except RetriesExhausted:
             raise
         except AdminApiError as err:
@@ -440,8 +493,13 @@ class TokenSource:
 
         now = int(self._clock())
         key = self._creds.key
-        claims = {"iss": key["userId"], "sub": key["userId"], "aud": self._base_url,
-                  "iat": now, "exp": now + 3600}
+        claims = {
+            "iss": key["userId"],
+            "sub": key["userId"],
+            "aud": self._base_url,
+            "iat": now,
+            "exp": now + 3600,
+        }
         try:
             return jwt.encode(claims, key["key"], algorithm="RS256", headers={"kid": key["keyId"]})
         except (ValueError, TypeError, jwt.PyJWTError) as err:
@@ -454,38 +512,70 @@ class AdminClient:
     ``timeout`` is the client-side timeout for calls other than import (import takes its own).
     """
 
-    def __init__(self, base_url: str, credentials: Credentials, *, timeout: float = 30.0,
-                 max_attempts: int = 6, backoff_base: float = 0.5, backoff_cap: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep,
-                 rng: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        *,
+        timeout: float = 30.0,
+        max_attempts: int = 6,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
         self.base_url = normalise_base_url(base_url)
         self.timeout = timeout
         self.stats = CallStats()
         self._transport = _Transport(self.base_url)
         self._retrier = _Retrier(max_attempts, backoff_base, backoff_cap, sleep, rng)
-        self.tokens = TokenSource(self.base_url, credentials, self._transport, self._retrier,
-                                  self.stats, timeout)
+        self.tokens = TokenSource(
+            self.base_url, credentials, self._transport, self._retrier, self.stats, timeout
+        )
 
     def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.tokens.get()}", "Content-Type": "application/json",
-                "Accept": "application/json"}
+        return {
+            "Authorization": f"Bearer {self.tokens.get()}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
 
-    def _post_json(self, path: str, body: bytes, timeout: float,
-                   on_attempt: Callable[[], None] | None = None, retrier: _Retrier | None = None) -> Any:
-        raw = _send_with_retries(self._transport, retrier or self._retrier, self.stats, path, body,
-                                 self._headers, timeout, self.tokens.secrets, self.tokens.invalidate, on_attempt)
+    def _post_json(
+        self,
+        path: str,
+        body: bytes,
+        timeout: float,
+        on_attempt: Callable[[], None] | None = None,
+        retrier: _Retrier | None = None,
+    ) -> Any:
+        raw = _send_with_retries(
+            self._transport,
+            retrier or self._retrier,
+            self.stats,
+            path,
+            body,
+            self._headers,
+            timeout,
+            self.tokens.secrets,
+            self.tokens.invalidate,
+            on_attempt,
+        )
         try:
             answer = json.loads(raw or b"{}")
         except ValueError:
             answer = None
         if not isinstance(answer, dict):
             # A proxy or a wrong base URL answering 200 with a page: not the admin API.
-            raise AdminApiError(f"POST {path}: the answer is not a JSON object "
-                                f"({scrub(raw[:80].decode('utf-8', 'replace'))!r})", 200)
+            raise AdminApiError(
+                f"POST {path}: the answer is not a JSON object "
+                f"({scrub(raw[:80].decode('utf-8', 'replace'))!r})",
+                200,
+            )
         return answer
 
-    def import_data(self, body_bytes: bytes, timeout: float,
-                    on_attempt: Callable[[], None] | None = None) -> dict:
+    def import_data(
+        self, body_bytes: bytes, timeout: float, on_attempt: Callable[[], None] | None = None
+    ) -> dict:
         """POST /admin/v1/import with a complete ImportDataRequest body; returns the response.
 
         Raises DeadlineExceeded when the server's own ``timeout`` elapsed (split the body),
@@ -494,9 +584,16 @@ class AdminClient:
         """
         return self._post_json("/admin/v1/import", body_bytes, timeout, on_attempt)
 
-    def search_events(self, event_types: list[str] | None = None, resource_owner: str = "",
-                      sequence: int = 0, limit: int = 1000, asc: bool = True,
-                      aggregate_types: list[str] | None = None, aggregate_id: str = "") -> list[dict]:
+    def search_events(
+        self,
+        event_types: list[str] | None = None,
+        resource_owner: str = "",
+        sequence: int = 0,
+        limit: int = 1000,
+        asc: bool = True,
+        aggregate_types: list[str] | None = None,
+        aggregate_id: str = "",
+    ) -> list[dict]:
         """POST /admin/v1/events/_search; one page of events."""
         request: dict[str, Any] = {"asc": asc, "limit": limit}
         if event_types:
@@ -512,16 +609,20 @@ class AdminClient:
         answer = self._post_json("/admin/v1/events/_search", json.dumps(request).encode(), self.timeout)
         return list(answer.get("events") or [])
 
-    def iter_events(self, event_types: list[str], resource_owner: str = "",
-                    page_size: int = 1000) -> Iterator[dict]:
+    def iter_events(
+        self, event_types: list[str], resource_owner: str = "", page_size: int = 1000
+    ) -> Iterator[dict]:
         """All matching events, oldest first, paged by sequence (each event once)."""
         sequence, seen = 0, set()
         while True:
             page = self.search_events(event_types, resource_owner, sequence, page_size, asc=True)
             fresh = 0
             for event in page:
-                ident = (event.get("aggregate", {}).get("id"), event.get("sequence"),
-                         event.get("type", {}).get("type"))
+                ident = (
+                    event.get("aggregate", {}).get("id"),
+                    event.get("sequence"),
+                    event.get("type", {}).get("type"),
+                )
                 if ident in seen:
                     continue
                 seen.add(ident)
@@ -536,16 +637,22 @@ class AdminClient:
                 return
             sequence = last
 
-    def export(self, org_ids: list[str] | None = None, with_passwords: bool = False,
-               timeout: str = "10m0s", client_timeout: float | None = None) -> dict:
+    def export(
+        self,
+        org_ids: list[str] | None = None,
+        with_passwords: bool = False,
+        timeout: str = "10m0s",
+        client_timeout: float | None = None,
+    ) -> dict:
         """POST /admin/v1/export with responseOutput; returns ``{"orgs": [...]}``."""
         request: dict[str, Any] = {"responseOutput": True, "timeout": timeout}
         if org_ids:
             request["orgIds"] = org_ids
         if with_passwords:
             request["withPasswords"] = True
-        return self._post_json("/admin/v1/export", json.dumps(request).encode(),
-                               client_timeout or self.timeout)
+        return self._post_json(
+            "/admin/v1/export", json.dumps(request).encode(), client_timeout or self.timeout
+        )
 
     def export_document(self, request: Mapping[str, Any], client_timeout: float | None = None) -> bytes:
         """POST /admin/v1/export with a full ExportDataRequest; returns the answer's bytes unparsed.
@@ -554,20 +661,31 @@ class AdminClient:
         parsed here, so the caller can write it as it came and stream it later. With ``gcsOutput``
         the server writes the document to the bucket and the answer carries nothing more.
         """
-        return _send_with_retries(self._transport, self._retrier, self.stats, "/admin/v1/export",
-                                  json.dumps(dict(request)).encode(), self._headers, client_timeout or self.timeout,
-                                  self.tokens.secrets, self.tokens.invalidate)
+        return _send_with_retries(
+            self._transport,
+            self._retrier,
+            self.stats,
+            "/admin/v1/export",
+            json.dumps(dict(request)).encode(),
+            self._headers,
+            client_timeout or self.timeout,
+            self.tokens.secrets,
+            self.tokens.invalidate,
+        )
 
     def probe(self, timeout: float = 10.0) -> None:
         """One cheap authenticated call (events search, limit 1) so a bad URL or token fails now."""
         quick = _Retrier(2, 0.2, 1.0, time.sleep, random.random)
-        answer = self._post_json("/admin/v1/events/_search", b'{"limit":1,"asc":false}', timeout, retrier=quick)
+        answer = self._post_json(
+            "/admin/v1/events/_search", b'{"limit":1,"asc":false}', timeout, retrier=quick
+        )
         if "events" not in answer and answer:
             raise AdminApiError("POST /admin/v1/events/_search: the answer has no 'events'", 200)
 
 
-def connect(url: str, credentials: Credentials, max_attempts: int = 6, timeout: float = 30.0,
-            **client_options: Any) -> AdminClient:
+def connect(
+    url: str, credentials: Credentials, max_attempts: int = 6, timeout: float = 30.0, **client_options: Any
+) -> AdminClient:
     """An AdminClient that has passed the probe call; ConfigError with one line otherwise.
 
     >>> client = connect("https://x.zitadel.cloud", credentials)  # doctest: +SKIP
@@ -583,5 +701,7 @@ def connect(url: str, credentials: Credentials, max_attempts: int = 6, timeout: 
     except RetriesExhausted as err:
         raise ConfigError(f"{client.base_url}: not reachable: {err.message}") from None
     except AdminApiError as err:
-        raise ConfigError(f"{client.base_url}: does not answer like a ZITADEL admin API: {err.message}") from None
+        raise ConfigError(
+            f"{client.base_url}: does not answer like a ZITADEL admin API: {err.message}"
+        ) from None
     return client

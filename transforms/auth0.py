@@ -29,29 +29,29 @@ Example::
     result = (pipeline | 'ReadAuth0' >> ReadAuth0Users(profile_files, password_files, options))
     rows, dead = result['rows'], result['dead']
 """
+
 from __future__ import annotations
 
 import collections
 import dataclasses
 import logging
 import pickle
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
 from transforms import fileio
-from transforms.records import NAMESPACE, dead_letter, no_gc, pack_rows, partition_of, user_name_key
-from transforms.spill import load_blob, write_spill
 from transforms.auth0_mapping import (
+    KNOWN_FIELDS,
     custom_password_hash,
     idp_links,
-    not_carried_keys,
-    KNOWN_FIELDS,
     map_profile,
     metadata_entries,
     normalise_email,
+    not_carried_keys,
     password_date,
     password_oid,
     pick_profile,
@@ -59,8 +59,11 @@ from transforms.auth0_mapping import (
 )
 from transforms.fields import FieldTally, counter_safe
 from transforms.hash_metrics import HashTally
-from transforms.hashes import ConvertedHash
 from transforms.hash_policy import DROPPABLE_REASONS
+from transforms.hashes import ConvertedHash
+from transforms.ids import auth0_user_id, fallback_email
+from transforms.records import NAMESPACE, dead_letter, no_gc, pack_rows, partition_of, user_name_key
+from transforms.spill import load_blob, write_spill
 from transforms.validate import (
     Reason,
     ValidationOptions,
@@ -70,7 +73,6 @@ from transforms.validate import (
     otp_problem,
     validate_user,
 )
-from transforms.ids import auth0_user_id, fallback_email
 
 __all__ = [
     "Auth0Options",
@@ -98,10 +100,18 @@ MFA_SOURCE = "auth0-mfa"
 # (carried by a profile, joined like a password record, so that one accounting covers both);
 # ROUTES are ``user_id → partition`` items that take MFA records to their profile's partition.
 PROFILES, PASSWORDS, CUSTOM_HASHES, MFA, ROUTES = 0, 1, 2, 3, 4
-_SOURCES = {PROFILES: PROFILE_SOURCE, PASSWORDS: PASSWORD_SOURCE, CUSTOM_HASHES: CUSTOM_HASH_SOURCE,
-            MFA: MFA_SOURCE}
-_READ_COUNTERS = {PROFILES: "auth0.profiles_read", PASSWORDS: "auth0.passwords_read",
-                  CUSTOM_HASHES: "auth0.custom_hashes_read", MFA: "auth0.mfa_read"}
+_SOURCES = {
+    PROFILES: PROFILE_SOURCE,
+    PASSWORDS: PASSWORD_SOURCE,
+    CUSTOM_HASHES: CUSTOM_HASH_SOURCE,
+    MFA: MFA_SOURCE,
+}
+_READ_COUNTERS = {
+    PROFILES: "auth0.profiles_read",
+    PASSWORDS: "auth0.passwords_read",
+    CUSTOM_HASHES: "auth0.custom_hashes_read",
+    MFA: "auth0.mfa_read",
+}
 _DEAD = "dead"
 _ROUTES = "routes"
 
@@ -198,20 +208,29 @@ class _ParseUnitFn(beam.DoFn):
                 sortkey = (unit.index, position)
                 if error is not None:
                     reason = Reason.MALFORMED_JSON if raw is not None else Reason.UNREADABLE_INPUT
-                    record: Any = raw.decode("utf-8", "replace") if raw is not None else {"file": unit.path, "position": position}
+                    record: Any = (
+                        raw.decode("utf-8", "replace")
+                        if raw is not None
+                        else {"file": unit.path, "position": position}
+                    )
                     yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(sortkey, reason, error, source, record))
                     continue
                 if not isinstance(value, dict):
-                    yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                        sortkey, Reason.NOT_AN_OBJECT, "record is not a JSON object", source, value))
+                    yield beam.pvalue.TaggedOutput(
+                        _DEAD,
+                        dead_letter(
+                            sortkey, Reason.NOT_AN_OBJECT, "record is not a JSON object", source, value
+                        ),
+                    )
                     continue
                 if raw is None:
                     raw = orjson.dumps(value)
                 if kind == MFA:
                     problem = self._mfa(sortkey, value, raw, routes)
                     if problem is not None:
-                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                            sortkey, problem[0], problem[1], source, orjson.Fragment(raw)))
+                        yield beam.pvalue.TaggedOutput(
+                            _DEAD, dead_letter(sortkey, problem[0], problem[1], source, orjson.Fragment(raw))
+                        )
                     continue
                 if kind == PROFILES:
                     email = normalise_email(value.get("email"))
@@ -219,8 +238,9 @@ class _ParseUnitFn(beam.DoFn):
                     email = item[2]  # a fallback address joins no password record (see _profile)
                     part = partition_of(email, self._partitions)
                     if item[5] is not None:
-                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                            sortkey, item[5][0], item[5][1], source, orjson.Fragment(raw)))
+                        yield beam.pvalue.TaggedOutput(
+                            _DEAD, dead_letter(sortkey, item[5][0], item[5][1], source, orjson.Fragment(raw))
+                        )
                     else:
                         custom, hash_problem_ = custom_password_hash(value)
                         if custom is None and hash_problem_ is not None:
@@ -228,30 +248,64 @@ class _ParseUnitFn(beam.DoFn):
                             # (else the profile itself was dead-lettered): account for the hash.
                             self._read[CUSTOM_HASHES].inc()
                             self._dropped.inc()
-                            self._tally.without_password(hash_problem_[0], item[3] or None, value.get("email"))
-                            key = "custom_password_hash" if "custom_password_hash" in value else "password_hash"
-                            yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                                sortkey, hash_problem_[0], f"{hash_problem_[1]} (user imported without password)",
-                                CUSTOM_HASH_SOURCE, {"user_id": item[3], "email": value.get("email"), key: value[key]}))
+                            self._tally.without_password(
+                                hash_problem_[0], item[3] or None, value.get("email")
+                            )
+                            key = (
+                                "custom_password_hash" if "custom_password_hash" in value else "password_hash"
+                            )
+                            yield beam.pvalue.TaggedOutput(
+                                _DEAD,
+                                dead_letter(
+                                    sortkey,
+                                    hash_problem_[0],
+                                    f"{hash_problem_[1]} (user imported without password)",
+                                    CUSTOM_HASH_SOURCE,
+                                    {"user_id": item[3], "email": value.get("email"), key: value[key]},
+                                ),
+                            )
                         if custom is not None:
                             self._read[CUSTOM_HASHES].inc()
-                            key = "custom_password_hash" if "custom_password_hash" in value else "password_hash"
+                            key = (
+                                "custom_password_hash" if "custom_password_hash" in value else "password_hash"
+                            )
                             record = {"user_id": item[3], "email": value.get("email"), key: value[key]}
                             parts.setdefault((CUSTOM_HASHES, part), []).append(
-                                (sortkey[0], sortkey[1], email, "", "", custom, orjson.dumps(record),
-                                 CUSTOM_HASHES, sortkey))
+                                (
+                                    sortkey[0],
+                                    sortkey[1],
+                                    email,
+                                    "",
+                                    "",
+                                    custom,
+                                    orjson.dumps(record),
+                                    CUSTOM_HASHES,
+                                    sortkey,
+                                )
+                            )
                     if self._route_mfa and item[3]:
                         routes.setdefault((ROUTES, partition_of(item[3], self._partitions)), []).append(
-                            (item[3], part, sortkey[0], sortkey[1]))
+                            (item[3], part, sortkey[0], sortkey[1])
+                        )
                 else:
                     email = record_email(value)
                     problem = _password_problem(value, email)
                     if problem is not None:
-                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                            sortkey, problem[0], problem[1], source, orjson.Fragment(raw)))
+                        yield beam.pvalue.TaggedOutput(
+                            _DEAD, dead_letter(sortkey, problem[0], problem[1], source, orjson.Fragment(raw))
+                        )
                         continue
-                    item = (sortkey[0], sortkey[1], email, password_oid(value), password_date(value),
-                            value["passwordHash"], raw, PASSWORDS, None)
+                    item = (
+                        sortkey[0],
+                        sortkey[1],
+                        email,
+                        password_oid(value),
+                        password_date(value),
+                        value["passwordHash"],
+                        raw,
+                        PASSWORDS,
+                        None,
+                    )
                     part = partition_of(email, self._partitions)
                 parts.setdefault((kind, part), []).append(item)
         self._read[kind].inc(count)
@@ -259,15 +313,35 @@ class _ParseUnitFn(beam.DoFn):
         self._fields.flush(self._counts)
         for key, value in self._counts.items():
             if isinstance(key, tuple):  # an identity: (outcome, provider)
-                key = "auth0.identities.database" if key[0] == "database" else f"auth0.identities.{key[0]}.{key[1]}"
+                key = (
+                    "auth0.identities.database"
+                    if key[0] == "database"
+                    else f"auth0.identities.{key[0]}.{key[1]}"
+                )
             _counter(key).inc(value)
         for (what, part), items in parts.items():
             name = f"parse-{what}-{unit.index:06d}-{unit.start:013d}-p{part:03d}.pkl"
-            yield part, (what, write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))
+            yield (
+                part,
+                (
+                    what,
+                    write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)),
+                ),
+            )
         for (what, part), items in routes.items():
             name = f"route-{what}-{unit.index:06d}-{unit.start:013d}-p{part:03d}.pkl"
-            yield beam.pvalue.TaggedOutput(_ROUTES, (part, (what, write_spill(
-                self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))))
+            yield beam.pvalue.TaggedOutput(
+                _ROUTES,
+                (
+                    part,
+                    (
+                        what,
+                        write_spill(
+                            self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)
+                        ),
+                    ),
+                ),
+            )
 
     def _mfa(self, sortkey, record: dict[str, Any], raw: bytes, routes) -> tuple[str, str] | None:
         """One Auth0 MFA export record: an OTP secret is routed to its user; other types counted."""
@@ -283,7 +357,8 @@ class _ParseUnitFn(beam.DoFn):
         if problem is not None:
             return problem
         routes.setdefault((MFA, partition_of(user_id, self._partitions)), []).append(
-            (sortkey[0], sortkey[1], user_id, normalise_otp(record["otp_secret"]), raw))
+            (sortkey[0], sortkey[1], user_id, normalise_otp(record["otp_secret"]), raw)
+        )
         return None
 
     def _profile(self, sortkey, email: str, profile: dict[str, Any], raw: bytes) -> _ProfileItem:
@@ -296,7 +371,9 @@ class _ParseUnitFn(beam.DoFn):
         fallback = None
         if not email and opts.email_fallback is not None and user_id.strip():
             fallback = fallback_email(opts.email_fallback, _text_field(profile, "username"), user_id)
-        problem = _profile_problem(profile, email, opts.include_blocked, user_id, opts.email_fallback, fallback)
+        problem = _profile_problem(
+            profile, email, opts.include_blocked, user_id, opts.email_fallback, fallback
+        )
         if fallback is not None:
             # Password records join on e-mail; a made-up address must not meet one, so the join
             # key is one no record can have (records without e-mail are dead letters).
@@ -317,8 +394,11 @@ class _ParseUnitFn(beam.DoFn):
             if result.reason is not None:
                 problem = (result.reason, result.detail)
             else:
-                notes = tuple(result.notes) + (("derived-id",) if derived else ()) + (
-                    ("email-fallback",) if fallback is not None else ())
+                notes = (
+                    tuple(result.notes)
+                    + (("derived-id",) if derived else ())
+                    + (("email-fallback",) if fallback is not None else ())
+                )
                 name_key = user_name_key(entry["user"]["userName"])
                 links, outcomes = idp_links(profile, self._idp_map)
                 for outcome in outcomes:
@@ -330,8 +410,14 @@ class _ParseUnitFn(beam.DoFn):
                 if opts.metadata:
                     metadata, dropped = metadata_entries(profile)
                     self._metadata_dropped.inc(dropped)
-                    bad_key = next((p for p in (control_char_problem(m["key"], "metadata key")
-                                                for m in metadata) if p is not None), None)
+                    bad_key = next(
+                        (
+                            p
+                            for p in (control_char_problem(m["key"], "metadata key") for m in metadata)
+                            if p is not None
+                        ),
+                        None,
+                    )
                     if bad_key is not None:
                         problem, entry_json, notes, name_key = bad_key, b"", (), ""
                     elif metadata:
@@ -349,17 +435,29 @@ def _text_field(profile: dict[str, Any], key: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _profile_problem(profile: dict[str, Any], email: str, include_blocked: bool, user_id: str,
-                     template: str | None, fallback: str | None) -> tuple[str, str] | None:
+def _profile_problem(
+    profile: dict[str, Any],
+    email: str,
+    include_blocked: bool,
+    user_id: str,
+    template: str | None,
+    fallback: str | None,
+) -> tuple[str, str] | None:
     if not user_id.strip():
         if email or "user_id" in _present(profile):
             return Reason.MISSING_USER_ID, "profile has no usable user_id"
-        return Reason.MISSING_USER_ID, "profile has neither user_id nor e-mail (an id is derived from the e-mail)"
+        return (
+            Reason.MISSING_USER_ID,
+            "profile has neither user_id nor e-mail (an id is derived from the e-mail)",
+        )
     if not email:
         if template is None:
             return Reason.MISSING_EMAIL, "profile has no e-mail address (--email-fallback TEMPLATE gives one)"
         if fallback is None:
-            return Reason.INVALID_EMAIL_FALLBACK, f"--email-fallback {template!r} gives no valid e-mail address for this user"
+            return (
+                Reason.INVALID_EMAIL_FALLBACK,
+                f"--email-fallback {template!r} gives no valid e-mail address for this user",
+            )
     if profile.get("blocked") is True and not include_blocked:
         return Reason.BLOCKED, "user is blocked in Auth0 (use --include-blocked to import anyway)"
     return None
@@ -426,14 +524,29 @@ class _RouteMfaFn(beam.DoFn):
             for file_index, position, user_id, secret, raw in records:
                 target = routes.get(user_id)
                 if target is None:
-                    yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                        (file_index, position), Reason.UNKNOWN_USER, "no profile has this user_id",
-                        MFA_SOURCE, orjson.Fragment(raw)))
+                    yield beam.pvalue.TaggedOutput(
+                        _DEAD,
+                        dead_letter(
+                            (file_index, position),
+                            Reason.UNKNOWN_USER,
+                            "no profile has this user_id",
+                            MFA_SOURCE,
+                            orjson.Fragment(raw),
+                        ),
+                    )
                     continue
-                out.setdefault(target[0], []).append((file_index, position, target[1], target[2], secret, raw))
+                out.setdefault(target[0], []).append(
+                    (file_index, position, target[1], target[2], secret, raw)
+                )
         for email_part, items in out.items():
             name = f"mfa-r{part:03d}-p{email_part:03d}.pkl"
-            yield email_part, (MFA, write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)))
+            yield (
+                email_part,
+                (
+                    MFA,
+                    write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)),
+                ),
+            )
 
 
 class _JoinPartitionFn(beam.DoFn):
@@ -492,8 +605,11 @@ class _JoinPartitionFn(beam.DoFn):
             choice = pick_profile(pw[3], [profiles[i][3] for i in candidates])
             if choice is None:
                 reason = Reason.ORPHAN_PASSWORD if not candidates else Reason.AMBIGUOUS_PASSWORD
-                detail = ("no profile has this e-mail" if not candidates else
-                          f"{len(candidates)} profiles share this e-mail and none matches the record's id")
+                detail = (
+                    "no profile has this e-mail"
+                    if not candidates
+                    else f"{len(candidates)} profiles share this e-mail and none matches the record's id"
+                )
                 yield _dl(pw, reason, detail, PASSWORDS, pw[6])
                 continue
             assigned.setdefault(candidates[choice], []).append(pw)
@@ -512,13 +628,20 @@ class _JoinPartitionFn(beam.DoFn):
                 chosen = pws[-1]
                 for older in pws[:-1]:
                     self._conflicts.inc()
-                    yield _dl(older, Reason.PASSWORD_SUPERSEDED, "a newer password record exists for this user",
-                              older[7], older[6])
+                    yield _dl(
+                        older,
+                        Reason.PASSWORD_SUPERSEDED,
+                        "a newer password record exists for this user",
+                        older[7],
+                        older[6],
+                    )
             otp = None
             if otps.get(index):
                 *older_otps, otp = otps[index]
                 for older in older_otps:
-                    yield _dl(older, Reason.OTP_SUPERSEDED, "a later OTP record exists for this user", MFA, older[5])
+                    yield _dl(
+                        older, Reason.OTP_SUPERSEDED, "a later OTP record exists for this user", MFA, older[5]
+                    )
             problem = item[5]
             entry_json = item[6]
             if problem is None and chosen is not None:
@@ -530,8 +653,13 @@ class _JoinPartitionFn(beam.DoFn):
                     # --on-unsupported-hash=import-without-password: the user comes without it.
                     self._dropped.inc()
                     self._tally.without_password(problem[0], item[3] or None, _email_of(item[6]))
-                    yield _dl(chosen, problem[0], f"{problem[1]} (user imported without password)",
-                              chosen[7], chosen[6])
+                    yield _dl(
+                        chosen,
+                        problem[0],
+                        f"{problem[1]} (user imported without password)",
+                        chosen[7],
+                        chosen[6],
+                    )
                     chosen, problem = None, None
                 elif problem is not None:  # the profile was fine; the hash is not: reject both
                     yield _dl(item, problem[0], problem[1], PROFILES, item[9])
@@ -539,11 +667,21 @@ class _JoinPartitionFn(beam.DoFn):
                     entry_json = with_password(entry_json, chosen[5])
             if problem is not None:
                 if chosen is not None:
-                    yield _dl(chosen, Reason.PROFILE_REJECTED, f"its profile was dead-lettered ({problem[0]})",
-                              chosen[7], chosen[6])
+                    yield _dl(
+                        chosen,
+                        Reason.PROFILE_REJECTED,
+                        f"its profile was dead-lettered ({problem[0]})",
+                        chosen[7],
+                        chosen[6],
+                    )
                 if otp is not None:
-                    yield _dl(otp, Reason.PROFILE_REJECTED, f"its profile was dead-lettered ({problem[0]})",
-                              MFA, otp[5])
+                    yield _dl(
+                        otp,
+                        Reason.PROFILE_REJECTED,
+                        f"its profile was dead-lettered ({problem[0]})",
+                        MFA,
+                        otp[5],
+                    )
                 continue
             for note in item[8]:
                 self._note(note)
@@ -555,9 +693,20 @@ class _JoinPartitionFn(beam.DoFn):
                 companions.append([[otp[0], otp[1]], MFA_SOURCE, orjson.Fragment(otp[5])])
             if chosen is None and b'"hashedPassword":' not in entry_json and b'"idps":[' not in entry_json:
                 self._cannot_sign_in.inc()  # neither a password nor a linked IdP
-            rows.append((item[0], item[1], item[3], item[4], entry_json, item[7],
-                         checked.verifier if chosen is not None else "",
-                         PROFILE_SOURCE, item[9], orjson.dumps(companions) if companions else b""))
+            rows.append(
+                (
+                    item[0],
+                    item[1],
+                    item[3],
+                    item[4],
+                    entry_json,
+                    item[7],
+                    checked.verifier if chosen is not None else "",
+                    PROFILE_SOURCE,
+                    item[9],
+                    orjson.dumps(companions) if companions else b"",
+                )
+            )
         if rows:
             yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))
 
@@ -571,8 +720,9 @@ def _email_of(entry_json: bytes) -> str | None:
 
 
 def _dl(item, reason: str, detail: str, kind: int, raw: bytes):
-    return beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-        (item[0], item[1]), reason, detail, _SOURCES[kind], orjson.Fragment(raw)))
+    return beam.pvalue.TaggedOutput(
+        _DEAD, dead_letter((item[0], item[1]), reason, detail, _SOURCES[kind], orjson.Fragment(raw))
+    )
 
 
 # --------------------------------------------------------------------------- PTransform
@@ -588,12 +738,21 @@ class ReadAuth0Users(beam.PTransform):
     files, the routing step is not part of the pipeline.
     """
 
-    def __init__(self, profile_files: Sequence[fileio.InputFile], password_files: Sequence[fileio.InputFile],
-                 options: Auth0Options, partitions: int, tmp_dir: str,
-                 mfa_files: Sequence[fileio.InputFile] = ()):
+    def __init__(
+        self,
+        profile_files: Sequence[fileio.InputFile],
+        password_files: Sequence[fileio.InputFile],
+        options: Auth0Options,
+        partitions: int,
+        tmp_dir: str,
+        mfa_files: Sequence[fileio.InputFile] = (),
+    ):
         super().__init__()
-        self._files = ([(PROFILES, f) for f in profile_files] + [(PASSWORDS, f) for f in password_files]
-                       + [(MFA, f) for f in mfa_files])
+        self._files = (
+            [(PROFILES, f) for f in profile_files]
+            + [(PASSWORDS, f) for f in password_files]
+            + [(MFA, f) for f in mfa_files]
+        )
         self._options = options
         self._partitions = partitions
         self._tmp_dir = tmp_dir
@@ -607,8 +766,8 @@ class ReadAuth0Users(beam.PTransform):
             | "SpreadUnits" >> beam.Reshuffle()
         )
         parsed = units | "ParseUnits" >> beam.ParDo(
-            _ParseUnitFn(self._partitions, self._options, self._tmp_dir, self._route_mfa)).with_outputs(
-            _DEAD, _ROUTES, main="parts")
+            _ParseUnitFn(self._partitions, self._options, self._tmp_dir, self._route_mfa)
+        ).with_outputs(_DEAD, _ROUTES, main="parts")
         parts, dead = parsed.parts, [parsed[_DEAD]]
         if self._route_mfa:
             routed = (
@@ -621,7 +780,8 @@ class ReadAuth0Users(beam.PTransform):
         joined = (
             parts
             | "GroupPartitions" >> beam.GroupByKey()
-            | "JoinPartitions" >> beam.ParDo(_JoinPartitionFn(self._options, self._tmp_dir)).with_outputs(_DEAD, main="rows")
+            | "JoinPartitions"
+            >> beam.ParDo(_JoinPartitionFn(self._options, self._tmp_dir)).with_outputs(_DEAD, main="rows")
         )
         dead = tuple(dead) + (joined[_DEAD],) | "MergeDeadLetters" >> beam.Flatten()
         return {"rows": joined.rows, "dead": dead}

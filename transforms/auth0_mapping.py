@@ -9,15 +9,16 @@ Example::
     >>> map_profile({"user_id": "auth0|1", "email": "ann@example.com", "name": "Ann Lee"}, None, True)["user"]["profile"]
     {'firstName': 'Ann Lee', 'lastName': 'Ann Lee', 'displayName': 'Ann Lee'}
 """
+
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 
 import orjson
 
-from transforms.fields import counter_safe, present, unknown_fields as shared_unknown_fields
+from transforms.fields import counter_safe, present
+from transforms.fields import unknown_fields as shared_unknown_fields
 from transforms.hashes import ConvertedHash, bcrypt_mcf, convert_auth0
 from transforms.reasons import Reason
 from transforms.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE
@@ -46,16 +47,41 @@ DATABASE_PROVIDER = "auth0"
 
 # Profile fields the mapping reads (docs/fields-not-carried.md); `blocked` decides whether the
 # user is imported, `identities` become links or are counted per provider.
-CARRIED_FIELDS = frozenset({
-    "user_id", "email", "email_verified", "username", "name", "given_name", "family_name", "nickname",
-    "locale", "phone_number", "phone_verified", "identities", "custom_password_hash",
-    "app_metadata", "user_metadata", "blocked",
-})
+CARRIED_FIELDS = frozenset(
+    {
+        "user_id",
+        "email",
+        "email_verified",
+        "username",
+        "name",
+        "given_name",
+        "family_name",
+        "nickname",
+        "locale",
+        "phone_number",
+        "phone_verified",
+        "identities",
+        "custom_password_hash",
+        "app_metadata",
+        "user_metadata",
+        "blocked",
+    }
+)
 # Fields the import cannot take (or, for the metadata blocks, does not without --metadata).
-NOT_CARRIED_FIELDS = frozenset({
-    "multifactor", "multifactor_last_modified", "last_login", "logins_count", "picture", "created_at",
-    "updated_at", "last_ip", "last_password_reset", "password_set_date",
-})
+NOT_CARRIED_FIELDS = frozenset(
+    {
+        "multifactor",
+        "multifactor_last_modified",
+        "last_login",
+        "logins_count",
+        "picture",
+        "created_at",
+        "updated_at",
+        "last_ip",
+        "last_password_reset",
+        "password_set_date",
+    }
+)
 
 KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS
 _METADATA_BLOCKS = frozenset({"app_metadata", "user_metadata"})
@@ -114,10 +140,15 @@ def custom_password_hash(profile: dict[str, Any]) -> tuple[str | None, tuple[str
     converted = convert_auth0(block) if block is not None else bcrypt_mcf(top)
     if isinstance(converted, ConvertedHash):
         return converted.value, None
-    return None, (converted.reason, converted.detail if block is not None else f"password_hash: {converted.detail}")
+    return None, (
+        converted.reason,
+        converted.detail if block is not None else f"password_hash: {converted.detail}",
+    )
 
 
-def idp_links(profile: dict[str, Any], idp_map: dict[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+def idp_links(
+    profile: dict[str, Any], idp_map: dict[str, str]
+) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
     """``identities[]`` → ZITADEL ``idps`` links for the providers in ``idp_map``.
 
     Returns the links and one ``(outcome, provider)`` per identity, outcome being ``linked``,
@@ -150,9 +181,16 @@ def idp_links(profile: dict[str, Any], idp_map: dict[str, str]) -> tuple[list[di
             outcomes.append(("invalid", name))
             continue
         data = identity.get("profileData") if isinstance(identity.get("profileData"), dict) else {}
-        display = (_text(data, "email") or _text(data, "name") or _text(profile, "email")
-                   or _text(profile, "username") or external)
-        links.append({"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]})
+        display = (
+            _text(data, "email")
+            or _text(data, "name")
+            or _text(profile, "email")
+            or _text(profile, "username")
+            or external
+        )
+        links.append(
+            {"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]}
+        )
         outcomes.append(("linked", name))
     return links, outcomes
 
@@ -184,7 +222,9 @@ def password_date(record: dict[str, Any]) -> str:
     return ""
 
 
-def map_profile(profile: dict[str, Any], password_hash: str | None, email_verified_flag: bool) -> dict[str, Any]:
+def map_profile(
+    profile: dict[str, Any], password_hash: str | None, email_verified_flag: bool
+) -> dict[str, Any]:
     """An Auth0 profile (+ the chosen password hash) → a ``humanUsers`` entry.
 
     Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (docs/source-schemas.md), except that
@@ -211,7 +251,11 @@ def map_profile(profile: dict[str, Any], password_hash: str | None, email_verifi
     }
     phone = _text(profile, "phone_number")
     if phone:
-        user["phone"] = {"phone": phone, "isPhoneVerified": True} if profile.get("phone_verified") is True else {"phone": phone}
+        user["phone"] = (
+            {"phone": phone, "isPhoneVerified": True}
+            if profile.get("phone_verified") is True
+            else {"phone": phone}
+        )
     if password_hash is not None:
         user["hashedPassword"] = {"value": password_hash}
     entry: dict[str, Any] = {"user": user}
@@ -243,6 +287,7 @@ def metadata_entries(profile: dict[str, Any]) -> tuple[list[dict[str, str]], int
             seen.add(name)
             entries.append({"key": name, "value": base64.b64encode(encoded).decode("ascii")})
     return entries, dropped
+
 
 def pick_profile(oid: str, user_ids: list[str]) -> int | None:
     """Which of the profiles sharing an e-mail a password record belongs to (an index).

@@ -10,6 +10,7 @@ Example::
     full, rest = plan_chunks(sorted_fragments, spec.batch_size)
     data = render_fragments(spec, full[0])
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -80,7 +81,7 @@ def render_body(spec: BodySpec, rows: list[list[Any]]) -> bytes:
 def plan_chunks(items: list[Any], size: int) -> tuple[list[list[Any]], list[Any]]:
     """Split sorted items into full chunks of ``size`` and the remainder."""
     full = len(items) - len(items) % size
-    return [items[i:i + size] for i in range(0, full, size)], items[full:]
+    return [items[i : i + size] for i in range(0, full, size)], items[full:]
 
 
 def body_temp_name(first_sortkey: tuple[int, int], users: int, sha256: str) -> str:

@@ -24,12 +24,14 @@ Example::
     out['bodies']  # PCollection of temporary body paths
     out['dead']    # duplicates as dead letters
 """
+
 from __future__ import annotations
 
 import collections
 import hashlib
 import logging
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import apache_beam as beam
 import orjson
@@ -114,9 +116,15 @@ class _FindDuplicatesFn(beam.DoFn):
                     first.add((kind, value))
                     continue
                 if kind == _ID:
-                    reason, detail = Reason.DUPLICATE_USER_ID, f"user_id {value!r} already used by an earlier record"
+                    reason, detail = (
+                        Reason.DUPLICATE_USER_ID,
+                        f"user_id {value!r} already used by an earlier record",
+                    )
                 else:
-                    reason, detail = Reason.DUPLICATE_USERNAME, f"userName {value!r} already used by an earlier record"
+                    reason, detail = (
+                        Reason.DUPLICATE_USERNAME,
+                        f"userName {value!r} already used by an earlier record",
+                    )
                 losers.setdefault((sortkey[0], sortkey[1]), (reason, detail))
         yield from losers.items()
 
@@ -170,11 +178,20 @@ class _ChunkPartitionFn(_BodyWriterFn):
                 if lost is None:
                     kept.append(fragment_of(row))
                     continue
-                yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                    _sortkey(row), lost[0], lost[1], row[7], orjson.Fragment(row[8])))
-                for sortkey, source, record in (orjson.loads(row[9]) if row[9] else []):
-                    yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                        sortkey, Reason.PROFILE_REJECTED, f"its user was dead-lettered ({lost[0]})", source, record))
+                yield beam.pvalue.TaggedOutput(
+                    _DEAD, dead_letter(_sortkey(row), lost[0], lost[1], row[7], orjson.Fragment(row[8]))
+                )
+                for sortkey, source, record in orjson.loads(row[9]) if row[9] else []:
+                    yield beam.pvalue.TaggedOutput(
+                        _DEAD,
+                        dead_letter(
+                            sortkey,
+                            Reason.PROFILE_REJECTED,
+                            f"its user was dead-lettered ({lost[0]})",
+                            source,
+                            record,
+                        ),
+                    )
             del rows
             full, rest = plan_chunks(kept, self._spec.batch_size)
             for chunk in full:
@@ -219,7 +236,8 @@ class UsersToBodies(beam.PTransform):
         chunks = (
             rows
             | "GroupRows" >> beam.GroupByKey()
-            | "ChunkPartitions" >> beam.ParDo(
+            | "ChunkPartitions"
+            >> beam.ParDo(
                 _ChunkPartitionFn(self._spec, self._tmp_dir), losers=beam.pvalue.AsDict(losers)
             ).with_outputs(_DEAD, _REMAINDER, main="bodies")
         )

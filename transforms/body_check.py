@@ -19,6 +19,7 @@ Example::
     >>> [f["reason"] for f in checked.rejected]
     ['invalid-first-name']
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -106,9 +107,16 @@ def check_body(body: dict, options: ValidationOptions = PUSH_VALIDATION) -> Chec
             user = entry.get("user") if isinstance(entry, dict) else None
             user_id = str(entry.get("userId") or "") if isinstance(entry, dict) else ""
             if result_reason is not None:
-                rejected.append({"userId": user_id, "orgId": org_id,
-                                 "userName": str((user or {}).get("userName") or "")[:200],
-                                 "reason": result_reason, "type": "human_user", "message": detail})
+                rejected.append(
+                    {
+                        "userId": user_id,
+                        "orgId": org_id,
+                        "userName": str((user or {}).get("userName") or "")[:200],
+                        "reason": result_reason,
+                        "type": "human_user",
+                        "message": detail,
+                    }
+                )
                 dropped_ids.add(user_id)
                 changed = True
                 continue
@@ -117,8 +125,11 @@ def check_body(body: dict, options: ValidationOptions = PUSH_VALIDATION) -> Chec
         new_org = {**org, user_key: kept}
         meta_key = _first_key(org, _META_KEYS)
         if meta_key and dropped_ids and isinstance(org.get(meta_key), list):
-            new_org[meta_key] = [m for m in org[meta_key]
-                                 if not (isinstance(m, dict) and str(m.get("id", "")) in dropped_ids - {""})]
+            new_org[meta_key] = [
+                m
+                for m in org[meta_key]
+                if not (isinstance(m, dict) and str(m.get("id", "")) in dropped_ids - {""})
+            ]
         orgs.append(new_org)
     if not changed:
         return CheckedBody(body, [], notes, False)

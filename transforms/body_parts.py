@@ -9,16 +9,34 @@ Example::
     body_user_ids({"dataOrgs": {"orgs": [{"orgId": "1", "humanUsers": [{"userId": "u"}]}]}})
     # [("1", "u")]
 """
+
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
-__all__ = ["DATA_KEYS", "USER_KEYS", "META_KEYS", "first_key", "orgs_of", "org_id_of", "users_of", "metadata_of",
-           "user_id_of", "user_name_of", "UserRef", "body_user_ids", "with_orgs", "split_body"]
+__all__ = [
+    "DATA_KEYS",
+    "USER_KEYS",
+    "META_KEYS",
+    "first_key",
+    "orgs_of",
+    "org_id_of",
+    "users_of",
+    "metadata_of",
+    "user_id_of",
+    "user_name_of",
+    "UserRef",
+    "body_user_ids",
+    "with_orgs",
+    "split_body",
+]
 
 DATA_KEYS = ("dataOrgs", "data_orgs", "dataOrgsv1", "data_orgsv1")
 USER_KEYS = ("humanUsers", "human_users")
 META_KEYS = ("userMetadata", "user_metadata")
+
+
 def first_key(mapping: dict, keys: Iterable[str]) -> str | None:
     return next((k for k in keys if k in mapping), None)
 
@@ -89,10 +107,12 @@ def split_body(body: dict) -> tuple[dict, dict]:
         # An export document's per-user records (grants, memberships, links) follow their user too.
         b_records = {}
         for key in [k for k in rest if k in _USER_RECORD_KEYS and isinstance(rest[k], list)]:
-            follows = [isinstance(r, dict) and r.get("userId", r.get("user_id")) in b_ids - {""} for r in rest[key]]
+            follows = [
+                isinstance(r, dict) and r.get("userId", r.get("user_id")) in b_ids - {""} for r in rest[key]
+            ]
             if any(follows):
-                b_records[key] = [r for r, f in zip(rest[key], follows) if f]
-                rest[key] = [r for r, f in zip(rest[key], follows) if not f]
+                b_records[key] = [r for r, f in zip(rest[key], follows, strict=True) if f]
+                rest[key] = [r for r, f in zip(rest[key], follows, strict=True) if not f]
         halves[0].append({**rest, user_key: a_users, meta_key: a_meta})
         if b_users:
             id_key = "orgId" if "orgId" in org else "org_id"
@@ -103,10 +123,18 @@ def split_body(body: dict) -> tuple[dict, dict]:
     return with_orgs(body, halves[0]), with_orgs(body, halves[1])
 
 
-_USER_RECORD_KEYS = ("userGrants", "user_grants", "orgMembers", "org_members", "projectMembers", "project_members",
-                     "projectGrantMembers", "project_grant_members", "userLinks", "user_links")
-
-
+_USER_RECORD_KEYS = (
+    "userGrants",
+    "user_grants",
+    "orgMembers",
+    "org_members",
+    "projectMembers",
+    "project_members",
+    "projectGrantMembers",
+    "project_grant_members",
+    "userLinks",
+    "user_links",
+)
 
 
 def user_name_of(entry: dict) -> str:

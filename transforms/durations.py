@@ -1,4 +1,5 @@
 """Go duration strings (``5m``, ``1h30m``, ``300s``) as the import API's ``timeout`` field wants them."""
+
 from __future__ import annotations
 
 import re

@@ -6,11 +6,13 @@ Both sources count, per worker, the users who had a field the import cannot take
 rest as ``other``); the launcher reads the counters into the manifest (pipeline/report.py).
 The work per record is one key-set difference, so it stays cheap at millions of users.
 """
+
 from __future__ import annotations
 
 import collections
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["MAX_UNKNOWN_FIELD_NAMES", "present", "counter_safe", "unknown_fields", "FieldTally"]
 

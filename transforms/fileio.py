@@ -17,12 +17,14 @@ Example::
         for position, raw, value, error in read_unit(unit):
             ...
 """
+
 from __future__ import annotations
 
 import dataclasses
 import logging
 import os
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import orjson
 from apache_beam.io.filesystem import CompressionTypes

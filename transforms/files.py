@@ -9,6 +9,7 @@ Example::
     write_atomic("out/ledger.json", b"{}")   # temp file + fsync + rename
     data = read_bytes("gs://bucket/importBody.json")
 """
+
 from __future__ import annotations
 
 import os
@@ -16,12 +17,22 @@ import posixpath
 import re
 import socket
 import tempfile
-from typing import Mapping
+from collections.abc import Mapping
 
 from transforms.errors import ConfigError
 
-__all__ = ["is_gcs", "resolve", "join", "read_bytes", "exists", "size", "write_atomic", "check_gcs_reachable",
-           "check_local_outputs", "split_gcs_url"]
+__all__ = [
+    "is_gcs",
+    "resolve",
+    "join",
+    "read_bytes",
+    "exists",
+    "size",
+    "write_atomic",
+    "check_gcs_reachable",
+    "check_local_outputs",
+    "split_gcs_url",
+]
 
 
 def is_gcs(path: str) -> bool:
@@ -61,7 +72,6 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-
 def join(folder: str, name: str) -> str:
     return posixpath.join(folder, name) if folder.startswith("gs://") else os.path.join(folder, name)
 
@@ -82,7 +92,6 @@ def size(path: str) -> int:
     return os.path.getsize(path)
 
 
-
 def check_gcs_reachable(paths: list[str], timeout: float = 5.0) -> None:
     """Fail in seconds, not after Beam's ~120 s of retries, when gs:// cannot be reached."""
     if not any(p.startswith("gs://") for p in paths):
@@ -97,7 +106,9 @@ def check_gcs_reachable(paths: list[str], timeout: float = 5.0) -> None:
     try:
         socket.create_connection(address, timeout=timeout).close()
     except OSError as err:
-        raise ConfigError(f"cannot reach Cloud Storage at {address[0]}:{address[1]} ({err.strerror or err})") from None
+        raise ConfigError(
+            f"cannot reach Cloud Storage at {address[0]}:{address[1]} ({err.strerror or err})"
+        ) from None
 
 
 def check_local_outputs(paths: Mapping[str, str]) -> None:
@@ -113,7 +124,9 @@ def check_local_outputs(paths: Mapping[str, str]) -> None:
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as err:
-            raise ConfigError(f"{flag} {path!r}: cannot create folder {folder!r} ({err.strerror or err})") from None
+            raise ConfigError(
+                f"{flag} {path!r}: cannot create folder {folder!r} ({err.strerror or err})"
+            ) from None
         if not os.access(folder, os.W_OK):
             raise ConfigError(f"{flag} {path!r}: folder {folder!r} is not writable")
 
@@ -126,5 +139,3 @@ def split_gcs_url(url: str, flag: str) -> tuple[str, str]:
     if not bucket or not path:
         raise ConfigError(f"{flag} {url!r} must be gs://BUCKET/PATH")
     return bucket, path
-
-

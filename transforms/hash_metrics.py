@@ -10,6 +10,7 @@ Users imported without password (``--on-unsupported-hash=import-without-password
 listed as ``{"id", "email", "reason"}`` lines in ``<tmp_dir>/passwordless-<n>.ndjson`` files,
 which the launcher joins into ``<stem>.passwordless.ndjson`` (mode 0600) for reset mails.
 """
+
 from __future__ import annotations
 
 import collections
@@ -18,7 +19,13 @@ import uuid
 from transforms.hashes import ConvertedHash
 from transforms.records import NAMESPACE
 
-__all__ = ["HashTally", "HASH_COUNTER", "WITHOUT_PASSWORD_COUNTER", "PARAM_DISTRIBUTION", "PASSWORDLESS_PREFIX"]
+__all__ = [
+    "HashTally",
+    "HASH_COUNTER",
+    "WITHOUT_PASSWORD_COUNTER",
+    "PARAM_DISTRIBUTION",
+    "PASSWORDLESS_PREFIX",
+]
 
 HASH_COUNTER = "password_hashes."
 WITHOUT_PASSWORD_COUNTER = "without_password."

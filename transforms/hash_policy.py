@@ -11,11 +11,12 @@ why, naming parameter, value, allowed range and the config key to change.
 
 Pure functions, no Beam; the policy is a frozen, picklable dataclass.
 """
+
 from __future__ import annotations
 
 import dataclasses
-import os
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from transforms import errors
 from transforms.hashes import ConvertedHash, HashFailure
@@ -32,52 +33,106 @@ __all__ = [
 ]
 
 # Verifier names ZITADEL's config accepts (internal/crypto/passwap.go).
-VERIFIERS = ("argon2", "bcrypt", "md5", "md5plain", "md5salted", "phpass", "sha2", "scrypt", "pbkdf2", "drupal7")
+VERIFIERS = (
+    "argon2",
+    "bcrypt",
+    "md5",
+    "md5plain",
+    "md5salted",
+    "phpass",
+    "sha2",
+    "scrypt",
+    "pbkdf2",
+    "drupal7",
+)
 
 # verifier → [(param as in ConvertedHash.params, config group, min key, max key)]
 LIMITS: dict[str, list[tuple[str, str, str, str]]] = {
     "bcrypt": [("cost", "Bcrypt", "MinCost", "MaxCost")],
-    "argon2": [("time", "Argon2", "MinTime", "MaxTime"), ("memory", "Argon2", "MinMemory", "MaxMemory"),
-               ("threads", "Argon2", "MinThreads", "MaxThreads")],
-    "scrypt": [("ln", "Scrypt", "MinLN", "MaxLN"), ("r", "Scrypt", "MinR", "MaxR"), ("p", "Scrypt", "MinP", "MaxP")],
+    "argon2": [
+        ("time", "Argon2", "MinTime", "MaxTime"),
+        ("memory", "Argon2", "MinMemory", "MaxMemory"),
+        ("threads", "Argon2", "MinThreads", "MaxThreads"),
+    ],
+    "scrypt": [
+        ("ln", "Scrypt", "MinLN", "MaxLN"),
+        ("r", "Scrypt", "MinR", "MaxR"),
+        ("p", "Scrypt", "MinP", "MaxP"),
+    ],
     "pbkdf2": [("rounds", "PBKDF2", "MinRounds", "MaxRounds")],
-    "sha2": [("sha256rounds", "Sha2", "MinSha256Rounds", "MaxSha256Rounds"),
-             ("sha512rounds", "Sha2", "MinSha512Rounds", "MaxSha512Rounds")],
+    "sha2": [
+        ("sha256rounds", "Sha2", "MinSha256Rounds", "MaxSha256Rounds"),
+        ("sha512rounds", "Sha2", "MinSha512Rounds", "MaxSha512Rounds"),
+    ],
     "phpass": [("rounds", "PHPass", "MinRounds", "MaxRounds")],
     "drupal7": [("iterations", "Drupal7", "MinIterations", "MaxIterations")],
 }
 
-_KEY_PARTS = {(verifier, param): (group, low, high)
-              for verifier, rows in LIMITS.items() for param, group, low, high in rows}
+_KEY_PARTS = {
+    (verifier, param): (group, low, high)
+    for verifier, rows in LIMITS.items()
+    for param, group, low, high in rows
+}
 
 # ZITADEL's defaults (cmd/defaults.yaml, passwap v0.12); docs/password-hashes.md has the table.
 DEFAULT_LIMITS: dict[str, int] = {
-    "Bcrypt.MinCost": 10, "Bcrypt.MaxCost": 16,
-    "Argon2.MinTime": 1, "Argon2.MaxTime": 10,
-    "Argon2.MinMemory": 8192, "Argon2.MaxMemory": 524288,
-    "Argon2.MinThreads": 1, "Argon2.MaxThreads": 16,
-    "Scrypt.MinLN": 14, "Scrypt.MaxLN": 20, "Scrypt.MinR": 8, "Scrypt.MaxR": 32,
-    "Scrypt.MinP": 1, "Scrypt.MaxP": 16,
-    "PBKDF2.MinRounds": 1000, "PBKDF2.MaxRounds": 10_000_000,
-    "Sha2.MinSha256Rounds": 1000, "Sha2.MaxSha256Rounds": 999_999_999,
-    "Sha2.MinSha512Rounds": 1000, "Sha2.MaxSha512Rounds": 999_999_999,
-    "PHPass.MinRounds": 7, "PHPass.MaxRounds": 31,
-    "Drupal7.MinIterations": 1000, "Drupal7.MaxIterations": 500_000,
+    "Bcrypt.MinCost": 10,
+    "Bcrypt.MaxCost": 16,
+    "Argon2.MinTime": 1,
+    "Argon2.MaxTime": 10,
+    "Argon2.MinMemory": 8192,
+    "Argon2.MaxMemory": 524288,
+    "Argon2.MinThreads": 1,
+    "Argon2.MaxThreads": 16,
+    "Scrypt.MinLN": 14,
+    "Scrypt.MaxLN": 20,
+    "Scrypt.MinR": 8,
+    "Scrypt.MaxR": 32,
+    "Scrypt.MinP": 1,
+    "Scrypt.MaxP": 16,
+    "PBKDF2.MinRounds": 1000,
+    "PBKDF2.MaxRounds": 10_000_000,
+    "Sha2.MinSha256Rounds": 1000,
+    "Sha2.MaxSha256Rounds": 999_999_999,
+    "Sha2.MinSha512Rounds": 1000,
+    "Sha2.MaxSha512Rounds": 999_999_999,
+    "PHPass.MinRounds": 7,
+    "PHPass.MaxRounds": 31,
+    "Drupal7.MinIterations": 1000,
+    "Drupal7.MaxIterations": 500_000,
 }
 # --on-unsupported-hash choices, shared by every source.
 DEAD_LETTER, IMPORT_WITHOUT_PASSWORD = "dead-letter", "import-without-password"
 ON_UNSUPPORTED_HASH = (DEAD_LETTER, IMPORT_WITHOUT_PASSWORD)
 # Reasons a user may lose its password for under import-without-password (never: absent hash).
-DROPPABLE_REASONS = frozenset({
-    Reason.UNSUPPORTED_HASH, Reason.INVALID_HASH, Reason.BCRYPT_COST, Reason.UNSUPPORTED_SALTED_SHA,
-    Reason.UNSUPPORTED_HMAC, Reason.UNSUPPORTED_MD4, Reason.UNSUPPORTED_LDAP, Reason.UNSUPPORTED_PBKDF2_DIGEST,
-    Reason.UNSUPPORTED_ARGON2_VARIANT, Reason.UNSUPPORTED_SCRYPT_COST, Reason.UNSUPPORTED_SALT,
-    Reason.UNSUPPORTED_PASSWORD_ENCODING, Reason.HASH_VERIFIER_DISABLED, Reason.HASH_OUT_OF_LIMITS,
-})
+DROPPABLE_REASONS = frozenset(
+    {
+        Reason.UNSUPPORTED_HASH,
+        Reason.INVALID_HASH,
+        Reason.BCRYPT_COST,
+        Reason.UNSUPPORTED_SALTED_SHA,
+        Reason.UNSUPPORTED_HMAC,
+        Reason.UNSUPPORTED_MD4,
+        Reason.UNSUPPORTED_LDAP,
+        Reason.UNSUPPORTED_PBKDF2_DIGEST,
+        Reason.UNSUPPORTED_ARGON2_VARIANT,
+        Reason.UNSUPPORTED_SCRYPT_COST,
+        Reason.UNSUPPORTED_SALT,
+        Reason.UNSUPPORTED_PASSWORD_ENCODING,
+        Reason.HASH_VERIFIER_DISABLED,
+        Reason.HASH_OUT_OF_LIMITS,
+    }
+)
 _ENV_PREFIX = "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_"
 # Hasher.Algorithm values → the verifier that parses what that hasher writes.
-_HASHER_VERIFIER = {"bcrypt": "bcrypt", "argon2i": "argon2", "argon2id": "argon2", "scrypt": "scrypt",
-                    "pbkdf2": "pbkdf2", "sha2": "sha2"}
+_HASHER_VERIFIER = {
+    "bcrypt": "bcrypt",
+    "argon2i": "argon2",
+    "argon2id": "argon2",
+    "scrypt": "scrypt",
+    "pbkdf2": "pbkdf2",
+    "sha2": "sha2",
+}
 _CONFIG_PREFIX = "SystemDefaults.PasswordHasher."
 
 
@@ -95,14 +150,19 @@ class HashPolicy:
     def __post_init__(self) -> None:
         # check() runs once per user: (verifier, param) → (min, max) looked up in a dict built once.
         index = dict(self.limits)
-        object.__setattr__(self, "_index", {
-            key: (index[f"{group}.{low}"], index[f"{group}.{high}"])
-            for key, (group, low, high) in _KEY_PARTS.items()})
+        object.__setattr__(
+            self,
+            "_index",
+            {
+                key: (index[f"{group}.{low}"], index[f"{group}.{high}"])
+                for key, (group, low, high) in _KEY_PARTS.items()
+            },
+        )
 
     def limit(self, key: str) -> int:
         return dict(self.limits)[key]
 
-    def with_limits(self, **overrides: int) -> "HashPolicy":
+    def with_limits(self, **overrides: int) -> HashPolicy:
         """A copy with some limits replaced (keys like ``Bcrypt.MinCost`` given as ``Bcrypt_MinCost``)."""
         merged = dict(self.limits)
         merged.update({key.replace("_", "."): value for key, value in overrides.items()})
@@ -114,7 +174,8 @@ class HashPolicy:
             return HashFailure(
                 Reason.HASH_VERIFIER_DISABLED,
                 f"{converted.algorithm} needs the ZITADEL verifier {converted.verifier!r}: add it to "
-                f"{_CONFIG_PREFIX}Verifiers")
+                f"{_CONFIG_PREFIX}Verifiers",
+            )
         limits = self._index  # type: ignore[attr-defined]
         for param, value in converted.params:
             low, high = limits[converted.verifier, param]
@@ -126,7 +187,8 @@ class HashPolicy:
             return HashFailure(
                 reason,
                 f"{converted.verifier} {param} {value} outside {low}..{high}: change "
-                f"{_CONFIG_PREFIX}Limits.{group}.{key}")
+                f"{_CONFIG_PREFIX}Limits.{group}.{key}",
+            )
         return None
 
     def covers(self, needed: Mapping[str, Mapping[str, tuple[int, int]]]) -> list[str]:
@@ -142,9 +204,13 @@ class HashPolicy:
                     continue
                 low, high = limits[f"{group}.{low_key}"], limits[f"{group}.{high_key}"]
                 if seen[0] < low:
-                    problems.append(f"{verifier} {param} {seen[0]} < {_CONFIG_PREFIX}Limits.{group}.{low_key} = {low}")
+                    problems.append(
+                        f"{verifier} {param} {seen[0]} < {_CONFIG_PREFIX}Limits.{group}.{low_key} = {low}"
+                    )
                 if seen[1] > high:
-                    problems.append(f"{verifier} {param} {seen[1]} > {_CONFIG_PREFIX}Limits.{group}.{high_key} = {high}")
+                    problems.append(
+                        f"{verifier} {param} {seen[1]} > {_CONFIG_PREFIX}Limits.{group}.{high_key} = {high}"
+                    )
         return problems
 
 
@@ -175,7 +241,9 @@ def _ci_get(mapping: Mapping[str, Any], key: str) -> Any:
     return None
 
 
-def _apply(verifiers: set[str], limits: dict[str, int], hasher: Any, listed: Any, raw_limits: Any, where: str) -> None:
+def _apply(
+    verifiers: set[str], limits: dict[str, int], hasher: Any, listed: Any, raw_limits: Any, where: str
+) -> None:
     if hasher is not None:
         algorithm = _ci_get(hasher, "Algorithm") if isinstance(hasher, Mapping) else hasher
         if isinstance(algorithm, str) and algorithm.strip():
@@ -214,24 +282,45 @@ def load_policy(path: str | None = None, environ: Mapping[str, str] | None = Non
         except OSError as err:
             raise ConfigError(f"--zitadel-config {path}: {err.strerror or err}") from None
         except yaml.YAMLError as err:
-            raise ConfigError(f"--zitadel-config {path}: not YAML ({str(err).splitlines()[0][:120]})") from None
-        hasher_conf = _ci_get(_ci_get(document, "SystemDefaults") or {}, "PasswordHasher") if isinstance(document, Mapping) else None
+            raise ConfigError(
+                f"--zitadel-config {path}: not YAML ({str(err).splitlines()[0][:120]})"
+            ) from None
+        hasher_conf = (
+            _ci_get(_ci_get(document, "SystemDefaults") or {}, "PasswordHasher")
+            if isinstance(document, Mapping)
+            else None
+        )
         if hasher_conf is not None and not isinstance(hasher_conf, Mapping):
             raise ConfigError(f"--zitadel-config {path}: SystemDefaults.PasswordHasher must be a mapping")
         hasher_conf = hasher_conf or {}
-        _apply(verifiers, limits, _ci_get(hasher_conf, "Hasher"), _ci_get(hasher_conf, "Verifiers"),
-               _ci_get(hasher_conf, "Limits"), _CONFIG_PREFIX)
-    env = {k[len(_ENV_PREFIX):]: v for k, v in (environ or {}).items() if k.startswith(_ENV_PREFIX)}
+        _apply(
+            verifiers,
+            limits,
+            _ci_get(hasher_conf, "Hasher"),
+            _ci_get(hasher_conf, "Verifiers"),
+            _ci_get(hasher_conf, "Limits"),
+            _CONFIG_PREFIX,
+        )
+    env = {k[len(_ENV_PREFIX) :]: v for k, v in (environ or {}).items() if k.startswith(_ENV_PREFIX)}
     if env:
         env_limits: dict[str, dict[str, str]] = {}
         for name, value in env.items():
             if name.startswith("LIMITS_"):
-                full = next((k for k in DEFAULT_LIMITS if k.replace(".", "_").upper() == name[len("LIMITS_"):]), None)
+                full = next(
+                    (k for k in DEFAULT_LIMITS if k.replace(".", "_").upper() == name[len("LIMITS_") :]), None
+                )
                 if full is None:
                     raise ConfigError(f"{_ENV_PREFIX}{name} is not a limit ZITADEL knows")
                 group, key = full.split(".")
                 env_limits.setdefault(group, {})[key] = value
-        _apply(verifiers, limits, env.get("HASHER_ALGORITHM"), env.get("VERIFIERS"), env_limits or None, _ENV_PREFIX)
+        _apply(
+            verifiers,
+            limits,
+            env.get("HASHER_ALGORITHM"),
+            env.get("VERIFIERS"),
+            env_limits or None,
+            _ENV_PREFIX,
+        )
     for group, low_key, high_key in {(g, lo, hi) for rows in LIMITS.values() for _, g, lo, hi in rows}:
         if limits[f"{group}.{low_key}"] > limits[f"{group}.{high_key}"]:
             raise ConfigError(f"Limits.{group}.{low_key} is above Limits.{group}.{high_key}")
@@ -242,7 +331,9 @@ def default_policy() -> HashPolicy:
     return load_policy(None, None)
 
 
-def config_snippet(needed: Mapping[str, Mapping[str, tuple[int, int]]], policy: HashPolicy | None = None) -> str:
+def config_snippet(
+    needed: Mapping[str, Mapping[str, tuple[int, int]]], policy: HashPolicy | None = None
+) -> str:
     """The ``SystemDefaults.PasswordHasher`` YAML under which every hash of ``needed`` imports.
 
     ``needed`` is verifier → parameter → (lowest, highest) seen in the run. Only the verifiers

@@ -6,10 +6,12 @@ parameter → [min, max]), ``users_without_password_by_reason`` and ``zitadel_co
 back and warns before sending when the target's expected config does not cover them
 (docs/password-hashes.md).
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from transforms.hash_metrics import HASH_COUNTER, PARAM_DISTRIBUTION, WITHOUT_PASSWORD_COUNTER
 from transforms.hash_policy import HashPolicy, config_snippet
@@ -33,22 +35,30 @@ def hash_ranges_from_result(result) -> dict[str, dict[str, tuple[int, int]]]:
         data = dist.committed if dist.committed is not None else dist.attempted
         if data is None or not data.count:
             continue
-        verifier, param = name[len(PARAM_DISTRIBUTION):].split(".", 1)
+        verifier, param = name[len(PARAM_DISTRIBUTION) :].split(".", 1)
         low, high = ranges.get(verifier, {}).get(param, (data.min, data.max))
         ranges.setdefault(verifier, {})[param] = (min(low, data.min), max(high, data.max))
     return ranges
 
 
-def hash_manifest(counts: Mapping[str, int], ranges: Mapping[str, Mapping[str, tuple[int, int]]],
-                  policy: HashPolicy | None) -> dict[str, Any]:
+def hash_manifest(
+    counts: Mapping[str, int], ranges: Mapping[str, Mapping[str, tuple[int, int]]], policy: HashPolicy | None
+) -> dict[str, Any]:
     """The manifest's hash fields."""
-    hashes = {name[len(HASH_COUNTER):]: n for name, n in counts.items() if name.startswith(HASH_COUNTER) and n}
-    without = {name[len(WITHOUT_PASSWORD_COUNTER):]: n for name, n in counts.items()
-               if name.startswith(WITHOUT_PASSWORD_COUNTER) and n}
+    hashes = {
+        name[len(HASH_COUNTER) :]: n for name, n in counts.items() if name.startswith(HASH_COUNTER) and n
+    }
+    without = {
+        name[len(WITHOUT_PASSWORD_COUNTER) :]: n
+        for name, n in counts.items()
+        if name.startswith(WITHOUT_PASSWORD_COUNTER) and n
+    }
     needed = {verifier: dict(ranges.get(verifier, {})) for verifier in hashes}
     return {
         "password_hashes": dict(sorted(hashes.items())),
-        "password_hash_params": {v: {p: list(r) for p, r in sorted(params.items())} for v, params in sorted(needed.items())},
+        "password_hash_params": {
+            v: {p: list(r) for p, r in sorted(params.items())} for v, params in sorted(needed.items())
+        },
         "users_without_password_by_reason": dict(sorted(without.items())),
         # Against ZITADEL's defaults, so the snippet stands on its own (not relative to --zitadel-config).
         "zitadel_config": config_snippet(needed) if hashes else "",
@@ -72,8 +82,10 @@ def hash_summary(fields: Mapping[str, Any]) -> str:
 def uncovered_hashes(manifest: Mapping[str, Any], policy: HashPolicy) -> list[str]:
     """What of a manifest's hashes ``policy`` would refuse, one line each (empty: all covered)."""
     params = manifest.get("password_hash_params") or {}
-    needed = {verifier: {p: tuple(r) for p, r in (params.get(verifier) or {}).items()}
-              for verifier in (manifest.get("password_hashes") or {})}
+    needed = {
+        verifier: {p: tuple(r) for p, r in (params.get(verifier) or {}).items()}
+        for verifier in (manifest.get("password_hashes") or {})
+    }
     return policy.covers(needed)
 
 
@@ -81,7 +93,10 @@ def warn_uncovered(manifest: Mapping[str, Any], policy: HashPolicy | None) -> li
     """Log a warning per uncovered need before push sends (the server would refuse those users)."""
     problems = uncovered_hashes(manifest, policy or HashPolicy())
     for line in problems:
-        _LOGGER.warning("the target's password hasher config does not cover this run: %s "
-                        "(those users would fail with Errors.Hash.NotSupported / Errors.User.Password.Invalid; "
-                        "see the manifest's zitadel_config)", line)
+        _LOGGER.warning(
+            "the target's password hasher config does not cover this run: %s "
+            "(those users would fail with Errors.Hash.NotSupported / Errors.User.Password.Invalid; "
+            "see the manifest's zitadel_config)",
+            line,
+        )
     return problems

@@ -31,6 +31,7 @@ Example::
     ...     "credentialData": '{"hashIterations":27500,"algorithm":"pbkdf2-sha256"}'})  # doctest: +SKIP
     ConvertedHash(algorithm='pbkdf2-sha256', value='$pbkdf2-sha256$27500$RaXj...==$ng6o...=')
 """
+
 from __future__ import annotations
 
 import base64
@@ -38,7 +39,8 @@ import binascii
 import dataclasses
 import logging
 import re
-from typing import Any, Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -178,36 +180,44 @@ def pbkdf2_mcf(algorithm: str, iterations: Any, salt: Any, value: Any) -> Conver
     return ConvertedHash(ident[1], f"${ident[0]}${rounds}${salt}${value}", "pbkdf2", (("rounds", rounds),))
 
 
-def argon2_phc(iterations: Any, params: Mapping[str, Any], salt: Any, value: Any) -> ConvertedHash | HashFailure:
+def argon2_phc(
+    iterations: Any, params: Mapping[str, Any], salt: Any, value: Any
+) -> ConvertedHash | HashFailure:
     """Keycloak argon2 credential parts → PHC ``$argon2<i|id>$v=19$m=..,t=..,p=..$salt$hash``."""
     type_name = _ARGON2_TYPES.get(_param(params, "type") or "")
     if type_name is None:
         return HashFailure(Reason.INVALID_HASH, "argon2 credential has an unknown type")
     if type_name == "argon2d":
-        return HashFailure(Reason.UNSUPPORTED_ARGON2_VARIANT, "argon2d has no ZITADEL verifier (argon2i and argon2id do)")
+        return HashFailure(
+            Reason.UNSUPPORTED_ARGON2_VARIANT, "argon2d has no ZITADEL verifier (argon2i and argon2id do)"
+        )
     version = _ARGON2_VERSIONS.get(_param(params, "version") or "")
     if version is None:
         return HashFailure(Reason.INVALID_HASH, "argon2 credential has an unknown version")
     if version != 19:
-        return HashFailure(Reason.UNSUPPORTED_ARGON2_VARIANT,
-                           "argon2 version 1.0 (v=16) has no ZITADEL verifier (only v=19)")
+        return HashFailure(
+            Reason.UNSUPPORTED_ARGON2_VARIANT, "argon2 version 1.0 (v=16) has no ZITADEL verifier (only v=19)"
+        )
     memory = _positive_int(_param(params, "memory"))
     parallelism = _positive_int(_param(params, "parallelism"))
     rounds = _positive_int(iterations)
     if memory is None or parallelism is None or rounds is None:
-        return HashFailure(Reason.INVALID_HASH,
-                           "argon2 credential lacks a valid memory, parallelism or hashIterations")
+        return HashFailure(
+            Reason.INVALID_HASH, "argon2 credential lacks a valid memory, parallelism or hashIterations"
+        )
     raw_salt, raw_hash = _b64decode(salt), _b64decode(value)
     if not raw_salt or not raw_hash:
         return HashFailure(Reason.INVALID_HASH, "argon2 credential salt or hash is missing or not base64")
     length = _positive_int(_param(params, "hashLength"))
     if length is not None and length != len(raw_hash):
-        return HashFailure(Reason.INVALID_HASH,
-                           f"argon2 hash is {len(raw_hash)} bytes but hashLength says {length}")
+        return HashFailure(
+            Reason.INVALID_HASH, f"argon2 hash is {len(raw_hash)} bytes but hashLength says {length}"
+        )
     return ConvertedHash(
         type_name,
         f"${type_name}$v=19$m={memory},t={rounds},p={parallelism}${_raw_b64(raw_salt)}${_raw_b64(raw_hash)}",
-        "argon2", (("time", rounds), ("memory", memory), ("threads", parallelism)),
+        "argon2",
+        (("time", rounds), ("memory", memory), ("threads", parallelism)),
     )
 
 
@@ -221,10 +231,16 @@ def bcrypt_mcf(value: Any) -> ConvertedHash | HashFailure:
 
 # --------------------------------------------------------------------------- already-formed strings
 
-_ARGON2_STR = re.compile(r"^\$(argon2(?:id|i|d))\$v=(\d+)\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$")
-_ARGON2_ANY_ORDER = re.compile(r"^\$argon2(?:id|i|d)\$v=\d+\$[mtp]=\d+,[mtp]=\d+,[mtp]=\d+\$[A-Za-z0-9+/]+=*\$[A-Za-z0-9+/]+=*$")
+_ARGON2_STR = re.compile(
+    r"^\$(argon2(?:id|i|d))\$v=(\d+)\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$"
+)
+_ARGON2_ANY_ORDER = re.compile(
+    r"^\$argon2(?:id|i|d)\$v=\d+\$[mtp]=\d+,[mtp]=\d+,[mtp]=\d+\$[A-Za-z0-9+/]+=*\$[A-Za-z0-9+/]+=*$"
+)
 _ARGON2_MTP = re.compile(r"\$m=\d+,t=\d+,p=\d+\$")
-_PBKDF2_STR = re.compile(r"^\$(pbkdf2(?:-sha224|-sha256|-sha384|-sha512)?)\$(\d+)\$([A-Za-z0-9+/.]+=*)\$([A-Za-z0-9+/.]+=*)$")
+_PBKDF2_STR = re.compile(
+    r"^\$(pbkdf2(?:-sha224|-sha256|-sha384|-sha512)?)\$(\d+)\$([A-Za-z0-9+/.]+=*)\$([A-Za-z0-9+/.]+=*)$"
+)
 _SCRYPT_STR = re.compile(r"^\$scrypt\$ln=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$")
 _MD5SALTED_STR = re.compile(r"^\$md5salted-(prefix|suffix)\$([^$\s]+)\$([A-Za-z0-9+/]{22}==)$")
 _MD5CRYPT_STR = re.compile(r"^\$1\$[^$]{0,8}\$[./0-9A-Za-z]{22}$")
@@ -260,29 +276,42 @@ def parse_hash(value: Any) -> ConvertedHash | HashFailure:
     if value.startswith("$argon2"):
         match = _ARGON2_STR.match(value)
         if not match and _ARGON2_ANY_ORDER.match(value) and not _ARGON2_MTP.search(value):
-            return HashFailure(Reason.UNSUPPORTED_ARGON2_VARIANT,
-                               "argon2 parameters not in passwap's m=..,t=..,p=.. order")
+            return HashFailure(
+                Reason.UNSUPPORTED_ARGON2_VARIANT, "argon2 parameters not in passwap's m=..,t=..,p=.. order"
+            )
         if not match or _strict_raw_b64(match.group(6)) is None or _strict_raw_b64(match.group(7)) is None:
-            return HashFailure(Reason.INVALID_HASH, "not a well-formed argon2 PHC string "
-                               "($argon2id$v=19$m=..,t=..,p=..$ unpadded base64 salt and hash)")
+            return HashFailure(
+                Reason.INVALID_HASH,
+                "not a well-formed argon2 PHC string "
+                "($argon2id$v=19$m=..,t=..,p=..$ unpadded base64 salt and hash)",
+            )
         if match.group(1) == "argon2d" or match.group(2) != "19":
-            return HashFailure(Reason.UNSUPPORTED_ARGON2_VARIANT, "only argon2i/argon2id with v=19 have a ZITADEL verifier")
+            return HashFailure(
+                Reason.UNSUPPORTED_ARGON2_VARIANT, "only argon2i/argon2id with v=19 have a ZITADEL verifier"
+            )
         m, t, p = (int(match.group(i)) for i in (3, 4, 5))
         return ConvertedHash(match.group(1), value, "argon2", (("time", t), ("memory", m), ("threads", p)))
     if value.startswith("$pbkdf2"):
         match = _PBKDF2_STR.match(value)
         if not match:
-            return HashFailure(Reason.INVALID_HASH, "not a well-formed pbkdf2 MCF string ($pbkdf2[-sha<n>]$<rounds>$<salt>$<hash>)")
+            return HashFailure(
+                Reason.INVALID_HASH,
+                "not a well-formed pbkdf2 MCF string ($pbkdf2[-sha<n>]$<rounds>$<salt>$<hash>)",
+            )
         return ConvertedHash(match.group(1), value, "pbkdf2", (("rounds", int(match.group(2))),))
     if value.startswith("$scrypt$"):
         match = _SCRYPT_STR.match(value)
         if not match or _strict_raw_b64(match.group(4)) is None or _strict_raw_b64(match.group(5)) is None:
-            return HashFailure(Reason.INVALID_HASH, "not a well-formed scrypt string ($scrypt$ln=..,r=..,p=..$salt$hash)")
+            return HashFailure(
+                Reason.INVALID_HASH, "not a well-formed scrypt string ($scrypt$ln=..,r=..,p=..$salt$hash)"
+            )
         ln, r, p = (int(match.group(i)) for i in (1, 2, 3))
         return ConvertedHash("scrypt", value, "scrypt", (("ln", ln), ("r", r), ("p", p)))
     if value.startswith("$md5salted"):
         if not _MD5SALTED_STR.match(value):
-            return HashFailure(Reason.INVALID_HASH, "not a well-formed md5salted string ($md5salted-prefix|suffix$salt$hash)")
+            return HashFailure(
+                Reason.INVALID_HASH, "not a well-formed md5salted string ($md5salted-prefix|suffix$salt$hash)"
+            )
         return ConvertedHash("md5salted", value, "md5salted")
     if value.startswith("$1$"):
         if not _MD5CRYPT_STR.match(value):
@@ -304,7 +333,9 @@ def parse_hash(value: Any) -> ConvertedHash | HashFailure:
         match = _DRUPAL7_STR.match(value)
         if not match:
             return HashFailure(Reason.INVALID_HASH, "not a well-formed drupal7 string (55 characters)")
-        return ConvertedHash("drupal7", value, "drupal7", (("iterations", 1 << _ITOA64.index(match.group(1))),))
+        return ConvertedHash(
+            "drupal7", value, "drupal7", (("iterations", 1 << _ITOA64.index(match.group(1))),)
+        )
     if _MD5PLAIN_STR.match(value):
         return ConvertedHash("md5plain", value, "md5plain")
     prefix = value.split("$")[1] if value.startswith("$") and value.count("$") > 1 else ""
@@ -364,7 +395,9 @@ def convert_credential(credential: Mapping[str, Any]) -> ConvertedHash | HashFai
         salt, value = credential.get("salt"), credential.get("hashedSaltedValue")
     elif "value" in credential:
         # A plaintext password meant for Keycloak to hash on import; not a hash at all.
-        return HashFailure(Reason.PLAINTEXT_PASSWORD, "password credential holds a plaintext value, not a hash")
+        return HashFailure(
+            Reason.PLAINTEXT_PASSWORD, "password credential holds a plaintext value, not a hash"
+        )
     else:
         return HashFailure(Reason.UNSUPPORTED_HASH, "password credential holds no hash")
 
@@ -386,7 +419,9 @@ def convert_credential(credential: Mapping[str, Any]) -> ConvertedHash | HashFai
 # --------------------------------------------------------------------------- Auth0
 
 _AUTH0_SALTED_SHA = {"sha1", "sha256", "sha512"}
-_AUTH0_PBKDF2 = re.compile(r"^\$pbkdf2-([a-z0-9]+)\$i=(\d+),l=(\d+)\$([A-Za-z0-9+/.]+=*)\$([A-Za-z0-9+/.]+=*)$")
+_AUTH0_PBKDF2 = re.compile(
+    r"^\$pbkdf2-([a-z0-9]+)\$i=(\d+),l=(\d+)\$([A-Za-z0-9+/.]+=*)\$([A-Za-z0-9+/.]+=*)$"
+)
 _AUTH0_PBKDF2_DIGESTS = {"sha1": "pbkdf2", "sha256": "pbkdf2-sha256", "sha512": "pbkdf2-sha512"}
 _HEX_RE = re.compile(r"^(?:[0-9a-fA-F]{2})+$")
 
@@ -419,8 +454,10 @@ def convert_auth0(block: Any) -> ConvertedHash | HashFailure:
     if password is not None:
         encoding = password.get("encoding") if isinstance(password, Mapping) else None
         if not isinstance(encoding, str) or encoding.lower() not in ("utf8", "utf-8"):
-            return HashFailure(Reason.UNSUPPORTED_PASSWORD_ENCODING,
-                               f"custom_password_hash password.encoding {_shown(encoding)!r}: ZITADEL hashes UTF-8 only")
+            return HashFailure(
+                Reason.UNSUPPORTED_PASSWORD_ENCODING,
+                f"custom_password_hash password.encoding {_shown(encoding)!r}: ZITADEL hashes UTF-8 only",
+            )
     hash_block = block.get("hash")
     if not isinstance(hash_block, Mapping):
         return HashFailure(Reason.MISSING_PASSWORD_HASH, "custom_password_hash has no hash object")
@@ -440,15 +477,21 @@ def convert_auth0(block: Any) -> ConvertedHash | HashFailure:
     if name in _AUTH0_SALTED_SHA:
         if salt_block is None:
             # Unsalted sha-1/-256/-512 digests: passwap's sha2 is SHA-crypt, a different thing.
-            return HashFailure(Reason.UNSUPPORTED_SALTED_SHA,
-                               f"custom_password_hash {name} has no ZITADEL verifier (salted or not)")
-        return HashFailure(Reason.UNSUPPORTED_SALTED_SHA, f"custom_password_hash salted {name} has no ZITADEL verifier")
+            return HashFailure(
+                Reason.UNSUPPORTED_SALTED_SHA,
+                f"custom_password_hash {name} has no ZITADEL verifier (salted or not)",
+            )
+        return HashFailure(
+            Reason.UNSUPPORTED_SALTED_SHA, f"custom_password_hash salted {name} has no ZITADEL verifier"
+        )
     if name == "bcrypt":
         return _relabel(bcrypt_mcf(value), "auth0-bcrypt")
     if name == "argon2":
         parsed = parse_hash(value)
         if isinstance(parsed, ConvertedHash) and parsed.verifier != "argon2":
-            return HashFailure(Reason.INVALID_HASH, "custom_password_hash argon2 value is not an argon2 PHC string")
+            return HashFailure(
+                Reason.INVALID_HASH, "custom_password_hash argon2 value is not an argon2 PHC string"
+            )
         return _relabel(parsed, "auth0-argon2")
     if name == "pbkdf2":
         return _relabel(_auth0_pbkdf2(value), "auth0-pbkdf2")
@@ -456,7 +499,9 @@ def convert_auth0(block: Any) -> ConvertedHash | HashFailure:
         return _auth0_md5(value, encoding, salt_block)
     if name == "scrypt":
         return _auth0_scrypt(block, value, encoding, salt_block)
-    return HashFailure(Reason.UNSUPPORTED_HASH, f"custom_password_hash algorithm {_shown(algorithm)!r} is not supported")
+    return HashFailure(
+        Reason.UNSUPPORTED_HASH, f"custom_password_hash algorithm {_shown(algorithm)!r} is not supported"
+    )
 
 
 def _relabel(result: ConvertedHash | HashFailure, label: str) -> ConvertedHash | HashFailure:
@@ -466,13 +511,17 @@ def _relabel(result: ConvertedHash | HashFailure, label: str) -> ConvertedHash |
 def _auth0_pbkdf2(value: str) -> ConvertedHash | HashFailure:
     match = _AUTH0_PBKDF2.match(value)
     if not match:
-        return HashFailure(Reason.INVALID_HASH,
-                           "custom_password_hash pbkdf2 value is not $pbkdf2-<digest>$i=<n>,l=<n>$salt$hash")
+        return HashFailure(
+            Reason.INVALID_HASH,
+            "custom_password_hash pbkdf2 value is not $pbkdf2-<digest>$i=<n>,l=<n>$salt$hash",
+        )
     digest, rounds, keylen, salt, hashed = match.groups()
     ident = _AUTH0_PBKDF2_DIGESTS.get(digest)
     if ident is None:
-        return HashFailure(Reason.UNSUPPORTED_PBKDF2_DIGEST,
-                           f"pbkdf2 with {_shown(digest)} has no ZITADEL verifier (sha1, sha256, sha512 do)")
+        return HashFailure(
+            Reason.UNSUPPORTED_PBKDF2_DIGEST,
+            f"pbkdf2 with {_shown(digest)} has no ZITADEL verifier (sha1, sha256, sha512 do)",
+        )
     raw_salt, raw_hash = _b64decode(salt.replace(".", "+")), _b64decode(hashed.replace(".", "+"))
     if not raw_salt or not raw_hash or int(rounds) < 1:
         return HashFailure(Reason.INVALID_HASH, "custom_password_hash pbkdf2 salt, hash or rounds invalid")
@@ -480,48 +529,79 @@ def _auth0_pbkdf2(value: str) -> ConvertedHash | HashFailure:
         return HashFailure(Reason.INVALID_HASH, f"pbkdf2 hash is {len(raw_hash)} bytes but l={keylen}")
     # passwap: unpadded fields; a field with '+' is read as standard base64, else as passlib's
     # './' alphabet, which agrees with standard base64 whenever no '+' occurs.
-    return ConvertedHash("auth0-pbkdf2", f"${ident}${int(rounds)}${_raw_b64(raw_salt)}${_raw_b64(raw_hash)}",
-                         "pbkdf2", (("rounds", int(rounds)),))
+    return ConvertedHash(
+        "auth0-pbkdf2",
+        f"${ident}${int(rounds)}${_raw_b64(raw_salt)}${_raw_b64(raw_hash)}",
+        "pbkdf2",
+        (("rounds", int(rounds)),),
+    )
 
 
-def _auth0_md5(value: str, encoding: Any, salt_block: Mapping[str, Any] | None) -> ConvertedHash | HashFailure:
+def _auth0_md5(
+    value: str, encoding: Any, salt_block: Mapping[str, Any] | None
+) -> ConvertedHash | HashFailure:
     digest = _decode(value, encoding)
     if digest is None or len(digest) != 16:
-        return HashFailure(Reason.INVALID_HASH, "custom_password_hash md5 value is not a 16-byte digest in its hash.encoding")
+        return HashFailure(
+            Reason.INVALID_HASH, "custom_password_hash md5 value is not a 16-byte digest in its hash.encoding"
+        )
     if salt_block is None:
         return ConvertedHash("auth0-md5", digest.hex(), "md5plain")
     raw = _decode(salt_block.get("value"), salt_block.get("encoding") or "utf8")
     if raw is None:
-        return HashFailure(Reason.INVALID_HASH, "custom_password_hash md5 salt is missing or not in its encoding")
+        return HashFailure(
+            Reason.INVALID_HASH, "custom_password_hash md5 salt is missing or not in its encoding"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = ""
     if not text or "$" in text or any(ch.isspace() for ch in text):
         # md5salted holds the salt as literal text between '$' fields.
-        return HashFailure(Reason.UNSUPPORTED_SALT, "md5 salt is not UTF-8 text without '$' and spaces (md5salted needs that)")
+        return HashFailure(
+            Reason.UNSUPPORTED_SALT,
+            "md5 salt is not UTF-8 text without '$' and spaces (md5salted needs that)",
+        )
     position = salt_block.get("position", "prefix")
     if position not in ("prefix", "suffix"):
-        return HashFailure(Reason.INVALID_HASH, "custom_password_hash salt.position is neither prefix nor suffix")
-    return ConvertedHash("auth0-md5-salted", f"$md5salted-{position}${text}${base64.b64encode(digest).decode('ascii')}",
-                         "md5salted")
+        return HashFailure(
+            Reason.INVALID_HASH, "custom_password_hash salt.position is neither prefix nor suffix"
+        )
+    return ConvertedHash(
+        "auth0-md5-salted",
+        f"$md5salted-{position}${text}${base64.b64encode(digest).decode('ascii')}",
+        "md5salted",
+    )
 
 
-def _auth0_scrypt(block: Mapping[str, Any], value: str, encoding: Any,
-                  salt_block: Mapping[str, Any] | None) -> ConvertedHash | HashFailure:
+def _auth0_scrypt(
+    block: Mapping[str, Any], value: str, encoding: Any, salt_block: Mapping[str, Any] | None
+) -> ConvertedHash | HashFailure:
     digest = _decode(value, encoding)
     salt = _decode(salt_block.get("value"), salt_block.get("encoding") or "utf8") if salt_block else None
     if not digest or not salt:
-        return HashFailure(Reason.INVALID_HASH, "custom_password_hash scrypt needs hash.value and salt.value in their encodings")
+        return HashFailure(
+            Reason.INVALID_HASH,
+            "custom_password_hash scrypt needs hash.value and salt.value in their encodings",
+        )
     cost = _positive_int(block.get("cost", 16384))
     r = _positive_int(block.get("blockSize", 8))
     p = _positive_int(block.get("parallelization", 1))
     keylen = _positive_int(block.get("keylen", len(digest)))
     if cost is None or r is None or p is None or keylen != len(digest):
-        return HashFailure(Reason.INVALID_HASH, "custom_password_hash scrypt cost, blockSize, parallelization or keylen invalid")
+        return HashFailure(
+            Reason.INVALID_HASH,
+            "custom_password_hash scrypt cost, blockSize, parallelization or keylen invalid",
+        )
     if cost & (cost - 1) or cost < 2:
-        return HashFailure(Reason.UNSUPPORTED_SCRYPT_COST,
-                           f"scrypt cost {cost} is not a power of two (passwap stores ln = log2 N)")
+        return HashFailure(
+            Reason.UNSUPPORTED_SCRYPT_COST,
+            f"scrypt cost {cost} is not a power of two (passwap stores ln = log2 N)",
+        )
     ln = cost.bit_length() - 1
-    return ConvertedHash("auth0-scrypt", f"$scrypt$ln={ln},r={r},p={p}${_raw_b64(salt)}${_raw_b64(digest)}",
-                         "scrypt", (("ln", ln), ("r", r), ("p", p)))
+    return ConvertedHash(
+        "auth0-scrypt",
+        f"$scrypt$ln={ln},r={r},p={p}${_raw_b64(salt)}${_raw_b64(digest)}",
+        "scrypt",
+        (("ln", ln), ("r", r), ("p", p)),
+    )

@@ -15,6 +15,7 @@ Example::
     >>> keycloak_user_id("acme", "Bob").startswith("keycloak-import|")
     True
 """
+
 from __future__ import annotations
 
 import string
@@ -62,8 +63,10 @@ def check_template(template: str) -> str | None:
 
 def fallback_email(template: str, user_name: Any, user_id: Any) -> str | None:
     """The address ``template`` gives this user, or None when it is not a valid e-mail."""
-    values = {"username": user_name if isinstance(user_name, str) else "",
-              "id": user_id if isinstance(user_id, str) else ""}
+    values = {
+        "username": user_name if isinstance(user_name, str) else "",
+        "id": user_id if isinstance(user_id, str) else "",
+    }
     if any(control_char_problem(v, k) for k, v in values.items()):
         return None
     address = template.format(**{k: v.strip() for k, v in values.items()})

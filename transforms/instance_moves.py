@@ -10,6 +10,7 @@ Example::
     request = export_request(None, None, with_passwords=True, with_otp=False, timeout="30m")
     summary = export_document(client, request, "out/export.json")
 """
+
 from __future__ import annotations
 
 import base64
@@ -29,8 +30,18 @@ from transforms.manifest import load_manifest, read_body
 from transforms.sinks import open_private
 from transforms.verify_engine import MACHINE_ADDED, check_orgs
 
-__all__ = ["read_service_account", "export_request", "ExportSummary", "count_document", "export_document",
-           "gcs_import_request", "document_user_ids", "split_is_current", "check_machine_users", "CLIENT_MARGIN"]
+__all__ = [
+    "read_service_account",
+    "export_request",
+    "ExportSummary",
+    "count_document",
+    "export_document",
+    "gcs_import_request",
+    "document_user_ids",
+    "split_is_current",
+    "check_machine_users",
+    "CLIENT_MARGIN",
+]
 
 CLIENT_MARGIN = 30.0  # seconds the client waits beyond the export's server-side timeout
 
@@ -49,8 +60,10 @@ def read_service_account(path: str | None, flag: str) -> str:
     except ValueError:
         raise ConfigError(f"--service-account {path} is not JSON") from None
     if not isinstance(key, dict) or key.get("type") != "service_account" or not key.get("client_email"):
-        raise ConfigError(f"--service-account {path} is not a service-account key file "
-                          "(type service_account with client_email)")
+        raise ConfigError(
+            f"--service-account {path} is not a service-account key file "
+            "(type service_account with client_email)"
+        )
     return base64.b64encode(raw).decode()
 
 
@@ -62,8 +75,15 @@ def _ids(text: str | None) -> list[str]:
     return ids
 
 
-def export_request(org_ids: str | None, excluded: str | None, with_passwords: bool, with_otp: bool,
-                   timeout: str, gcs_output: str | None = None, service_account: str | None = None) -> dict:
+def export_request(
+    org_ids: str | None,
+    excluded: str | None,
+    with_passwords: bool,
+    with_otp: bool,
+    timeout: str,
+    gcs_output: str | None = None,
+    service_account: str | None = None,
+) -> dict:
     """The ExportDataRequest for the flags (ConfigError for bad ones)."""
     timeout = flag_duration("--timeout", timeout)
     request: dict[str, Any] = {"timeout": timeout}
@@ -77,8 +97,11 @@ def export_request(org_ids: str | None, excluded: str | None, with_passwords: bo
         request["withOtp"] = True
     if gcs_output:
         bucket, path = split_gcs_url(gcs_output, "--gcs-output")
-        request["gcsOutput"] = {"path": path, "bucket": bucket,
-                                "serviceaccountJson": read_service_account(service_account, "--gcs-output")}
+        request["gcsOutput"] = {
+            "path": path,
+            "bucket": bucket,
+            "serviceaccountJson": read_service_account(service_account, "--gcs-output"),
+        }
     else:
         request["responseOutput"] = True
     return request
@@ -94,13 +117,17 @@ class ExportSummary:
 
     def text(self) -> str:
         if self.server_side:
-            return (f"export: the server wrote the document to {self.where} ({self.seconds:.1f} s); "
-                    f"next: zitadel-beam migrate zitadel --export={self.where} ...")
+            return (
+                f"export: the server wrote the document to {self.where} ({self.seconds:.1f} s); "
+                f"next: zitadel-beam migrate zitadel --export={self.where} ..."
+            )
         c = self.counts
-        return (f"export: {self.where}: {self.size:,} bytes, {c.get('orgs', 0)} org(s), "
-                f"{c.get('humanUsers', 0):,} human and {c.get('machineUsers', 0):,} machine user(s), "
-                f"{c.get('userMetadata', 0):,} metadata, {c.get('userGrants', 0):,} grant(s) "
-                f"({self.seconds:.1f} s)")
+        return (
+            f"export: {self.where}: {self.size:,} bytes, {c.get('orgs', 0)} org(s), "
+            f"{c.get('humanUsers', 0):,} human and {c.get('machineUsers', 0):,} machine user(s), "
+            f"{c.get('userMetadata', 0):,} metadata, {c.get('userGrants', 0):,} grant(s) "
+            f"({self.seconds:.1f} s)"
+        )
 
 
 def count_document(data: bytes) -> dict[str, int]:
@@ -140,7 +167,9 @@ def export_document(client: AdminClient, request: dict, output: str | None) -> E
     except ExportFormatError as err:
         if data.strip() in (b"{}", b""):
             raise ConfigError(f"{client.base_url}: the export is empty (no organization matched)") from None
-        raise ConfigError(f"{client.base_url}: the answer is not a complete export document ({err})") from None
+        raise ConfigError(
+            f"{client.base_url}: the answer is not a complete export document ({err})"
+        ) from None
     assert output is not None
     with open_private(output) as handle:
         handle.write(data)
@@ -151,9 +180,14 @@ def export_document(client: AdminClient, request: dict, output: str | None) -> E
 def gcs_import_request(gcs_document: str, service_account: str | None, timeout: str) -> dict:
     bucket, path = split_gcs_url(gcs_document, "--gcs-document")
     timeout = flag_duration("--timeout", timeout)
-    return {"dataOrgsv1Gcs": {"bucket": bucket, "path": path,
-                              "serviceaccountJson": read_service_account(service_account, "--gcs-document")},
-            "timeout": timeout}
+    return {
+        "dataOrgsv1Gcs": {
+            "bucket": bucket,
+            "path": path,
+            "serviceaccountJson": read_service_account(service_account, "--gcs-document"),
+        },
+        "timeout": timeout,
+    }
 
 
 def document_user_ids(path: str) -> dict[str, list[str]]:
@@ -178,7 +212,9 @@ def document_user_ids(path: str) -> dict[str, list[str]]:
     except ExportFormatError as err:
         raise ConfigError(f"--gcs-document {path}: {err}") from None
     except (OSError, ValueError) as err:  # not found, no access
-        raise ConfigError(f"--gcs-document {path}: cannot read it ({str(err).splitlines()[0][:200]})") from None
+        raise ConfigError(
+            f"--gcs-document {path}: cannot read it ({str(err).splitlines()[0][:200]})"
+        ) from None
     return per_org
 
 
@@ -190,9 +226,13 @@ def split_is_current(manifest_path: str, export: str, batch_size: int, timeout: 
         manifest = json.loads(read_bytes(manifest_path))
     except (OSError, ValueError):
         return False
-    return (manifest.get("source") == "zitadel" and manifest.get("export_bytes") == size(export)
-            and manifest.get("batch_size") == batch_size and manifest.get("timeout") == timeout
-            and (manifest.get("invariant") or {}).get("holds") is True)
+    return (
+        manifest.get("source") == "zitadel"
+        and manifest.get("export_bytes") == size(export)
+        and manifest.get("batch_size") == batch_size
+        and manifest.get("timeout") == timeout
+        and (manifest.get("invariant") or {}).get("holds") is True
+    )
 
 
 def check_machine_users(manifest_path: str, client) -> tuple[int, list[str]]:

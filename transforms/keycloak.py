@@ -20,6 +20,7 @@ Example::
     result = pipeline | "ReadKeycloak" >> ReadKeycloakUsers(sources, KeycloakOptions(), 32, tmp_dir)
     rows, dead = result["rows"], result["dead"]
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,7 +29,8 @@ import dataclasses
 import logging
 import os
 import re
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import apache_beam as beam
 import ijson
@@ -37,9 +39,11 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from transforms.fields import FieldTally, counter_safe, present, unknown_fields as shared_unknown_fields
+from transforms.fields import FieldTally, counter_safe, present
+from transforms.fields import unknown_fields as shared_unknown_fields
 from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
+from transforms.ids import fallback_email, keycloak_user_id
 from transforms.records import NAMESPACE, EncodedRow, dead_letter, encode_row, no_gc, pack_rows, partition_of
 from transforms.spill import write_spill
 from transforms.validate import (
@@ -50,7 +54,6 @@ from transforms.validate import (
     control_char_problem,
     validate_user,
 )
-from transforms.ids import fallback_email, keycloak_user_id
 
 __all__ = [
     "KeycloakOptions",
@@ -120,18 +123,42 @@ class KeycloakOptions:
 
 # What the mapping reads from a user (docs/fields-not-carried.md). `enabled` and
 # `serviceAccountClientId` decide whether the user is imported at all.
-CARRIED_FIELDS = frozenset({
-    "id", "username", "firstName", "lastName", "email", "emailVerified", "enabled",
-    "serviceAccountClientId", "credentials", "federatedIdentities", "attributes",
-})
+CARRIED_FIELDS = frozenset(
+    {
+        "id",
+        "username",
+        "firstName",
+        "lastName",
+        "email",
+        "emailVerified",
+        "enabled",
+        "serviceAccountClientId",
+        "credentials",
+        "federatedIdentities",
+        "attributes",
+    }
+)
 # Fields Keycloak computes from others or that describe the export, not the user: nothing to carry.
-DERIVED_FIELDS = frozenset({"totp", "disableableCredentialTypes", "access", "self", "origin", "userProfileMetadata"})
+DERIVED_FIELDS = frozenset(
+    {"totp", "disableableCredentialTypes", "access", "self", "origin", "userProfileMetadata"}
+)
 # Fields ZITADEL's import cannot take: counted per field among users written.
-NOT_CARRIED_FIELDS = frozenset({
-    "createdTimestamp", "requiredActions", "realmRoles", "clientRoles", "groups", "clientConsents",
-    "notBefore", "federationLink", "socialLinks", "applicationRoles",
-})
+NOT_CARRIED_FIELDS = frozenset(
+    {
+        "createdTimestamp",
+        "requiredActions",
+        "realmRoles",
+        "clientRoles",
+        "groups",
+        "clientConsents",
+        "notBefore",
+        "federationLink",
+        "socialLinks",
+        "applicationRoles",
+    }
+)
 KNOWN_FIELDS = CARRIED_FIELDS | DERIVED_FIELDS | NOT_CARRIED_FIELDS
+
 
 def not_carried_keys(metadata: bool) -> frozenset[str]:
     """The user fields not carried in a run: ``attributes`` too without ``--metadata`` (unmapped
@@ -149,7 +176,9 @@ def unknown_fields(user: Mapping[str, Any]) -> list[str]:
     return shared_unknown_fields(user, KNOWN_FIELDS)
 
 
-def idp_links(user: Mapping[str, Any], idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+def idp_links(
+    user: Mapping[str, Any], idp_map: Mapping[str, str]
+) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
     """``federatedIdentities`` → ZITADEL ``idps`` links for the aliases in ``idp_map``.
 
     Returns the links and one ``(outcome, alias)`` per entry: ``linked``, ``unmapped`` (no
@@ -175,8 +204,12 @@ def idp_links(user: Mapping[str, Any], idp_map: Mapping[str, str]) -> tuple[list
         if not isinstance(external, str) or not external.strip() or len(external) > 200:
             outcomes.append(("invalid", name))
             continue
-        display = _text(identity, "userName") or _text(user, "email") or _text(user, "username") or external.strip()
-        links.append({"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]})
+        display = (
+            _text(identity, "userName") or _text(user, "email") or _text(user, "username") or external.strip()
+        )
+        links.append(
+            {"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]}
+        )
         outcomes.append(("linked", name))
     return links, outcomes
 
@@ -300,7 +333,9 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
     if user.get("enabled") is not True and not options.include_disabled:
         # Keycloak imports a user without `enabled` as disabled, so a missing flag means disabled.
         state = "disabled" if user.get("enabled") is False else "not marked enabled"
-        return Rejection(Reason.DISABLED, f"user is {state} in Keycloak (use --include-disabled to import anyway)")
+        return Rejection(
+            Reason.DISABLED, f"user is {state} in Keycloak (use --include-disabled to import anyway)"
+        )
 
     user_name = _text(user, "username")
     attributes = user.get("attributes") if isinstance(user.get("attributes"), Mapping) else {}
@@ -322,8 +357,10 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
             return Rejection(Reason.MISSING_EMAIL, "no e-mail address (--email-fallback TEMPLATE gives one)")
         email = fallback_email(options.email_fallback, user_name, user_id) or ""
         if not email:
-            return Rejection(Reason.INVALID_EMAIL_FALLBACK,
-                             f"--email-fallback {options.email_fallback!r} gives no valid e-mail address for this user")
+            return Rejection(
+                Reason.INVALID_EMAIL_FALLBACK,
+                f"--email-fallback {options.email_fallback!r} gives no valid e-mail address for this user",
+            )
         verified, fallback = False, True
     body: dict[str, Any] = {
         "userName": user_name,
@@ -381,8 +418,19 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
     if problem is not None:
         return Rejection(*problem)
     notes = result.notes + (["derived-id"] if derived else []) + (["email-fallback"] if fallback else [])
-    return MappedUser(entry, metadata, password, federated, dropped_hash, notes, dropped, written_hash,
-                      derived, fallback, link_outcomes)
+    return MappedUser(
+        entry,
+        metadata,
+        password,
+        federated,
+        dropped_hash,
+        notes,
+        dropped,
+        written_hash,
+        derived,
+        fallback,
+        link_outcomes,
+    )
 
 
 # --------------------------------------------------------------------------- planning (launcher)
@@ -518,14 +566,18 @@ def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmS
     names = sorted({name for _, _, name in candidates} | set(without_users))
     if realm_name is not None:
         if realm_name not in names:
-            raise RealmInputError(f"no realm named {realm_name!r} in {realm} (found: {', '.join(names) or 'none'})")
+            raise RealmInputError(
+                f"no realm named {realm_name!r} in {realm} (found: {', '.join(names) or 'none'})"
+            )
         candidates = [c for c in candidates if c[2] == realm_name]
     elif len(names) > 1:
         raise RealmInputError(
-            f"{realm} holds several realms ({', '.join(n or '?' for n in names)}): choose one with --realm-name")
+            f"{realm} holds several realms ({', '.join(n or '?' for n in names)}): choose one with --realm-name"
+        )
     if not candidates:
         raise RealmInputError(
-            f"{realm}: no \"users\" array (and no <realm>-users-N.json files of a split export)")
+            f'{realm}: no "users" array (and no <realm>-users-N.json files of a split export)'
+        )
     return [RealmSource(index, path, item, name) for index, (path, item, name) in enumerate(candidates)]
 
 
@@ -581,13 +633,22 @@ class _ReadRealmFileFn(beam.DoFn):
                     except (ijson.JSONError, ValueError) as err:  # ValueError: bad UTF-8, numbers
                         # Nothing after a syntax error can be located reliably: one dead letter
                         # for the rest of the file, and the run goes on with the other files.
-                        detail = (f"{os.path.basename(source.path)}: JSON syntax error after user {position} "
-                                  f"({_first_line(err)}); the rest of the file was not read")
+                        detail = (
+                            f"{os.path.basename(source.path)}: JSON syntax error after user {position} "
+                            f"({_first_line(err)}); the rest of the file was not read"
+                        )
                         _LOGGER.error("%s", detail)
                         counts["keycloak.unreadable_files"] += 1
-                        yield beam.pvalue.TaggedOutput(_DEAD, dead_letter(
-                            (source.index, position), Reason.UNREADABLE_INPUT, detail, FILE_SOURCE,
-                            {"file": source.path, "position": position}))
+                        yield beam.pvalue.TaggedOutput(
+                            _DEAD,
+                            dead_letter(
+                                (source.index, position),
+                                Reason.UNREADABLE_INPUT,
+                                detail,
+                                FILE_SOURCE,
+                                {"file": source.path, "position": position},
+                            ),
+                        )
                         break
                     dead = self._one(user, (source.index, position), parts, counts, source.realm)
                     position += 1
@@ -603,8 +664,14 @@ class _ReadRealmFileFn(beam.DoFn):
                 Metrics.counter(NAMESPACE, name).inc(value)
             self._tally.publish()
 
-    def _one(self, user: Any, sortkey: tuple[int, int], parts: dict[int, list[EncodedRow]],
-             counts: collections.Counter[str], realm: str = "") -> tuple[tuple[int, int], bytes] | None:
+    def _one(
+        self,
+        user: Any,
+        sortkey: tuple[int, int],
+        parts: dict[int, list[EncodedRow]],
+        counts: collections.Counter[str],
+        realm: str = "",
+    ) -> tuple[tuple[int, int], bytes] | None:
         counts["keycloak.users_read"] += 1
         others = other_credential_types(user.get("credentials")) if isinstance(user, Mapping) else []
         for kind in others:
@@ -615,11 +682,24 @@ class _ReadRealmFileFn(beam.DoFn):
         try:
             # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
             # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
-            row = encode_row([list(sortkey), mapped.entry, mapped.metadata, user, SOURCE, [],
-                              mapped.converted.verifier if mapped.converted is not None else ""])
+            row = encode_row(
+                [
+                    list(sortkey),
+                    mapped.entry,
+                    mapped.metadata,
+                    user,
+                    SOURCE,
+                    [],
+                    mapped.converted.verifier if mapped.converted is not None else "",
+                ]
+            )
         except orjson.JSONEncodeError as err:
-            return _dead_letter(sortkey, Reason.UNREADABLE_INPUT,
-                                f"user holds a value JSON output cannot carry ({_first_line(err)})", user)
+            return _dead_letter(
+                sortkey,
+                Reason.UNREADABLE_INPUT,
+                f"user holds a value JSON output cannot carry ({_first_line(err)})",
+                user,
+            )
         if mapped.password is not None:
             counts[f"keycloak.with_password.{mapped.password}"] += 1
         else:
@@ -634,8 +714,11 @@ class _ReadRealmFileFn(beam.DoFn):
         if mapped.dropped_hash is not None:
             counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
             email = mapped.entry["user"].get("email")
-            self._tally.without_password(mapped.dropped_hash.reason, mapped.entry.get("userId"),
-                                         email.get("email") if isinstance(email, dict) else None)
+            self._tally.without_password(
+                mapped.dropped_hash.reason,
+                mapped.entry.get("userId"),
+                email.get("email") if isinstance(email, dict) else None,
+            )
         if mapped.converted is not None:
             self._tally.add(mapped.converted)
         for note in mapped.notes:
@@ -647,8 +730,9 @@ class _ReadRealmFileFn(beam.DoFn):
         parts.setdefault(partition_of(key, self._partitions), []).append(row)
         return None
 
-    def _flush(self, source: RealmSource, position: int,
-               parts: dict[int, list[EncodedRow]]) -> Iterator[tuple[int, bytes | str]]:
+    def _flush(
+        self, source: RealmSource, position: int, parts: dict[int, list[EncodedRow]]
+    ) -> Iterator[tuple[int, bytes | str]]:
         """One blob per partition (rows already encoded one by one in ``_one``), or the path of
         its spill file. Names are deterministic, so a retried bundle overwrites its own files."""
         for part, rows in parts.items():
@@ -661,12 +745,16 @@ class _ReadRealmFileFn(beam.DoFn):
         parts.clear()
 
 
-def _dead_letter(sortkey: tuple[int, int], reason: str, detail: str, user: Any) -> tuple[tuple[int, int], bytes]:
+def _dead_letter(
+    sortkey: tuple[int, int], reason: str, detail: str, user: Any
+) -> tuple[tuple[int, int], bytes]:
     try:
         return dead_letter(sortkey, reason, detail, SOURCE, user)
     except orjson.JSONEncodeError:
         # The record itself cannot be written as JSON: point at it instead.
-        return dead_letter(sortkey, reason, detail, SOURCE, {"unencodable_record": True, "position": sortkey[1]})
+        return dead_letter(
+            sortkey, reason, detail, SOURCE, {"unencodable_record": True, "position": sortkey[1]}
+        )
 
 
 # --------------------------------------------------------------------------- PTransform
@@ -681,8 +769,14 @@ class ReadKeycloakUsers(beam.PTransform):
     the runner's memory small; without it, the blobs themselves are the elements.
     """
 
-    def __init__(self, sources: Sequence[RealmSource], options: KeycloakOptions, partitions: int,
-                 tmp_dir: str | None = None, chunk_users: int = CHUNK_USERS):
+    def __init__(
+        self,
+        sources: Sequence[RealmSource],
+        options: KeycloakOptions,
+        partitions: int,
+        tmp_dir: str | None = None,
+        chunk_users: int = CHUNK_USERS,
+    ):
         super().__init__()
         if options.on_unsupported_hash not in ON_UNSUPPORTED_HASH:
             raise ValueError(f"on_unsupported_hash must be one of {', '.join(ON_UNSUPPORTED_HASH)}")
@@ -697,7 +791,9 @@ class ReadKeycloakUsers(beam.PTransform):
             pbegin
             | "ListRealmFiles" >> beam.Create(self._sources)
             | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadRealmFiles" >> beam.ParDo(
-                _ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir)).with_outputs(_DEAD, main="rows")
+            | "ReadRealmFiles"
+            >> beam.ParDo(
+                _ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir)
+            ).with_outputs(_DEAD, main="rows")
         )
         return {"rows": read.rows, "dead": read[_DEAD]}

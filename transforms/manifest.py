@@ -9,6 +9,7 @@ Example::
     manifest = load_manifest("out/importBody.manifest.json")
     data = read_body(manifest.bodies[0])      # sha256-checked bytes
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,15 +18,23 @@ import json
 import os
 import posixpath
 
-
 from transforms.body_parts import body_user_ids
 from transforms.errors import ConfigError
 from transforms.files import check_gcs_reachable, is_gcs, read_bytes, resolve, write_atomic
 
-__all__ = ["MANIFEST_VERSION", "BodyRef", "Manifest", "load_manifest", "read_body", "write_body_manifest",
-           "default_results_dir", "recount"]
+__all__ = [
+    "MANIFEST_VERSION",
+    "BodyRef",
+    "Manifest",
+    "load_manifest",
+    "read_body",
+    "write_body_manifest",
+    "default_results_dir",
+    "recount",
+]
 
 MANIFEST_VERSION = 1
+
 
 @dataclasses.dataclass(frozen=True)
 class BodyRef:
@@ -66,15 +75,25 @@ def load_manifest(path: str) -> Manifest:
         raise ConfigError(f"manifest not found: {path}") from None
     except (OSError, ValueError) as err:
         raise ConfigError(f"cannot read manifest {path}: {err}") from None
-    if not isinstance(raw, dict) or raw.get("version") != MANIFEST_VERSION or not isinstance(raw.get("bodies"), list):
+    if (
+        not isinstance(raw, dict)
+        or raw.get("version") != MANIFEST_VERSION
+        or not isinstance(raw.get("bodies"), list)
+    ):
         raise ConfigError(f"{path} is not a version 1 zitadel-beam manifest")
     directory = posixpath.dirname(path) if is_gcs(path) else os.path.dirname(os.path.abspath(path))
     bodies = []
     for i, entry in enumerate(raw["bodies"]):
         try:
             after = tuple(int(a) for a in entry.get("after") or [])
-            ref = BodyRef(i, str(entry["path"]), resolve(directory, str(entry["path"])),
-                          int(entry.get("users", 0)), str(entry["sha256"]), after)
+            ref = BodyRef(
+                i,
+                str(entry["path"]),
+                resolve(directory, str(entry["path"])),
+                int(entry.get("users", 0)),
+                str(entry["sha256"]),
+                after,
+            )
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"{path}: body {i} is malformed ({err})") from None
         if any(a < 0 or a >= len(raw["bodies"]) or a == i for a in after):
@@ -126,15 +145,22 @@ def write_body_manifest(paths: list[str]) -> str:
             users = len(body_user_ids(json.loads(data)))
         except (ValueError, AttributeError):
             users = 0  # reported as unreadable-body when it is sent
-        entries.append({"path": os.path.abspath(path) if not is_gcs(path) else path,
-                        "users": users, "sha256": hashlib.sha256(data).hexdigest(), "after": []})
+        entries.append(
+            {
+                "path": os.path.abspath(path) if not is_gcs(path) else path,
+                "users": users,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "after": [],
+            }
+        )
     # In the current folder: the bodies may sit in a read-only folder or in a bucket.
-    stem = os.path.splitext(posixpath.basename(paths[0]) if is_gcs(paths[0]) else os.path.basename(paths[0]))[0]
+    stem = os.path.splitext(posixpath.basename(paths[0]) if is_gcs(paths[0]) else os.path.basename(paths[0]))[
+        0
+    ]
     target = f"{stem}.push.manifest.json"
     manifest = {"version": MANIFEST_VERSION, "tool": "zitadel-beam push --body", "bodies": entries}
     write_atomic(os.path.abspath(target), json.dumps(manifest, indent=1).encode() + b"\n")
     return target
-
 
 
 def default_results_dir(manifest: Manifest) -> str:
@@ -142,8 +168,6 @@ def default_results_dir(manifest: Manifest) -> str:
     if is_gcs(manifest.stem):
         return posixpath.basename(manifest.stem) + ".results"
     return manifest.stem + ".results"
-
-
 
 
 def recount(manifest_path: str) -> list[str]:

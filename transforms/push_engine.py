@@ -17,6 +17,7 @@ Example::
     report = push_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud", credentials)
     report.ok, report.created, report.present, report.failed
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -27,7 +28,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from transforms import admin_api
 from transforms.admin_api import AdminClient, Credentials, connect
@@ -40,8 +42,15 @@ from transforms.hash_report import warn_uncovered
 from transforms.manifest import BodyRef, Manifest, default_results_dir, load_manifest, read_body
 from transforms.verify_engine import verify_manifest
 
-__all__ = ["push_manifest", "BodyResult", "PushReport", "Ledger", "DEAD_LETTER_NAME", "LEDGER_VERSION",
-           "TIMEOUT_MARGIN"]
+__all__ = [
+    "push_manifest",
+    "BodyResult",
+    "PushReport",
+    "Ledger",
+    "DEAD_LETTER_NAME",
+    "LEDGER_VERSION",
+    "TIMEOUT_MARGIN",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -81,7 +90,7 @@ class BodyResult:
         return {"version": LEDGER_VERSION, **dataclasses.asdict(self)}
 
     @classmethod
-    def from_json(cls, data: dict) -> "BodyResult":
+    def from_json(cls, data: dict) -> BodyResult:
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in fields})
 
@@ -119,28 +128,47 @@ class PushReport:
     def table(self) -> str:
         """The final table (one row per body, then the totals)."""
         width = max([len("body")] + [len(b.name) for b in self.bodies])
-        head = (f"{'body':<{width}}  {'users':>7} {'created':>8} {'present':>8} {'failed':>7} "
-                f"{'requests':>8} {'seconds':>8}  status")
+        head = (
+            f"{'body':<{width}}  {'users':>7} {'created':>8} {'present':>8} {'failed':>7} "
+            f"{'requests':>8} {'seconds':>8}  status"
+        )
         lines = [head, "-" * len(head)]
         for b in self.bodies:
-            lines.append(f"{b.name:<{width}}  {b.users:>7} {len(b.created):>8} {len(b.present):>8} "
-                         f"{len(b.failed):>7} {b.requests:>8} {b.seconds:>8.1f}  {b.status}")
+            lines.append(
+                f"{b.name:<{width}}  {b.users:>7} {len(b.created):>8} {len(b.present):>8} "
+                f"{len(b.failed):>7} {b.requests:>8} {b.seconds:>8.1f}  {b.status}"
+            )
         lines.append("-" * len(head))
         total_users = sum(b.users for b in self.bodies)
-        lines.append(f"{'total':<{width}}  {total_users:>7} {self.created:>8} {self.present:>8} "
-                     f"{self.failed:>7} {self.stats.requests:>8} {self.seconds:>8.1f}  "
-                     f"{'ok' if self.ok else 'FAILED'}")
-        lines.append(f"retries {self.stats.retries}, throttled {self.stats.throttled}; "
-                     f"ledger {self.results_dir}")
+        lines.append(
+            f"{'total':<{width}}  {total_users:>7} {self.created:>8} {self.present:>8} "
+            f"{self.failed:>7} {self.stats.requests:>8} {self.seconds:>8.1f}  "
+            f"{'ok' if self.ok else 'FAILED'}"
+        )
+        lines.append(
+            f"retries {self.stats.retries}, throttled {self.stats.throttled}; ledger {self.results_dir}"
+        )
         after_lost = sum(b.present_after_lost_answer for b in self.bodies)
         if after_lost:
-            lines.append(f"present: {after_lost} of them answered AlreadyExisting after a lost answer or a "
-                         "server timeout, so most likely created by this run")
+            lines.append(
+                f"present: {after_lost} of them answered AlreadyExisting after a lost answer or a "
+                "server timeout, so most likely created by this run"
+            )
         if self.dead_letter:
             lines.append(f"per-user failures: {self.dead_letter}")
         if self.fatal:
             lines.append(f"stopped: {self.fatal}")
         return "\n".join(lines)
+
+
+class _Attempts:
+    """Counts the HTTP attempts one import request took (the client calls ``bump`` per attempt)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def bump(self) -> None:
+        self.count += 1
 
 
 def _now() -> str:
@@ -176,7 +204,9 @@ class Ledger:
 class _Progress:
     """A live line on stderr: bodies done/total, users created, failures, rate, ETA."""
 
-    def __init__(self, manifest: Manifest, stream: TextIO, enabled: bool, interval: float | None = None) -> None:
+    def __init__(
+        self, manifest: Manifest, stream: TextIO, enabled: bool, interval: float | None = None
+    ) -> None:
         self._total_bodies = len(manifest.bodies)
         self._total_users = manifest.total_users
         self._stream = stream
@@ -189,7 +219,7 @@ class _Progress:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="push-progress", daemon=True)
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self._enabled:
             self._thread.start()
         return self
@@ -220,8 +250,10 @@ class _Progress:
             rate = done / elapsed
             left = max(self._total_users - done - self.skipped_users, 0)
             eta = f"{int(left / rate) // 60}:{int(left / rate) % 60:02d}" if rate > 0 else "?"
-            return (f"push: bodies {self.bodies_done}/{self._total_bodies}  created {self.created}  "
-                    f"present {self.present}  failed {self.failed}  {rate:,.0f} users/s  ETA {eta}")
+            return (
+                f"push: bodies {self.bodies_done}/{self._total_bodies}  created {self.created}  "
+                f"present {self.present}  failed {self.failed}  {rate:,.0f} users/s  ETA {eta}"
+            )
 
     def _emit(self, final: bool = False) -> None:
         text = self.line()
@@ -249,14 +281,20 @@ def _reason_for(message: str) -> str:
     return "rejected"
 
 
-def _interpret(answer: dict, part: dict, result: BodyResult, secrets: tuple[str, ...],
-               after_lost_answer: bool = False) -> tuple[int, int, int]:
+def _interpret(
+    answer: dict, part: dict, result: BodyResult, secrets: tuple[str, ...], after_lost_answer: bool = False
+) -> tuple[int, int, int]:
     """Fold one import answer into ``result``; returns (created, present, failed) counts."""
     expected = body_user_ids(part)
     org_of = dict((uid, org) for org, uid in expected)
-    meta_owner = {f"{m.get('id')}_{m.get('key')}": str(m.get("id")) for org in orgs_of(part) for m in metadata_of(org)}
-    created = {str(u) for org in (answer.get("success") or {}).get("orgs") or []
-               for u in org.get("humanUserIds") or []}
+    meta_owner = {
+        f"{m.get('id')}_{m.get('key')}": str(m.get("id")) for org in orgs_of(part) for m in metadata_of(org)
+    }
+    created = {
+        str(u)
+        for org in (answer.get("success") or {}).get("orgs") or []
+        for u in org.get("humanUserIds") or []
+    }
     # Users sent without userId get an id from the server: take the created ids nobody asked for.
     assigned = sorted(created - {uid for _, uid in expected})
     present: set[str] = set()
@@ -270,17 +308,37 @@ def _interpret(answer: dict, part: dict, result: BodyResult, secrets: tuple[str,
         elif kind == "human_user" and ALREADY_EXISTING_USER in message:
             present.add(ident)
         elif kind == "human_user":
-            failed[ident] = {"userId": ident, "orgId": org_of.get(ident, ""), "reason": _reason_for(message),
-                             "type": kind, "message": message}
+            failed[ident] = {
+                "userId": ident,
+                "orgId": org_of.get(ident, ""),
+                "reason": _reason_for(message),
+                "type": kind,
+                "message": message,
+            }
         elif kind == "user_metadata" and ident in meta_owner:
             uid = meta_owner[ident]
-            failed.setdefault(uid, {"userId": uid, "orgId": org_of.get(uid, ""), "reason": "metadata-rejected",
-                                    "type": kind, "id": ident, "message": message})
+            failed.setdefault(
+                uid,
+                {
+                    "userId": uid,
+                    "orgId": org_of.get(uid, ""),
+                    "reason": "metadata-rejected",
+                    "type": kind,
+                    "id": ident,
+                    "message": message,
+                },
+            )
         elif "AlreadyExisting" in message:
             continue  # another resource of an export document that a previous run created
         else:
-            failed[f"{kind}:{ident}"] = {"userId": "", "orgId": "", "reason": "rejected", "type": kind,
-                                         "id": ident, "message": message}
+            failed[f"{kind}:{ident}"] = {
+                "userId": "",
+                "orgId": "",
+                "reason": "rejected",
+                "type": kind,
+                "id": ident,
+                "message": message,
+            }
     counts = [0, 0, 0]
     for org_id, uid in expected:
         if not uid and assigned:
@@ -295,8 +353,13 @@ def _interpret(answer: dict, part: dict, result: BodyResult, secrets: tuple[str,
             result.present_after_lost_answer += int(after_lost_answer)
             counts[1] += 1
         else:
-            failed[uid] = {"userId": uid, "orgId": org_id, "reason": "no-result", "type": "human_user",
-                           "message": "the answer neither created nor reported this user"}
+            failed[uid] = {
+                "userId": uid,
+                "orgId": org_id,
+                "reason": "no-result",
+                "type": "human_user",
+                "message": "the answer neither created nor reported this user",
+            }
             counts[2] += 1
     # A user can be created and still fail (its metadata was rejected): it is then failed.
     for entry in failed.values():
@@ -313,17 +376,32 @@ def _interpret(answer: dict, part: dict, result: BodyResult, secrets: tuple[str,
 def _fail_all(part: dict, result: BodyResult, reason: str, message: str) -> int:
     users = body_user_ids(part)
     for org_id, uid in users:
-        result.failed.append({"userId": uid, "orgId": org_id, "reason": reason, "type": "human_user",
-                              "message": message})
+        result.failed.append(
+            {"userId": uid, "orgId": org_id, "reason": reason, "type": "human_user", "message": message}
+        )
     return len(users)
 
 
-def _send_body(client: AdminClient, ref: BodyRef, previous: BodyResult | None, timeout_default: str,
-               request_timeout: float | None, progress: _Progress, ledger: Ledger,
-               max_attempts: int) -> BodyResult:
+def _send_body(
+    client: AdminClient,
+    ref: BodyRef,
+    previous: BodyResult | None,
+    timeout_default: str,
+    request_timeout: float | None,
+    progress: _Progress,
+    ledger: Ledger,
+    max_attempts: int,
+) -> BodyResult:
     """Send one body (splitting on server timeouts); never raises except _Abort."""
-    result = BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="in-progress",
-                        runs=(previous.runs if previous else 0) + 1, started_at=_now())
+    result = BodyResult(
+        ref.index,
+        ref.name,
+        ref.sha256,
+        ref.users,
+        status="in-progress",
+        runs=(previous.runs if previous else 0) + 1,
+        started_at=_now(),
+    )
     ledger.save(result)  # a killed run shows "in-progress": resumed runs send the body again
     started = time.monotonic()
     try:
@@ -331,8 +409,15 @@ def _send_body(client: AdminClient, ref: BodyRef, previous: BodyResult | None, t
         body = json.loads(raw)
     except (OSError, ValueError) as err:
         result.status = "failed"
-        result.failed.append({"userId": "", "orgId": "", "reason": "unreadable-body", "type": "body",
-                              "message": admin_api.scrub(str(err))})
+        result.failed.append(
+            {
+                "userId": "",
+                "orgId": "",
+                "reason": "unreadable-body",
+                "type": "body",
+                "message": admin_api.scrub(str(err)),
+            }
+        )
         result.finished_at = _now()
         ledger.save(result)
         return result
@@ -349,17 +434,22 @@ def _send_body(client: AdminClient, ref: BodyRef, previous: BodyResult | None, t
         seconds = 300.0
     timeout = request_timeout or seconds + TIMEOUT_MARGIN
     # (part, exact bytes or None, server timeouts so far); the first request sends the file's bytes.
-    queue: list[tuple[dict, bytes | None, int]] = [(body, raw, 0)] if body_user_ids(body) or not checked.rejected else []
+    queue: list[tuple[dict, bytes | None, int]] = (
+        [(body, raw, 0)] if body_user_ids(body) or not checked.rejected else []
+    )
     lost_answer = False  # an earlier request of this body may have done work we never heard of
     while queue:
         part, data, deadlines = queue.pop(0)
         n_users = len(body_user_ids(part))
         part_start = time.monotonic()
         outcome = "ok"
-        counter = [0]
+        counter = _Attempts()
         try:
-            answer = client.import_data(data if data is not None else json.dumps(part).encode(), timeout,
-                                        on_attempt=lambda: counter.__setitem__(0, counter[0] + 1))
+            answer = client.import_data(
+                data if data is not None else json.dumps(part).encode(),
+                timeout,
+                on_attempt=counter.bump,
+            )
         except admin_api.DeadlineExceeded as err:
             outcome = "deadline-exceeded"
             lost_answer = True
@@ -371,7 +461,7 @@ def _send_body(client: AdminClient, ref: BodyRef, previous: BodyResult | None, t
             else:
                 progress.users_processed(0, 0, _fail_all(part, result, "deadline-exceeded", err.message))
         except admin_api.AuthError as err:
-            result.requests += counter[0]
+            result.requests += counter.count
             result.status, result.finished_at = "not-sent", _now()
             result.seconds = time.monotonic() - started
             ledger.save(result)
@@ -386,17 +476,24 @@ def _send_body(client: AdminClient, ref: BodyRef, previous: BodyResult | None, t
             outcome = "server-error"
             progress.users_processed(0, 0, _fail_all(part, result, "server-error", err.message))
         else:
-            lost_answer = lost_answer or counter[0] > 1
+            lost_answer = lost_answer or counter.count > 1
             progress.users_processed(*_interpret(answer, part, result, client.tokens.secrets(), lost_answer))
-        result.requests += counter[0]
-        result.parts.append({"users": n_users, "seconds": round(time.monotonic() - part_start, 3),
-                             "requests": counter[0], "outcome": outcome})
+        result.requests += counter.count
+        result.parts.append(
+            {
+                "users": n_users,
+                "seconds": round(time.monotonic() - part_start, 3),
+                "requests": counter.count,
+                "outcome": outcome,
+            }
+        )
         ledger.save(result)  # checkpoint: a kill between parts keeps the ids created so far
     if previous is not None:
         # Users this body created in an earlier run come back as AlreadyExisting now.
         earlier = set(previous.created)
         result.present_after_lost_answer = max(
-            0, result.present_after_lost_answer - sum(1 for u in result.present if u in earlier))
+            0, result.present_after_lost_answer - sum(1 for u in result.present if u in earlier)
+        )
         result.created += [u for u in result.present if u in earlier]
         result.present = [u for u in result.present if u not in earlier]
     result.status = "failed" if result.failed else "done"
@@ -412,9 +509,14 @@ def _send_body(client: AdminClient, ref: BodyRef, previous: BodyResult | None, t
 class _Scheduler:
     """Runs bodies on a thread pool, never starting one before the bodies in its ``after``."""
 
-    def __init__(self, manifest: Manifest, concurrency: int,
-                 work: Callable[[BodyRef], BodyResult], skip: Callable[[BodyRef], BodyResult | None],
-                 finished: Callable[[BodyResult], None]) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        concurrency: int,
+        work: Callable[[BodyRef], BodyResult],
+        skip: Callable[[BodyRef], BodyResult | None],
+        finished: Callable[[BodyResult], None],
+    ) -> None:
         self._manifest = manifest
         self._concurrency = concurrency
         self._work, self._skip, self._finished = work, skip, finished
@@ -451,7 +553,9 @@ class _Scheduler:
                     in_flight[pool.submit(self._work, ref)] = ref
                 if self.fatal is not None:
                     for ref in pending:
-                        self._record(BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="not-sent"))
+                        self._record(
+                            BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="not-sent")
+                        )
                     pending = []
                 if not in_flight:
                     continue
@@ -462,7 +566,9 @@ class _Scheduler:
                         self._record(future.result())
                     except _Abort as err:
                         self.fatal = f"authentication failed: {err}"
-                        self._record(BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="not-sent"))
+                        self._record(
+                            BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="not-sent")
+                        )
         return self.results
 
     def _record(self, result: BodyResult) -> None:
@@ -498,18 +604,34 @@ def _precheck(manifest: Manifest, stream: TextIO) -> None:
         for note, count in checked.notes.items():
             notes[note] = notes.get(note, 0) + count
     if reasons:
-        stream.write(f"push: {sum(reasons.values())} invalid user(s) will not be sent ("
-                     + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) + ")\n")
+        stream.write(
+            f"push: {sum(reasons.values())} invalid user(s) will not be sent ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
+            + ")\n"
+        )
     if notes:  # the same fixes as migrate: the field is dropped, the user is sent
-        stream.write("push: fields dropped as migrate does (" + ", ".join(f"{k} {v}" for k, v in sorted(notes.items()))
-                     + ")\n")
+        stream.write(
+            "push: fields dropped as migrate does ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(notes.items()))
+            + ")\n"
+        )
     stream.flush()
 
 
-def push_manifest(manifest_path: str, url: str, credentials: Credentials, results_dir: str | None = None,
-                  concurrency: int = 1, max_attempts: int = 6, request_timeout: float | None = None,
-                  progress: bool = True, verify: bool = False, stream: TextIO | None = None,
-                  client: AdminClient | None = None, hash_policy: HashPolicy | None = None) -> PushReport:
+def push_manifest(
+    manifest_path: str,
+    url: str,
+    credentials: Credentials,
+    results_dir: str | None = None,
+    concurrency: int = 1,
+    max_attempts: int = 6,
+    request_timeout: float | None = None,
+    progress: bool = True,
+    verify: bool = False,
+    stream: TextIO | None = None,
+    client: AdminClient | None = None,
+    hash_policy: HashPolicy | None = None,
+) -> PushReport:
     """Push every body of a manifest; resumable through the ledger in ``results_dir``.
 
     >>> report = push_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud",
@@ -528,6 +650,7 @@ def push_manifest(manifest_path: str, url: str, credentials: Credentials, result
     stream = stream or sys.stderr
     started = time.monotonic()
     with _Progress(manifest, stream, progress) as live:
+
         def skip(ref: BodyRef) -> BodyResult | None:
             previous = ledger.load(ref)
             if previous is not None and previous.status in ("done", "skipped"):
@@ -536,16 +659,23 @@ def push_manifest(manifest_path: str, url: str, credentials: Credentials, result
             return None
 
         def work(ref: BodyRef) -> BodyResult:
-            return _send_body(client, ref, ledger.load(ref), manifest.timeout, request_timeout, live, ledger,
-                              max_attempts)
+            return _send_body(
+                client, ref, ledger.load(ref), manifest.timeout, request_timeout, live, ledger, max_attempts
+            )
 
         scheduler = _Scheduler(manifest, concurrency, work, skip, live.body_done)
         results = scheduler.run()
     ordered = [results[b.index] for b in manifest.bodies]
-    report = PushReport(ordered, time.monotonic() - started, ledger.directory,
-                        _write_dead_letter(ledger.directory, ordered), client.stats, scheduler.fatal)
+    report = PushReport(
+        ordered,
+        time.monotonic() - started,
+        ledger.directory,
+        _write_dead_letter(ledger.directory, ordered),
+        client.stats,
+        scheduler.fatal,
+    )
     if verify and scheduler.fatal is None:
-        report.verify = verify_manifest(manifest_path, url, credentials, results_dir=ledger.directory,
-                                        client=client)
+        report.verify = verify_manifest(
+            manifest_path, url, credentials, results_dir=ledger.directory, client=client
+        )
     return report
-

@@ -4,6 +4,7 @@ A module of its own so that the hash conversions (transforms/hashes.py) and the 
 (transforms/validate.py) can both name reasons without importing each other. The README's
 "Dead-letter reasons" section documents each code.
 """
+
 from __future__ import annotations
 
 __all__ = ["Reason"]

@@ -23,6 +23,7 @@ stage cost more than the whole join).
 Dead letters are ``(sortkey, line)`` pairs where ``line`` is one NDJSON line (bytes, no newline)
 ``{"reason", "detail", "source", "record"}``.
 """
+
 from __future__ import annotations
 
 import gc
@@ -64,7 +65,9 @@ def partition_of(key: str, partitions: int = NUM_PARTITIONS) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) % partitions
 
 
-def dead_letter(sortkey: SortKey, reason: str, detail: str, source: str, record: Any) -> tuple[SortKey, bytes]:
+def dead_letter(
+    sortkey: SortKey, reason: str, detail: str, source: str, record: Any
+) -> tuple[SortKey, bytes]:
     """One dead-letter element: the reason first, then the record exactly as it was read.
 
     ``record`` may be an ``orjson.Fragment`` holding already-encoded JSON.
@@ -96,9 +99,16 @@ def encode_row(row: list[Any]) -> EncodedRow:
     user_id = entry.get("userId") or ""
     meta = orjson.dumps([{"id": user_id, **item} for item in metadata])[1:-1] if metadata else b""
     return (
-        sortkey[0], sortkey[1], user_id, user_name_key(entry["user"].get("userName")),
-        orjson.dumps(entry), meta, password, source,
-        orjson.dumps(record), orjson.dumps(companions) if companions else b"",
+        sortkey[0],
+        sortkey[1],
+        user_id,
+        user_name_key(entry["user"].get("userName")),
+        orjson.dumps(entry),
+        meta,
+        password,
+        source,
+        orjson.dumps(record),
+        orjson.dumps(companions) if companions else b"",
     )
 
 
@@ -121,13 +131,13 @@ def pack_rows(rows: list[EncodedRow]) -> bytes:
 
 def decode_rows(blob: bytes) -> list[EncodedRow]:
     size = int.from_bytes(blob[:8], "little")
-    return pickle.loads(memoryview(blob)[8 + size:])
+    return pickle.loads(memoryview(blob)[8 + size :])
 
 
 def decode_claims(blob: bytes) -> list[tuple[str, str, int, int]]:
     """``(user_id, name_key, file_index, position)`` of each row in a blob (or its first part)."""
     size = int.from_bytes(blob[:8], "little")
-    return pickle.loads(memoryview(blob)[8:8 + size])
+    return pickle.loads(memoryview(blob)[8 : 8 + size])
 
 
 def claims_size(head: bytes) -> int:

@@ -8,11 +8,13 @@ Example::
 
     dead | 'WriteDeadLetters' >> WriteDeadLetterShards(tmp_dir)
 """
+
 from __future__ import annotations
 
 import logging
 import os
-from typing import IO, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import IO
 
 import apache_beam as beam
 import orjson

@@ -13,6 +13,7 @@ Example::
     path = write_spill(tmp_dir, "parse-0-000001-000000000000-p007.pkl", blob)
     blob = read_spill(path)
 """
+
 from __future__ import annotations
 
 from transforms.sinks import is_local, open_private

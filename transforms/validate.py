@@ -14,6 +14,7 @@ Example::
     >>> result.reason is None
     True
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -188,7 +189,10 @@ def idp_link_problem(link: Any) -> tuple[str, str] | None:
             return Reason.INVALID_IDP_LINK, f"idps entry {key} is not a string of 1-{MAX_NAME} characters"
     display = link.get("displayName")
     if display is not None and (not isinstance(display, str) or len(display) > MAX_NAME):
-        return Reason.INVALID_IDP_LINK, f"idps entry displayName is not a string of at most {MAX_NAME} characters"
+        return (
+            Reason.INVALID_IDP_LINK,
+            f"idps entry displayName is not a string of at most {MAX_NAME} characters",
+        )
     return None
 
 
@@ -204,15 +208,18 @@ def _identity_control_chars(entry: dict[str, Any], user: dict[str, Any]) -> tupl
     """A control character in a field that names or logs in the user (README "Text rules")."""
     email = user.get("email")
     # The e-mail before userName: sources fall back to the address as userName.
-    problem = (control_char_problem(entry.get("userId"), "userId")
-               or control_char_problem(email.get("email") if isinstance(email, dict) else None, "email")
-               or control_char_problem(user.get("userName"), "userName"))
+    problem = (
+        control_char_problem(entry.get("userId"), "userId")
+        or control_char_problem(email.get("email") if isinstance(email, dict) else None, "email")
+        or control_char_problem(user.get("userName"), "userName")
+    )
     links = user.get("idps")
     if problem is None and isinstance(links, list):
         for link in links:
             if isinstance(link, dict):
-                problem = (control_char_problem(link.get("configId"), "idps.configId")
-                           or control_char_problem(link.get("externalUserId"), "idps.externalUserId"))
+                problem = control_char_problem(link.get("configId"), "idps.configId") or control_char_problem(
+                    link.get("externalUserId"), "idps.externalUserId"
+                )
                 if problem is not None:
                     break
     return problem
@@ -254,7 +261,10 @@ def validate_user(entry: dict[str, Any], opts: ValidationOptions) -> ValidationR
     user = entry.get("user") or {}
     user_id = entry.get("userId")
     if user_id is not None and (not isinstance(user_id, str) or len(user_id) > MAX_NAME):
-        result.reason, result.detail = Reason.INVALID_USER_ID, "userId is not a string of at most 200 characters"
+        result.reason, result.detail = (
+            Reason.INVALID_USER_ID,
+            "userId is not a string of at most 200 characters",
+        )
         return result
     problem = _identity_control_chars(entry, user)
     if problem is not None:

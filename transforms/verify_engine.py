@@ -10,6 +10,7 @@ Example::
     report = verify_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud", credentials)
     report.ok, report.missing[:3]
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,8 @@ import json
 import logging
 import os
 import time
-from typing import Callable, Mapping, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from transforms import admin_api
 from transforms.admin_api import AdminClient, Credentials, connect
@@ -26,8 +28,18 @@ from transforms.errors import ConfigError
 from transforms.files import write_atomic
 from transforms.manifest import default_results_dir, load_manifest, read_body
 
-__all__ = ["USER_ADDED", "MACHINE_ADDED", "OrgCheck", "VerifyReport", "compare", "added_users", "check_orgs",
-           "expected_users", "verify_manifest", "wait_until_added"]
+__all__ = [
+    "USER_ADDED",
+    "MACHINE_ADDED",
+    "OrgCheck",
+    "VerifyReport",
+    "compare",
+    "added_users",
+    "check_orgs",
+    "expected_users",
+    "verify_manifest",
+    "wait_until_added",
+]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -75,27 +87,43 @@ class VerifyReport:
         head = f"{'org':<{width}}  {'expected':>8} {'created':>8} {'missing':>8} {'unexpected':>10}"
         lines = [head, "-" * len(head)]
         for o in self.orgs:
-            lines.append(f"{o.org_id:<{width}}  {o.expected:>8} {o.created:>8} {len(o.missing):>8} "
-                         f"{len(o.unexpected):>10}")
-        lines.append("verify: " + ("ok, every user was added" if self.ok else
-                                   f"{len(self.missing)} missing, e.g. {', '.join(self.missing[:5])}"))
+            lines.append(
+                f"{o.org_id:<{width}}  {o.expected:>8} {o.created:>8} {len(o.missing):>8} "
+                f"{len(o.unexpected):>10}"
+            )
+        lines.append(
+            "verify: "
+            + (
+                "ok, every user was added"
+                if self.ok
+                else f"{len(self.missing)} missing, e.g. {', '.join(self.missing[:5])}"
+            )
+        )
         if self.missing_file:
             lines.append(f"missing ids: {self.missing_file}")
         return "\n".join(lines)
 
 
-def compare(org_id: str, expected: list[str], added: set[str], named: Mapping[str, str] | None = None) -> OrgCheck:
+def compare(
+    org_id: str, expected: list[str], added: set[str], named: Mapping[str, str] | None = None
+) -> OrgCheck:
     """Expected ids (or ``userName:`` keys) against the ids the events show; the one comparison."""
     named = named or {}
     wanted = set(expected)
     by_name = {named[k] for k in wanted if k.startswith(NAME_KEY) and k in named}
     found = added | {k for k in wanted if k.startswith(NAME_KEY) and k in named}
-    return OrgCheck(org_id, len(wanted), len(wanted & found), [u for u in expected if u not in found],
-                    sorted(added - wanted - by_name))
+    return OrgCheck(
+        org_id,
+        len(wanted),
+        len(wanted & found),
+        [u for u in expected if u not in found],
+        sorted(added - wanted - by_name),
+    )
 
 
-def added_users(client: AdminClient, org_id: str, event_type: str = USER_ADDED,
-                page_size: int = 1000) -> tuple[set[str], dict[str, str]]:
+def added_users(
+    client: AdminClient, org_id: str, event_type: str = USER_ADDED, page_size: int = 1000
+) -> tuple[set[str], dict[str, str]]:
     """Ids of the users an org's ``event_type`` events added, and user-name key → id."""
     added: set[str] = set()
     named: dict[str, str] = {}
@@ -111,14 +139,22 @@ def added_users(client: AdminClient, org_id: str, event_type: str = USER_ADDED,
     return added, named
 
 
-def check_orgs(client: AdminClient, expected: Mapping[str, list[str]], event_type: str = USER_ADDED) -> VerifyReport:
+def check_orgs(
+    client: AdminClient, expected: Mapping[str, list[str]], event_type: str = USER_ADDED
+) -> VerifyReport:
     """``compare`` for every org of ``expected`` (org id → user ids)."""
-    return VerifyReport([compare(org_id, ids, *added_users(client, org_id, event_type))
-                         for org_id, ids in expected.items()])
+    return VerifyReport(
+        [compare(org_id, ids, *added_users(client, org_id, event_type)) for org_id, ids in expected.items()]
+    )
 
 
-def wait_until_added(client: AdminClient, expected: Mapping[str, list[str]], wait_seconds: float,
-                     poll_interval: float, on_poll: Callable[[VerifyReport], None] | None = None) -> VerifyReport:
+def wait_until_added(
+    client: AdminClient,
+    expected: Mapping[str, list[str]],
+    wait_seconds: float,
+    poll_interval: float,
+    on_poll: Callable[[VerifyReport], None] | None = None,
+) -> VerifyReport:
     """Poll ``check_orgs`` until every expected user was added or ``wait_seconds`` passed."""
     deadline = time.monotonic() + wait_seconds
     while True:
@@ -153,11 +189,20 @@ class _ExpectedUser(NamedTuple):
 def _body_users(body: dict) -> list[_ExpectedUser]:
     """Every human user of a body, in order."""
     names = [user_name_of(u) for org in orgs_of(body) for u in users_of(org)]
-    return [_ExpectedUser(ref.org_id, ref.user_id, name) for ref, name in zip(body_user_ids(body), names)]
+    return [
+        _ExpectedUser(ref.org_id, ref.user_id, name)
+        for ref, name in zip(body_user_ids(body), names, strict=True)
+    ]
 
 
-def verify_manifest(manifest_path: str, url: str, credentials: Credentials, results_dir: str | None = None,
-                    page_size: int = 1000, client: AdminClient | None = None) -> VerifyReport:
+def verify_manifest(
+    manifest_path: str,
+    url: str,
+    credentials: Credentials,
+    results_dir: str | None = None,
+    page_size: int = 1000,
+    client: AdminClient | None = None,
+) -> VerifyReport:
     """Compare the bodies' user ids with ``user.human.added`` events, org by org.
 
     >>> report = verify_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud",
@@ -166,8 +211,10 @@ def verify_manifest(manifest_path: str, url: str, credentials: Credentials, resu
     """
     per_org = expected_users(manifest_path)
     client = client or connect(url, credentials)
-    checks = [compare(org_id, expected, *added_users(client, org_id, USER_ADDED, page_size))
-              for org_id, expected in per_org.items()]
+    checks = [
+        compare(org_id, expected, *added_users(client, org_id, USER_ADDED, page_size))
+        for org_id, expected in per_org.items()
+    ]
     report = VerifyReport(checks)
     report.missing_file = _write_missing(manifest_path, results_dir, report)
     return report
@@ -181,7 +228,10 @@ def _write_missing(manifest_path: str, results_dir: str | None, report: VerifyRe
             os.unlink(path)
         return None
     os.makedirs(directory, exist_ok=True)
-    lines = [json.dumps({"orgId": o.org_id, "userId": u, "reason": "no-user.human.added-event"})
-             for o in report.orgs for u in o.missing]
+    lines = [
+        json.dumps({"orgId": o.org_id, "userId": u, "reason": "no-user.human.added-event"})
+        for o in report.orgs
+        for u in o.missing
+    ]
     write_atomic(path, ("\n".join(lines) + "\n").encode())
     return path

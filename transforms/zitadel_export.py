@@ -32,12 +32,14 @@ Example::
     plan = plan_export("export.json", tmp_dir, batch_size=5000, work_dir=local_scratch)
     for body in plan.bodies: print(body.index, body.kind, body.org_id, body.users, body.after)
 """
+
 from __future__ import annotations
 
 import dataclasses
 import logging
 import os
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 import ijson
 import orjson
@@ -63,13 +65,44 @@ DEAD_SOURCE = "zitadel-export"
 
 # v1 DataOrg fields in proto field order (zitadel/v1.proto): bodies are written in this order.
 FIELD_ORDER = (
-    "orgId", "org", "iamPolicy", "labelPolicy", "lockoutPolicy", "loginPolicy",
-    "passwordComplexityPolicy", "privacyPolicy", "projects", "projectRoles", "apiApps", "oidcApps",
-    "humanUsers", "machineUsers", "triggerActions", "actions", "projectGrants", "userGrants",
-    "orgMembers", "projectMembers", "projectGrantMembers", "userMetadata", "loginTexts",
-    "initMessages", "passwordResetMessages", "verifyEmailMessages", "verifyPhoneMessages",
-    "domainClaimedMessages", "passwordlessRegistrationMessages", "oidcIdps", "jwtIdps",
-    "secondFactors", "multiFactors", "idps", "userLinks", "domains", "appKeys", "machineKeys",
+    "orgId",
+    "org",
+    "iamPolicy",
+    "labelPolicy",
+    "lockoutPolicy",
+    "loginPolicy",
+    "passwordComplexityPolicy",
+    "privacyPolicy",
+    "projects",
+    "projectRoles",
+    "apiApps",
+    "oidcApps",
+    "humanUsers",
+    "machineUsers",
+    "triggerActions",
+    "actions",
+    "projectGrants",
+    "userGrants",
+    "orgMembers",
+    "projectMembers",
+    "projectGrantMembers",
+    "userMetadata",
+    "loginTexts",
+    "initMessages",
+    "passwordResetMessages",
+    "verifyEmailMessages",
+    "verifyPhoneMessages",
+    "domainClaimedMessages",
+    "passwordlessRegistrationMessages",
+    "oidcIdps",
+    "jwtIdps",
+    "secondFactors",
+    "multiFactors",
+    "idps",
+    "userLinks",
+    "domains",
+    "appKeys",
+    "machineKeys",
     "domainPolicy",
 )
 _FIELD_RANK = {name: i for i, name in enumerate(FIELD_ORDER)}
@@ -89,9 +122,9 @@ GRANT_FIELDS = ("projectGrants",)
 _ROOTS = ("orgs", "dataOrgsv1.orgs", "data_orgsv1.orgs")
 _WRAPPERS = ("dataOrgsv1", "data_orgsv1")
 
-_FLUSH_LINES = 4096          # a body's buffered lines are written as one segment file
-_MAX_BUFFERED = 40_000       # all buffers are flushed beyond this many lines
-_MAX_PENDING = 20_000        # records waiting for their user spill to a local file beyond this
+_FLUSH_LINES = 4096  # a body's buffered lines are written as one segment file
+_MAX_BUFFERED = 40_000  # all buffers are flushed beyond this many lines
+_MAX_PENDING = 20_000  # records waiting for their user spill to a local file beyond this
 
 
 class ExportFormatError(ValueError):
@@ -127,7 +160,7 @@ def iter_export(handle: IO[bytes]) -> Iterator[tuple[int, str, Any, bool]]:
         if first is None:
             raise ExportFormatError("the document is empty")
         if first[1] != "start_map":
-            raise ExportFormatError("the document is not a JSON object (an export is {\"orgs\": [...]})")
+            raise ExportFormatError('the document is not a JSON object (an export is {"orgs": [...]})')
         for prefix, event, value in events:
             if builder is not None:
                 builder.event(event, value)
@@ -200,9 +233,9 @@ class BodyPlan:
     org_id: str = ""
     org: Any = None
     segments: list[str] = dataclasses.field(default_factory=list)
-    users: int = 0       # human users
-    machines: int = 0    # machine users
-    records: int = 0     # every other item
+    users: int = 0  # human users
+    machines: int = 0  # machine users
+    records: int = 0  # every other item
     index: int = -1
     after: list[int] = dataclasses.field(default_factory=list)
     # Unresolved constraints, turned into ``after`` at the end of the plan.
@@ -213,8 +246,12 @@ class BodyPlan:
 
     def element(self) -> tuple:
         """What the render step needs: (index, org id, org JSON, segment paths)."""
-        return (self.index, self.org_id, orjson.dumps(self.org) if self.org is not None else b"",
-                tuple(self.segments))
+        return (
+            self.index,
+            self.org_id,
+            orjson.dumps(self.org) if self.org is not None else b"",
+            tuple(self.segments),
+        )
 
 
 @dataclasses.dataclass
@@ -466,9 +503,10 @@ class _Planner:
 
                 for raw in read_spill(path).splitlines():
                     field, value = orjson.loads(raw)
-                    self.dead_letter("org-without-id", "the organization has no orgId", field.lstrip("="),
-                                     value, "")
-        for uid, field, value in self._iter_pending():
+                    self.dead_letter(
+                        "org-without-id", "the organization has no orgId", field.lstrip("="), value, ""
+                    )
+        for _uid, field, value in self._iter_pending():
             self.dead_letter("org-without-id", "the organization has no orgId", field, value, "")
         self.bump("orgs_without_id")
 
@@ -506,8 +544,14 @@ class _Planner:
         for path in self.index_files.values():
             if os.path.exists(path):
                 os.unlink(path)
-        return ExportPlan(plans, dict(sorted(self.counts.items())), dict(sorted(self.dead_by_reason.items())),
-                          self.org_ids, self.hash_counts, self.hash_ranges)
+        return ExportPlan(
+            plans,
+            dict(sorted(self.counts.items())),
+            dict(sorted(self.dead_by_reason.items())),
+            self.org_ids,
+            self.hash_counts,
+            self.hash_ranges,
+        )
 
     def _resolve_cross_org(self) -> None:
         where: dict[str, tuple[int, int]] = {}
@@ -525,8 +569,13 @@ class _Planner:
                 origin = next((self.bodies[k] for k in (("head", pos),) if k in self.bodies), None)
                 org_id = origin.org_id if origin else ""
                 if home is None:
-                    self.dead_letter("user-not-in-export", f"{field} names user {uid}, who is not in the export",
-                                     field, value, org_id)
+                    self.dead_letter(
+                        "user-not-in-export",
+                        f"{field} names user {uid}, who is not in the export",
+                        field,
+                        value,
+                        org_id,
+                    )
                     continue
                 n = cross_counts.get(pos, 0)
                 cross_counts[pos] = n + 1
@@ -540,15 +589,16 @@ class _Planner:
         os.unlink(self.unresolved_file)
 
 
-def plan_export(handle: IO[bytes], seg_dir: str, batch_size: int, work_dir: str,
-                dead: IO[bytes]) -> ExportPlan:
+def plan_export(
+    handle: IO[bytes], seg_dir: str, batch_size: int, work_dir: str, dead: IO[bytes]
+) -> ExportPlan:
     """Stream the export in ``handle``; write segments under ``seg_dir`` and dead letters to ``dead``.
 
     ``work_dir`` is a local scratch folder for the records waiting for their user. Raises
     ExportFormatError for a document that is not an export or is truncated.
     """
     planner = _Planner(seg_dir, batch_size, work_dir, dead)
-    for pos, field, value, is_item in iter_export(handle):
+    for _pos, field, value, is_item in iter_export(handle):
         if field == "":
             planner.end_org()
         else:
