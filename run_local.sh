@@ -27,6 +27,7 @@ case "$mode" in
     # Static checks first: they take seconds and fail before a four-minute suite starts.
     .venv/bin/ruff check --quiet .
     .venv/bin/ruff format --check --quiet .
+    .venv/bin/mypy
     exec .venv/bin/python -m pytest -q tests "$@"
     ;;
   run)

@@ -21,12 +21,12 @@ import orjson
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from baseline_common import render_all, write_bodies  # noqa: E402
+from baseline_common import render_all, write_bodies  # noqa: E402 - after the sys.path set-up above
 
-from transforms.auth0_mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402
-from transforms.batching import to_fragment  # noqa: E402
-from transforms.records import NUM_PARTITIONS, partition_of  # noqa: E402
-from transforms.validate import ValidationOptions, validate_user  # noqa: E402
+from transforms.auth0_mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402 - after the sys.path set-up above
+from transforms.batching import to_fragment  # noqa: E402 - after the sys.path set-up above
+from transforms.records import NUM_PARTITIONS, partition_of  # noqa: E402 - after the sys.path set-up above
+from transforms.validate import ValidationOptions, validate_user  # noqa: E402 - after the sys.path set-up above
 
 
 def _read(path: str) -> list[tuple[int, object]]:

@@ -22,11 +22,11 @@ import orjson
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from baseline_common import render_all, write_bodies  # noqa: E402
+from baseline_common import render_all, write_bodies  # noqa: E402 - after the sys.path set-up above
 
-from transforms.batching import to_fragment  # noqa: E402
-from transforms.keycloak import KeycloakOptions, Rejection, map_user  # noqa: E402
-from transforms.records import NUM_PARTITIONS, partition_of, user_name_key  # noqa: E402
+from transforms.batching import to_fragment  # noqa: E402 - after the sys.path set-up above
+from transforms.keycloak import KeycloakOptions, Rejection, map_user  # noqa: E402 - after the sys.path set-up above
+from transforms.records import NUM_PARTITIONS, partition_of, user_name_key  # noqa: E402 - after the sys.path set-up above
 
 
 def convert(realm: str, org: str, timeout: str, batch_size: int) -> tuple[list[bytes], dict[str, int]]:

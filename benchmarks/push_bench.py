@@ -22,10 +22,10 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from zitadel_fixtures import write_manifest  # noqa: E402
+from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 
-from transforms.admin_api import Credentials  # noqa: E402
-from transforms.push_engine import push_manifest  # noqa: E402
+from transforms.admin_api import Credentials  # noqa: E402 - after the sys.path set-up above
+from transforms.push_engine import push_manifest  # noqa: E402 - after the sys.path set-up above
 
 __all__ = ["main"]
 

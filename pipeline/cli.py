@@ -20,6 +20,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pipeline.errors import ConfigError
 from pipeline.gcs_env import prepare_emulator_credentials
@@ -53,7 +54,7 @@ _BEAM_COMMANDS = {("migrate", "auth0"), ("migrate", "keycloak"), ("migrate", "zi
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors become ConfigError (one line, exit 2)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise ConfigError(f"{self.prog}: {message}")
 
 
@@ -83,9 +84,10 @@ def _check_beam_args(pipeline_args: list[str]) -> None:
     """Reject flags that neither the command nor Beam knows (a typo must not pass silently)."""
     if not pipeline_args:
         return
-    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
-    beam_parser = argparse.ArgumentParser(add_help=False)
+    # Beam's own parser class: its options register through its add_value_provider_argument.
+    beam_parser = _BeamArgumentParser(add_help=False)
     for cls in PipelineOptions.__subclasses__():
         cls._add_argparse_args(beam_parser)  # pylint: disable=protected-access
     _, unknown = beam_parser.parse_known_args(pipeline_args)

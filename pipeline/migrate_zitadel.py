@@ -54,6 +54,7 @@ from transforms.hash_metrics import HASH_COUNTER
 from transforms.hash_policy import load_policy
 from transforms.hash_report import hash_manifest
 from transforms.records import NAMESPACE
+from transforms.zitadel_export import BodyElement
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
 
@@ -127,7 +128,7 @@ class _RenderBodyFn(beam.DoFn):
         self._timeout = timeout
         self._multiline = multiline
 
-    def process(self, element: tuple) -> Iterator[str]:
+    def process(self, element: BodyElement) -> Iterator[str]:
         from apache_beam.io.filesystems import FileSystems
 
         from transforms.batching import body_temp_name
@@ -151,6 +152,8 @@ class _RenderBodyFn(beam.DoFn):
         yield path
 
 
+@beam.typehints.with_input_types(BodyElement)
+@beam.typehints.with_output_types(str)
 class RenderBodies(beam.PTransform):
     """Body elements of a plan → temporary body files (paths), in parallel.
 
@@ -163,7 +166,7 @@ class RenderBodies(beam.PTransform):
         super().__init__()
         self._tmp_dir, self._timeout, self._multiline = tmp_dir, timeout, multiline
 
-    def expand(self, elements):
+    def expand(self, elements: beam.PCollection[BodyElement]) -> beam.PCollection[str]:
         return (
             elements
             | "Spread" >> beam.Reshuffle()
@@ -172,7 +175,7 @@ class RenderBodies(beam.PTransform):
 
 
 def build_pipeline(
-    elements: list[tuple], tmp_dir: str, timeout: str, multiline: bool, pipeline_args: list[str]
+    elements: list[BodyElement], tmp_dir: str, timeout: str, multiline: bool, pipeline_args: list[str]
 ):
     """Build (not run) the render pipeline for a plan's body elements."""
     from pipeline.migrate import make_pipeline
@@ -180,7 +183,7 @@ def build_pipeline(
     pipeline = make_pipeline(pipeline_args)
     _ = (
         pipeline
-        | "Bodies" >> beam.Create(elements, reshuffle=False)
+        | "Bodies" >> beam.Create(elements, reshuffle=False).with_output_types(BodyElement)
         | "Render" >> RenderBodies(tmp_dir, timeout, multiline)
     )
     return pipeline

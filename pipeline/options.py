@@ -122,7 +122,7 @@ def add_idp_map_argument(parser: argparse.ArgumentParser, what: str) -> None:
         default=[],
         metavar="ALIAS=IDP_ID",
         help=f"link {what} to the ZITADEL IdP with id IDP_ID (repeatable); links of unmapped "
-        "aliases are counted per alias in the summary and manifest (docs/idp-links.md)",
+        "aliases are counted per alias in the summary and manifest (docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-both-sources)",
     )
 
 

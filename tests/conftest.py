@@ -24,6 +24,22 @@ REALWORLD = DATA_DIR / "realworld"
 ZITADEL_TOOLS = DATA_DIR / "zitadel-tools"
 GCS_BUCKET = "zb-test"
 _SCHEMA_CHECKED: set[Path] = set()
+ROOT = DATA_DIR.parents[1]
+
+
+def source_copy(dest: Path) -> Path:
+    """A copy of what ``--setup_file`` ships (setup.py and both packages) in ``dest``.
+
+    Packaging tests build from the copy, so the suite never writes ``build/`` or ``*.egg-info``
+    into the checkout.
+    """
+    import shutil
+
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "setup.py", dest / "setup.py")
+    for package in ("pipeline", "transforms"):
+        shutil.copytree(ROOT / package, dest / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
 
 
 def written_bodies(folder: Path) -> list[Path]:

@@ -19,7 +19,7 @@ import bcrypt
 import passwap_rules
 import pytest
 from argon2.low_level import Type, hash_secret
-from zitadel_fixtures import PAT, zitadel_fixture  # noqa: F401
+from zitadel_fixtures import PAT, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 
 from pipeline.cli import main
 from transforms.admin_api import Credentials

@@ -258,7 +258,7 @@ def test_passwords_default_is_zitadel_tools_file_when_present(tmp_path, monkeypa
 # --------------------------------------------------------------------------- fields not carried
 
 
-from transforms.auth0_mapping import fields_not_carried, unknown_fields  # noqa: E402
+from transforms.auth0_mapping import fields_not_carried, unknown_fields  # noqa: E402 - imported where the tests that use it start
 
 
 @pytest.mark.parametrize(

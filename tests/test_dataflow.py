@@ -12,7 +12,7 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from conftest import GCS_BUCKET
+from conftest import GCS_BUCKET, source_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,8 @@ def _dataflow_args(tmp_path: Path) -> list[str]:
         "--region=europe-west1",
         f"--temp_location=gs://{GCS_BUCKET}/tmp",
         f"--staging_location=gs://{GCS_BUCKET}/staging",
-        f"--setup_file={ROOT / 'setup.py'}",
+        # A copy: the stager builds an sdist beside setup.py (build/, *.egg-info).
+        f"--setup_file={source_copy(tmp_path / 'source') / 'setup.py'}",
         "--dry_run=True",
         "--job_name=zitadel-beam-dry-run",
     ]

@@ -554,7 +554,7 @@ def test_cli_split_export_from_gcs(tmp_path, gcs_emulator):
 # --------------------------------------------------------------------------- brokered users, fields
 
 
-from transforms.keycloak import fields_not_carried, idp_links, unknown_fields  # noqa: E402
+from transforms.keycloak import fields_not_carried, idp_links, unknown_fields  # noqa: E402 - imported where the tests that use it start
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from zitadel_fixtures import PAT, leaked_secrets, make_export, zitadel_fixture  # noqa: F401
+from zitadel_fixtures import PAT, leaked_secrets, make_export, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main

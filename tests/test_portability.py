@@ -9,11 +9,12 @@ byte-identical to an in-process run of the same input.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
+
+from conftest import source_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
@@ -87,11 +88,7 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     site-packages through a ``.pth`` line (which does not execute the editable install's own
     ``.pth`` hook), so only the wheel can provide ``pipeline`` and ``transforms``.
     """
-    source = tmp_path / "source"
-    source.mkdir()
-    shutil.copy(ROOT / "setup.py", source / "setup.py")
-    for package in ("pipeline", "transforms"):
-        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    source = source_copy(tmp_path / "source")
     wheels = tmp_path / "wheels"
     build = subprocess.run(
         [

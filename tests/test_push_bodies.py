@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zitadel_fixtures import PAT, hash_pool, zitadel_fixture  # noqa: F401
+from zitadel_fixtures import PAT, hash_pool, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 
 from pipeline.cli import main
 from transforms.body_check import check_body

@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from zitadel_fixtures import PAT, fast_client, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401
+from zitadel_fixtures import PAT, fast_client, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 from zitadel_server import FAULT_KINDS, ZitadelServer
 
 from pipeline import push

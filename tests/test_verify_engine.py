@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from zitadel_fixtures import PAT, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401
+from zitadel_fixtures import PAT, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 
 from pipeline.cli import main
 from transforms import push_engine, verify_engine

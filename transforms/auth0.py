@@ -62,7 +62,16 @@ from transforms.hash_metrics import HashTally
 from transforms.hash_policy import DROPPABLE_REASONS
 from transforms.hashes import ConvertedHash
 from transforms.ids import auth0_user_id, fallback_email
-from transforms.records import NAMESPACE, dead_letter, no_gc, pack_rows, partition_of, user_name_key
+from transforms.records import (
+    NAMESPACE,
+    DeadLetter,
+    PartitionRows,
+    dead_letter,
+    no_gc,
+    pack_rows,
+    partition_of,
+    user_name_key,
+)
 from transforms.spill import load_blob, write_spill
 from transforms.validate import (
     Reason,
@@ -235,11 +244,13 @@ class _ParseUnitFn(beam.DoFn):
                 if kind == PROFILES:
                     email = normalise_email(value.get("email"))
                     item = self._profile(sortkey, email, value, raw)
-                    email = item[2]  # a fallback address joins no password record (see _profile)
+                    # A fallback address joins no password record, so the item's e-mail is the key.
+                    _, _, email, user_id, _, profile_problem, *_ = item
                     part = partition_of(email, self._partitions)
-                    if item[5] is not None:
+                    if profile_problem is not None:
+                        reason, detail = profile_problem
                         yield beam.pvalue.TaggedOutput(
-                            _DEAD, dead_letter(sortkey, item[5][0], item[5][1], source, orjson.Fragment(raw))
+                            _DEAD, dead_letter(sortkey, reason, detail, source, orjson.Fragment(raw))
                         )
                     else:
                         custom, hash_problem_ = custom_password_hash(value)
@@ -249,7 +260,7 @@ class _ParseUnitFn(beam.DoFn):
                             self._read[CUSTOM_HASHES].inc()
                             self._dropped.inc()
                             self._tally.without_password(
-                                hash_problem_[0], item[3] or None, value.get("email")
+                                hash_problem_[0], user_id or None, value.get("email")
                             )
                             key = (
                                 "custom_password_hash" if "custom_password_hash" in value else "password_hash"
@@ -261,7 +272,7 @@ class _ParseUnitFn(beam.DoFn):
                                     hash_problem_[0],
                                     f"{hash_problem_[1]} (user imported without password)",
                                     CUSTOM_HASH_SOURCE,
-                                    {"user_id": item[3], "email": value.get("email"), key: value[key]},
+                                    {"user_id": user_id, "email": value.get("email"), key: value[key]},
                                 ),
                             )
                         if custom is not None:
@@ -269,7 +280,7 @@ class _ParseUnitFn(beam.DoFn):
                             key = (
                                 "custom_password_hash" if "custom_password_hash" in value else "password_hash"
                             )
-                            record = {"user_id": item[3], "email": value.get("email"), key: value[key]}
+                            record = {"user_id": user_id, "email": value.get("email"), key: value[key]}
                             parts.setdefault((CUSTOM_HASHES, part), []).append(
                                 (
                                     sortkey[0],
@@ -283,9 +294,9 @@ class _ParseUnitFn(beam.DoFn):
                                     sortkey,
                                 )
                             )
-                    if self._route_mfa and item[3]:
-                        routes.setdefault((ROUTES, partition_of(item[3], self._partitions)), []).append(
-                            (item[3], part, sortkey[0], sortkey[1])
+                    if self._route_mfa and user_id:
+                        routes.setdefault((ROUTES, partition_of(user_id, self._partitions)), []).append(
+                            (user_id, part, sortkey[0], sortkey[1])
                         )
                 else:
                     email = record_email(value)
@@ -295,7 +306,7 @@ class _ParseUnitFn(beam.DoFn):
                             _DEAD, dead_letter(sortkey, problem[0], problem[1], source, orjson.Fragment(raw))
                         )
                         continue
-                    item = (
+                    password_item: _PasswordItem = (
                         sortkey[0],
                         sortkey[1],
                         email,
@@ -307,6 +318,8 @@ class _ParseUnitFn(beam.DoFn):
                         None,
                     )
                     part = partition_of(email, self._partitions)
+                    parts.setdefault((kind, part), []).append(password_item)
+                    continue
                 parts.setdefault((kind, part), []).append(item)
         self._read[kind].inc(count)
         self._tally.publish()
@@ -363,7 +376,8 @@ class _ParseUnitFn(beam.DoFn):
 
     def _profile(self, sortkey, email: str, profile: dict[str, Any], raw: bytes) -> _ProfileItem:
         opts = self._options
-        user_id = profile.get("user_id") if isinstance(profile.get("user_id"), str) else ""
+        raw_id = profile.get("user_id")
+        user_id = raw_id if isinstance(raw_id, str) else ""
         derived = not user_id.strip() and bool(email) and "user_id" not in _present(profile)
         if derived:
             # Auth0's bulk-import shape has no user_id: README "User ids".
@@ -378,7 +392,8 @@ class _ParseUnitFn(beam.DoFn):
             # Password records join on e-mail; a made-up address must not meet one, so the join
             # key is one no record can have (records without e-mail are dead letters).
             email = "\x00" + user_id
-        entry_json, meta_json, notes, name_key = b"", b"", (), ""
+        entry_json, meta_json, name_key = b"", b"", ""
+        notes: tuple[str, ...] = ()
         if problem is None:
             problem = custom_password_hash(profile)[1]
             if problem is not None and opts.drop_bad_hashes and problem[0] in DROPPABLE_REASONS:
@@ -563,7 +578,7 @@ class _JoinPartitionFn(beam.DoFn):
         self._tally = HashTally(self._tmp_dir)
         self._notes: dict[str, Any] = {}
 
-    def process(self, element: tuple[int, Iterable[tuple[int, bytes]]]):
+    def process(self, element: tuple[int, Iterable[tuple[int, str]]]):
         part, blobs = element
         with no_gc():
             yield from self._join(part, blobs)
@@ -574,7 +589,7 @@ class _JoinPartitionFn(beam.DoFn):
             self._notes[note] = _counter(f"notes.{note}")
         self._notes[note].inc()
 
-    def _join(self, part: int, blobs: Iterable[tuple[int, bytes]]):
+    def _join(self, part: int, blobs: Iterable[tuple[int, str]]):
         profiles: list[_ProfileItem] = []
         passwords: list[_PasswordItem] = []
         secrets: list[_MfaItem] = []
@@ -614,8 +629,8 @@ class _JoinPartitionFn(beam.DoFn):
                 continue
             assigned.setdefault(candidates[choice], []).append(pw)
         otps: dict[int, list[_MfaItem]] = {}
-        for otp in secrets:
-            otps.setdefault(by_sortkey[(otp[2], otp[3])], []).append(otp)
+        for secret in secrets:
+            otps.setdefault(by_sortkey[(secret[2], secret[3])], []).append(secret)
 
         rows = []
         for index, item in enumerate(profiles):
@@ -635,12 +650,16 @@ class _JoinPartitionFn(beam.DoFn):
                         older[7],
                         older[6],
                     )
-            otp = None
+            otp: _MfaItem | None = None
             if otps.get(index):
                 *older_otps, otp = otps[index]
-                for older in older_otps:
+                for older_otp in older_otps:
                     yield _dl(
-                        older, Reason.OTP_SUPERSEDED, "a later OTP record exists for this user", MFA, older[5]
+                        older_otp,
+                        Reason.OTP_SUPERSEDED,
+                        "a later OTP record exists for this user",
+                        MFA,
+                        older_otp[5],
                     )
             problem = item[5]
             entry_json = item[6]
@@ -728,6 +747,7 @@ def _dl(item, reason: str, detail: str, kind: int, raw: bytes):
 # --------------------------------------------------------------------------- PTransform
 
 
+@beam.typehints.with_input_types(beam.pvalue.PBegin)
 class ReadAuth0Users(beam.PTransform):
     """Auth0 profile + password (+ MFA) files → ``{'rows': (partition, rows spill path), 'dead': dead letters}``.
 
@@ -758,7 +778,8 @@ class ReadAuth0Users(beam.PTransform):
         self._tmp_dir = tmp_dir
         self._route_mfa = bool(mfa_files)
 
-    def expand(self, pbegin):
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
         units = (
             pbegin
             | "ListFiles" >> beam.Create(self._files)
@@ -781,7 +802,11 @@ class ReadAuth0Users(beam.PTransform):
             parts
             | "GroupPartitions" >> beam.GroupByKey()
             | "JoinPartitions"
-            >> beam.ParDo(_JoinPartitionFn(self._options, self._tmp_dir)).with_outputs(_DEAD, main="rows")
+            >> beam.ParDo(_JoinPartitionFn(self._options, self._tmp_dir))
+            .with_output_types(PartitionRows, **{_DEAD: DeadLetter})
+            .with_outputs(_DEAD, main="rows")
         )
-        dead = tuple(dead) + (joined[_DEAD],) | "MergeDeadLetters" >> beam.Flatten()
+        dead = tuple(dead) + (joined[_DEAD],) | "MergeDeadLetters" >> beam.Flatten().with_output_types(
+            DeadLetter
+        )
         return {"rows": joined.rows, "dead": dead}

@@ -180,7 +180,8 @@ def idp_links(
         if not isinstance(external, str) or not external.strip() or len(external) > 200:
             outcomes.append(("invalid", name))
             continue
-        data = identity.get("profileData") if isinstance(identity.get("profileData"), dict) else {}
+        raw_data = identity.get("profileData")
+        data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
         display = (
             _text(data, "email")
             or _text(data, "name")
@@ -230,8 +231,8 @@ def map_profile(
     Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (docs/source-schemas.md), except that
     the source's ``email_verified`` is kept when ``--email-verified`` is not given.
     """
-    email = profile.get("email") if isinstance(profile.get("email"), str) else ""
-    email = email.strip()
+    raw_email = profile.get("email")
+    email = raw_email.strip() if isinstance(raw_email, str) else ""
     user_name = _text(profile, "username") or email
     name = _text(profile, "name")
     first = _text(profile, "given_name") or name or user_name

@@ -26,7 +26,6 @@ __all__ = [
     "to_fragment",
     "fragment_of",
     "render_fragments",
-    "render_body",
     "plan_chunks",
     "plan_bodies",
     "body_temp_name",
@@ -71,11 +70,6 @@ def render_fragments(spec: BodySpec, fragments: list[Fragment]) -> bytes:
     if spec.multiline:
         body = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
     return body + b"\n"
-
-
-def render_body(spec: BodySpec, rows: list[list[Any]]) -> bytes:
-    """The ImportDataRequest for ``rows`` (already in order)."""
-    return render_fragments(spec, [to_fragment(r) for r in rows])
 
 
 def plan_chunks(items: list[Any], size: int) -> tuple[list[list[Any]], list[Any]]:

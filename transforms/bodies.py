@@ -44,13 +44,14 @@ from transforms.batching import (
     fragment_of,
     parse_body_temp_name,
     plan_chunks,
-    render_body,
     render_fragments,
     to_fragment,
 )
 from transforms.records import (
     NAMESPACE,
+    DeadLetter,
     EncodedRow,
+    PartitionRows,
     claims_size,
     dead_letter,
     decode_claims,
@@ -65,7 +66,6 @@ from transforms.validate import Reason
 __all__ = [
     "BodySpec",
     "UsersToBodies",
-    "render_body",
     "render_fragments",
     "to_fragment",
     "plan_chunks",
@@ -212,6 +212,7 @@ class _ChunkRemaindersFn(_BodyWriterFn):
                 yield self._write(chunk)
 
 
+@beam.typehints.with_input_types(PartitionRows)
 class UsersToBodies(beam.PTransform):
     """``(partition, rows)`` → ``{'bodies': temp body paths, 'dead': duplicate dead letters}``.
 
@@ -226,7 +227,8 @@ class UsersToBodies(beam.PTransform):
         self._spec = spec
         self._tmp_dir = tmp_dir
 
-    def expand(self, rows):
+    def expand(self, rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
+        """Returns ``{'bodies': PCollection[str], 'dead': PCollection[DeadLetter]}``."""
         losers = (
             rows
             | "Claims" >> beam.ParDo(_ClaimsFn())
@@ -237,14 +239,14 @@ class UsersToBodies(beam.PTransform):
             rows
             | "GroupRows" >> beam.GroupByKey()
             | "ChunkPartitions"
-            >> beam.ParDo(
-                _ChunkPartitionFn(self._spec, self._tmp_dir), losers=beam.pvalue.AsDict(losers)
-            ).with_outputs(_DEAD, _REMAINDER, main="bodies")
+            >> beam.ParDo(_ChunkPartitionFn(self._spec, self._tmp_dir), losers=beam.pvalue.AsDict(losers))
+            .with_output_types(str, **{_DEAD: DeadLetter, _REMAINDER: Any})
+            .with_outputs(_DEAD, _REMAINDER, main="bodies")
         )
         merged = (
             chunks[_REMAINDER]
             | "GroupRemainders" >> beam.GroupByKey()
             | "ChunkRemainders" >> beam.ParDo(_ChunkRemaindersFn(self._spec, self._tmp_dir))
         )
-        bodies = (chunks.bodies, merged) | "AllBodies" >> beam.Flatten()
+        bodies = (chunks.bodies, merged) | "AllBodies" >> beam.Flatten().with_output_types(str)
         return {"bodies": bodies, "dead": chunks[_DEAD]}

@@ -94,9 +94,11 @@ def check_body(body: dict, options: ValidationOptions = PUSH_VALIDATION) -> Chec
             orgs.append(org)
             continue
         org_id = str(org.get("orgId", org.get("org_id", "")))
-        kept, dropped_ids = [], set()
+        kept: list[Any] = []
+        dropped_ids: set[str] = set()
         for original in org[user_key]:
             entry = _normalise_user(original)
+            result_reason: str | None
             if not isinstance(entry, dict) or not isinstance(entry.get("user"), dict):
                 result_reason, detail = "not-an-object", "humanUsers entry has no user object"
             else:

@@ -146,6 +146,10 @@ class HashPolicy:
 
     verifiers: frozenset[str] = frozenset({"bcrypt"})
     limits: tuple[tuple[str, int], ...] = tuple(DEFAULT_LIMITS.items())
+    # Derived from ``limits`` in __post_init__; not a constructor argument, not compared.
+    _index: dict[tuple[str, str], tuple[int, int]] = dataclasses.field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         # check() runs once per user: (verifier, param) → (min, max) looked up in a dict built once.
@@ -176,7 +180,7 @@ class HashPolicy:
                 f"{converted.algorithm} needs the ZITADEL verifier {converted.verifier!r}: add it to "
                 f"{_CONFIG_PREFIX}Verifiers",
             )
-        limits = self._index  # type: ignore[attr-defined]
+        limits = self._index
         for param, value in converted.params:
             low, high = limits[converted.verifier, param]
             if low <= value <= high:
@@ -325,10 +329,6 @@ def load_policy(path: str | None = None, environ: Mapping[str, str] | None = Non
         if limits[f"{group}.{low_key}"] > limits[f"{group}.{high_key}"]:
             raise ConfigError(f"Limits.{group}.{low_key} is above Limits.{group}.{high_key}")
     return HashPolicy(frozenset(verifiers), tuple(limits.items()))
-
-
-def default_policy() -> HashPolicy:
-    return load_policy(None, None)
 
 
 def config_snippet(

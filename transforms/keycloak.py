@@ -44,7 +44,17 @@ from transforms.fields import unknown_fields as shared_unknown_fields
 from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
 from transforms.ids import fallback_email, keycloak_user_id
-from transforms.records import NAMESPACE, EncodedRow, dead_letter, encode_row, no_gc, pack_rows, partition_of
+from transforms.records import (
+    NAMESPACE,
+    DeadLetter,
+    EncodedRow,
+    PartitionRows,
+    dead_letter,
+    encode_row,
+    no_gc,
+    pack_rows,
+    partition_of,
+)
 from transforms.spill import write_spill
 from transforms.validate import (
     MAX_METADATA_KEY,
@@ -182,7 +192,7 @@ def idp_links(
     """``federatedIdentities`` → ZITADEL ``idps`` links for the aliases in ``idp_map``.
 
     Returns the links and one ``(outcome, alias)`` per entry: ``linked``, ``unmapped`` (no
-    ``--idp-map`` for the alias) or ``invalid`` (no usable ``userId``). docs/idp-links.md.
+    ``--idp-map`` for the alias) or ``invalid`` (no usable ``userId``). docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-both-sources.
     """
     identities = user.get("federatedIdentities")
     if not isinstance(identities, list):
@@ -338,7 +348,8 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
         )
 
     user_name = _text(user, "username")
-    attributes = user.get("attributes") if isinstance(user.get("attributes"), Mapping) else {}
+    raw_attributes = user.get("attributes")
+    attributes: Mapping[str, Any] = raw_attributes if isinstance(raw_attributes, Mapping) else {}
     profile: dict[str, Any] = {
         "firstName": _text(user, "firstName") or user_name,
         "lastName": _text(user, "lastName") or user_name,
@@ -760,6 +771,7 @@ def _dead_letter(
 # --------------------------------------------------------------------------- PTransform
 
 
+@beam.typehints.with_input_types(beam.pvalue.PBegin)
 class ReadKeycloakUsers(beam.PTransform):
     """Realm files → ``{'rows': (partition, rows_blob), 'dead': (sortkey, line)}``.
 
@@ -786,14 +798,15 @@ class ReadKeycloakUsers(beam.PTransform):
         self._chunk = chunk_users
         self._tmp_dir = tmp_dir
 
-    def expand(self, pbegin):
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
         read = (
             pbegin
             | "ListRealmFiles" >> beam.Create(self._sources)
             | "SpreadFiles" >> beam.Reshuffle()
             | "ReadRealmFiles"
-            >> beam.ParDo(
-                _ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir)
-            ).with_outputs(_DEAD, main="rows")
+            >> beam.ParDo(_ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir))
+            .with_output_types(PartitionRows, **{_DEAD: DeadLetter})
+            .with_outputs(_DEAD, main="rows")
         )
         return {"rows": read.rows, "dead": read[_DEAD]}

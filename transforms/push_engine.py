@@ -405,8 +405,8 @@ def _send_body(
     ledger.save(result)  # a killed run shows "in-progress": resumed runs send the body again
     started = time.monotonic()
     try:
-        raw = read_body(ref)
-        body = json.loads(raw)
+        raw: bytes | None = read_body(ref)
+        body = json.loads(raw or b"")
     except (OSError, ValueError) as err:
         result.status = "failed"
         result.failed.append(

@@ -37,6 +37,8 @@ __all__ = [
     "NAMESPACE",
     "NUM_PARTITIONS",
     "SortKey",
+    "DeadLetter",
+    "PartitionRows",
     "partition_of",
     "dead_letter",
     "encode_rows",
@@ -59,6 +61,14 @@ NUM_PARTITIONS = 32
 
 SortKey = tuple[int, int]
 
+# The element types at the boundaries of the public PTransforms (declared with Beam's type hints,
+# so a step wired to the wrong output fails when the pipeline is built, not inside a worker).
+# A dead letter: (sort key, the NDJSON line). Plain tuples on the wire: they pickle smaller and
+# faster than NamedTuples, and each is unpacked into named locals where it is read.
+DeadLetter = tuple[SortKey, bytes]
+# One partition's rows: (partition, a rows blob from encode_rows/pack_rows or a spill file's path).
+PartitionRows = tuple[int, bytes | str]
+
 
 def partition_of(key: str, partitions: int = NUM_PARTITIONS) -> int:
     """A stable partition for ``key`` (Python's ``hash`` differs per process, crc32 does not)."""
@@ -73,7 +83,8 @@ def dead_letter(
     ``record`` may be an ``orjson.Fragment`` holding already-encoded JSON.
     """
     line = orjson.dumps({"reason": reason, "detail": detail, "source": source, "record": record})
-    return (tuple(sortkey), line)
+    first, second = sortkey  # a list after a pickling round trip: the key must be a tuple
+    return (first, second), line
 
 
 # (file_index, position, user_id, user_name_key, entry_json, metadata_json, password,

@@ -20,7 +20,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.records import NAMESPACE, SortKey, no_gc
+from transforms.records import NAMESPACE, DeadLetter, SortKey, no_gc
 
 __all__ = [
     "open_private",
@@ -59,13 +59,17 @@ def _shard_of(sortkey: SortKey) -> int:
     return (sortkey[0] * 1_000_003 + sortkey[1]) % DEAD_SHARDS
 
 
+def _with_shard(letter: DeadLetter) -> tuple[int, DeadLetter]:
+    return _shard_of(letter[0]), letter
+
+
 class _WriteDeadShardFn(beam.DoFn):
     """Write one shard of dead letters in input order and count them by source and reason."""
 
     def __init__(self, tmp_dir: str):
         self._tmp_dir = tmp_dir
 
-    def process(self, element: tuple[int, Iterable[tuple[SortKey, bytes]]]) -> Iterator[str]:
+    def process(self, element: tuple[int, Iterable[DeadLetter]]) -> Iterator[str]:
         from apache_beam.io.filesystems import FileSystems
 
         shard, letters = element
@@ -84,6 +88,8 @@ class _WriteDeadShardFn(beam.DoFn):
         yield path
 
 
+@beam.typehints.with_input_types(DeadLetter)
+@beam.typehints.with_output_types(str)
 class WriteDeadLetterShards(beam.PTransform):
     """Dead letters ``(sortkey, line)`` → up to ``DEAD_SHARDS`` NDJSON files in ``tmp_dir``."""
 
@@ -91,10 +97,10 @@ class WriteDeadLetterShards(beam.PTransform):
         super().__init__()
         self._tmp_dir = tmp_dir
 
-    def expand(self, dead):
+    def expand(self, dead: beam.PCollection[DeadLetter]) -> beam.PCollection[str]:
         return (
             dead
-            | "ShardDeadLetters" >> beam.Map(lambda kv: (_shard_of(kv[0]), kv))
+            | "ShardDeadLetters" >> beam.Map(_with_shard)
             | "GroupDeadLetters" >> beam.GroupByKey()
             | "WriteDeadShards" >> beam.ParDo(_WriteDeadShardFn(self._tmp_dir))
         )

@@ -21,7 +21,7 @@ import dataclasses
 import re
 from typing import Any
 
-from transforms.hashes import ConvertedHash, parse_hash
+from transforms.hashes import ConvertedHash, HashFailure, parse_hash
 from transforms.reasons import Reason  # re-exported: the reason codes predate their own module
 
 __all__ = [
@@ -147,7 +147,7 @@ def check_hash(value: Any, opts: ValidationOptions) -> Any:
     options overriding its Bcrypt limits when set. The detail never contains the hash itself.
     """
     parsed = parse_hash(value)
-    if parsed.__class__ is not ConvertedHash:
+    if isinstance(parsed, HashFailure):
         return parsed.reason, parsed.detail
     family = parsed.verifier if parsed.verifier in ("bcrypt", "argon2", "pbkdf2") else "other"
     if family not in opts.allowed_hash_families:

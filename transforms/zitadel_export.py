@@ -126,6 +126,9 @@ _FLUSH_LINES = 4096  # a body's buffered lines are written as one segment file
 _MAX_BUFFERED = 40_000  # all buffers are flushed beyond this many lines
 _MAX_PENDING = 20_000  # records waiting for their user spill to a local file beyond this
 
+# One body of a plan, as the render step receives it: (index, org id, org JSON, segment paths).
+BodyElement = tuple[int, str, bytes, tuple[str, ...]]
+
 
 class ExportFormatError(ValueError):
     """The document is not a ZITADEL export (or is truncated); the message is one line."""
@@ -244,7 +247,7 @@ class BodyPlan:
     need_orgs: set = dataclasses.field(default_factory=set)
     need_keys: set = dataclasses.field(default_factory=set)
 
-    def element(self) -> tuple:
+    def element(self) -> BodyElement:
         """What the render step needs: (index, org id, org JSON, segment paths)."""
         return (
             self.index,
@@ -370,7 +373,8 @@ class _Planner:
             plan = self.add(("grants", self.pos), field, line)
             plan.records += 1
             if isinstance(value, dict):
-                inner = value.get("projectGrant") if isinstance(value.get("projectGrant"), dict) else value
+                grant = value.get("projectGrant")
+                inner: dict[str, Any] = grant if isinstance(grant, dict) else value
                 if inner.get("grantedOrgId"):
                     plan.need_orgs.add(str(inner["grantedOrgId"]))
         else:
@@ -457,10 +461,12 @@ class _Planner:
         for path in self.pending_files:
             with open(path, "rb") as handle:
                 for raw in handle:
-                    yield tuple(orjson.loads(raw))  # type: ignore[misc]
+                    uid, field, value = orjson.loads(raw)
+                    yield uid, field, value
             os.unlink(path)
         for raw in self.pending:
-            yield tuple(orjson.loads(raw))  # type: ignore[misc]
+            uid, field, value = orjson.loads(raw)
+            yield uid, field, value
 
     def end_org(self) -> None:
         pos = self.pos
