@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 import os
 import posixpath
 import re
@@ -132,6 +133,58 @@ def hash_policy_from_args(args: argparse.Namespace, environ=None):
     return policy
 
 
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
+    """Scheduled runs: compare with the state of the previous runs (docs/sync.md)."""
+    group = parser.add_argument_group("scheduled sync (docs/sync.md)")
+    group.add_argument(
+        "--state",
+        metavar="PATH",
+        default=None,
+        help="sync state folder (local or gs://): users already in ZITADEL are compared with what "
+        "the state says the target holds; new users go to bodies, changed, blocked and removed "
+        "users to <stem>.changes-*.ndjson, unchanged users nowhere. push commits the state",
+    )
+    group.add_argument(
+        "--on-removed",
+        choices=("report", "deactivate", "delete"),
+        default="report",
+        help="users in the state but gone from the export: list them (default), deactivate or "
+        "delete them in ZITADEL",
+    )
+    group.add_argument(
+        "--max-removals",
+        metavar="N|P%",
+        default="5%",
+        help="refuse a run that would deactivate or delete more users than this (a count, or a "
+        "percentage of the users in the state; default 5%%)",
+    )
+    group.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="take over the state's lock held by a run that is gone (another host, or a crash)",
+    )
+
+
+def removal_limit(text: str, users_in_state: int) -> int:
+    """``--max-removals``: ``N`` or ``P%`` of the users in the state (rounded up)."""
+    value = (text or "").strip()
+    try:
+        if value.endswith("%"):
+            percent = float(value[:-1])
+            if not 0 <= percent <= 100:
+                raise ValueError
+            # Rounded up: 5% of a 4-user state still allows one (a 0 limit would refuse any block).
+            return math.ceil(users_in_state * percent / 100)
+        count = int(value)
+        if count < 0:
+            raise ValueError
+        return count
+    except ValueError:
+        raise ConfigError(
+            f"--max-removals {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)"
+        ) from None
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags every user migrate command shares (zitadel-tools' plus ours)."""
     parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
@@ -146,6 +199,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "such users are dead letters)",
     )
     add_hash_arguments(parser)
+    add_sync_arguments(parser)
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
     push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
@@ -176,6 +230,10 @@ class CommonArgs:
     hash_policy: Any = None  # transforms.hash_policy.HashPolicy
     on_unsupported_hash: str = "dead-letter"
     email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/ids.py)
+    state: str | None = None  # --state PATH (docs/sync.md)
+    on_removed: str = "report"
+    max_removals: str = "5%"
+    break_lock: bool = False
 
 
 def common_args(args: argparse.Namespace) -> CommonArgs:
@@ -199,6 +257,8 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
             raise ConfigError(problem)
     if not args.output or args.output.endswith("/"):
         raise ConfigError(f"--output {args.output!r} must name a file")
+    if getattr(args, "state", None) is not None:
+        removal_limit(args.max_removals, 0)  # the syntax, now; the limit needs the state's size
     credentials = None
     if args.push_url:
         from pipeline.options import credentials_from_args
@@ -227,6 +287,10 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         policy,
         args.on_unsupported_hash,
         fallback,
+        getattr(args, "state", None),
+        getattr(args, "on_removed", "report"),
+        getattr(args, "max_removals", "5%"),
+        bool(getattr(args, "break_lock", False)),
     )
 
 
@@ -286,8 +350,12 @@ def build_pipeline(
     common: CommonArgs,
     layout: OutputLayout,
     pipeline_args: list[str],
+    sync: tuple[Any, Mapping[int, str]] | None = None,
 ):
     """Build (and return, not run) the pipeline: source → bodies + dead letters.
+
+    With ``sync`` (``(SyncOptions, state shard paths)``), the source's users are compared with
+    the state first (transforms/sync.py): only new users reach the bodies.
 
     ``add_source(pipeline, tmp_dir)`` adds the source and returns ``{'rows', 'dead'}``;
     ``tmp_dir`` is the run's temporary folder for spill files (removed when the run ends).
@@ -299,6 +367,13 @@ def build_pipeline(
 
     pipeline = make_pipeline(pipeline_args)
     source = add_source(pipeline, layout.tmp_dir)
+    if sync is not None:
+        from transforms.sync import CompareWithState
+
+        options, shards = sync
+        source = {"rows": source["rows"], "dead": source["dead"]} | "Sync" >> CompareWithState(
+            options, shards, layout.tmp_dir
+        )
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
     bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
     dead = (source["dead"], bodies["dead"]) | "AllDeadLetters" >> beam.Flatten()
@@ -404,7 +479,20 @@ def relative_path(directory: str, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def run_migration(
+def run_migration(**kwargs: Any) -> int:
+    """Run a migration (``_run_migration``); with ``--state``, hold the state's lock throughout,
+    push included, so that two runs on one state cannot interleave (docs/sync.md#state)."""
+    common: CommonArgs = kwargs["common"]
+    if not common.state:
+        return _run_migration(**kwargs)
+    from transforms.sync_state import StateLock, StateStore
+
+    check_gcs_reachable([common.state])
+    with StateLock(StateStore(common.state), f"migrate {kwargs['source_name']}", common.break_lock):
+        return _run_migration(**kwargs)
+
+
+def _run_migration(
     *,
     source_name: str,
     add_source: Callable[[Any, str], Mapping[str, Any]],
@@ -414,8 +502,12 @@ def run_migration(
     summary_lines: Callable[[Mapping[str, int]], list[tuple[str, Any]]],
     invariant: Callable[[Mapping[str, int]], tuple[bool, str]],
     extra_manifest: Mapping[str, Any] | None = None,
+    sync_source: Mapping[str, Any] | None = None,
 ) -> int:
     """Run the pipeline, finalize the outputs, write the manifest, print the summary.
+
+    ``sync_source`` (``{"include_blocked": bool, "realm": str | None}``) is given by sources that
+    can sync; with ``--state`` the run compares with the state (docs/sync.md).
 
     ``invariant(counts)`` returns ``(holds, text)``: the run's accounting (every input record
     written or dead-lettered). A broken invariant is reported and exits 3: it is a bug.
@@ -429,13 +521,33 @@ def run_migration(
     layout = dataclasses.replace(layout, tmp_dir=spill_dir(pipeline_args, layout.tmp_dir))
     check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
     check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
+    sync = None
+    if common.state:
+        from transforms.sync import SyncOptions
+        from transforms.sync_state import StateStore
+
+        if sync_source is None:
+            raise ConfigError(f"--state: migrate {source_name} cannot sync (auth0 and keycloak can)")
+        check_gcs_reachable([common.state])
+        store = StateStore(common.state)
+        pointer = store.read_pointer()
+        sync_options = SyncOptions(
+            org_id=common.org_id,
+            source=source_name,
+            partitions=store.partitions(pointer),
+            on_removed=common.on_removed,
+            include_blocked=bool(sync_source.get("include_blocked")),
+            realm=sync_source.get("realm"),
+        )
+        max_removals = removal_limit(common.max_removals, int((pointer or {}).get("users", 0)))
+        sync = (sync_options, store.shard_paths(pointer))
     try:
         prepare_tmp(layout.tmp_dir)
     except OSError as err:
         raise ConfigError(
             f"--output {common.output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})"
         ) from None
-    pipeline = build_pipeline(add_source, common, layout, pipeline_args)
+    pipeline = build_pipeline(add_source, common, layout, pipeline_args, sync)
     started = time.monotonic()
     try:
         result = pipeline.run()
@@ -443,6 +555,22 @@ def run_migration(
         elapsed = time.monotonic() - started
         counts = counters_from_result(result)
         hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)
+        sync_fields: dict[str, Any] = {}
+        if sync is not None:
+            from transforms.changes import finalize_changes, sync_manifest
+
+            removals = counts.get("sync.removals", 0)
+            if removals > max_removals:
+                raise ConfigError(
+                    f"--max-removals: refused: this run would deactivate or delete {removals:,} users, "
+                    f"more than the limit of {max_removals:,} ({common.max_removals} of "
+                    f"{int((pointer or {}).get('users', 0)):,} users in the state); check the export, "
+                    "or raise --max-removals"
+                )
+            changes = finalize_changes(layout.tmp_dir, layout.stem, posixpath.dirname(layout.manifest))
+            sync_fields = {
+                "sync": sync_manifest(counts, store.root, pointer, common.on_removed, max_removals, changes)
+            }
         passwordless_path, passwordless_count = finalize_passwordless(layout)
         bodies, dead_count = finalize_outputs(layout)
     except BaseException:
@@ -472,11 +600,16 @@ def run_migration(
         "derived_ids": counts.get("notes.derived-id", 0),
         "control_chars_removed": counts.get("notes.control-chars-removed", 0),
         **(extra_manifest or {}),
+        **sync_fields,
     }
     with open_private(layout.manifest) as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
 
     lines = summary_lines(counts)
+    if sync is not None:
+        from transforms.changes import sync_summary_lines
+
+        lines += sync_summary_lines(counts)
     lines += [
         ("", ""),
         ("bodies written", len(bodies)),
@@ -492,6 +625,8 @@ def run_migration(
         print(f"bodies: {bodies[0]['path']}" + (f" ... {bodies[-1]['path']}" if len(bodies) > 1 else ""))
     if dead_count:
         print(f"dead letters: {layout.dead_letter}")
+    for change in sync_fields.get("sync", {}).get("changes", []):
+        print(f"changes: {change['path']} ({change['users']} users, {change['calls']} calls)")
     if passwordless_count:
         print(
             f"imported without password ({passwordless_count}, for password-reset mails): {passwordless_path}"

@@ -76,7 +76,8 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     custom_password_hash) = used + dead-lettered; MFA records read = OTP secrets written + not
     importable + dead-lettered."""
     profiles = counts.get("auth0.profiles_read", 0)
-    written = counts.get("users_written", 0)
+    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
+    written = counts.get("users_written", 0) + counts.get("sync.rows_not_imported", 0)
     dead_profiles = count_prefix(counts, "dead_letter.auth0-profile.")
     passwords = counts.get("auth0.passwords_read", 0) + counts.get("auth0.custom_hashes_read", 0)
     with_pw = counts.get("users_with_password", 0)
@@ -183,7 +184,9 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         )
     options = Auth0Options(
         email_verified=known_args.email_verified,
-        include_blocked=known_args.include_blocked,
+        # With --state, blocked users are read so that those in ZITADEL can be deactivated; the
+        # sync step still dead-letters blocked users who are new unless --include-blocked.
+        include_blocked=known_args.include_blocked or bool(common.state),
         metadata=common.metadata,
         validation=ValidationOptions(
             allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy
@@ -206,4 +209,5 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         input_paths=list(patterns.values()),
         summary_lines=summary_lines,
         invariant=invariant,
+        sync_source={"include_blocked": known_args.include_blocked, "realm": None},
     )

@@ -66,11 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     """users read = written + dead-lettered; users converted = written + dropped as duplicates."""
     read = counts.get("keycloak.users_read", 0)
-    written = counts.get("users_written", 0)
+    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
+    written = counts.get("users_written", 0) + counts.get("sync.rows_not_imported", 0)
     dead = count_prefix(counts, f"dead_letter.{_SOURCE}.")
     converted = count_prefix(counts, "keycloak.with_password.") + counts.get("keycloak.without_password", 0)
     duplicates = count_prefix(counts, f"dead_letter.{_SOURCE}.duplicate-")
-    holds = read == written + dead and converted == written + duplicates
+    rejected = counts.get("sync.rows_rejected", 0)  # disabled users new to ZITADEL (sync only)
+    holds = read == written + dead and converted == written + duplicates + rejected
     text = (
         f"users read {read:,} = written {written:,} + dead-lettered {dead:,}; "
         f"converted {converted:,} = written {written:,} + duplicates {duplicates:,}"
@@ -128,7 +130,9 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     except RealmInputError as err:
         raise ConfigError(f"--realm: {err}") from None
     options = KeycloakOptions(
-        include_disabled=known_args.include_disabled,
+        # With --state, disabled users are read so that those in ZITADEL can be deactivated; the
+        # sync step still dead-letters disabled users who are new unless --include-disabled.
+        include_disabled=known_args.include_disabled or bool(common.state),
         metadata=common.metadata,
         on_unsupported_hash=common.on_unsupported_hash,
         allow_plaintext_passwords=known_args.allow_plaintext_passwords,
@@ -151,4 +155,11 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         summary_lines=summary_lines,
         invariant=invariant,
         extra_manifest={"realm_files": [s.path for s in sources]},
+        sync_source={"include_blocked": known_args.include_disabled, "realm": _realm_name(sources)},
     )
+
+
+def _realm_name(sources) -> str | None:
+    """The realm's name when every file is of one realm (derived ids of dead-lettered users)."""
+    names = {s.realm for s in sources}
+    return names.pop() if len(names) == 1 and "" not in names else None

@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the target's config YAML: warn before sending when its password verifiers or "
         "limits do not cover the manifest's hashes (default: ZITADEL's defaults)",
     )
+    parser.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="take over the sync state's lock held by a run that is gone (docs/sync.md)",
+    )
     add_credential_arguments(parser)
     add_gcs_arguments(parser)
 
@@ -81,7 +86,33 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     if bool(known_args.manifest) == bool(known_args.body):
         raise ConfigError("give either --manifest or --body (one or more)")
     manifest_path = known_args.manifest or write_body_manifest(known_args.body)
-    report = push_manifest(
+    lock = _state_lock(manifest_path, known_args.break_lock)
+    try:
+        report = _push(known_args, manifest_path)
+    finally:
+        if lock is not None:
+            lock.release()
+    print(report.table())
+    if report.verify is not None:
+        print(report.verify.table())
+    return 0 if report.ok else 1
+
+
+def _state_lock(manifest_path: str, break_lock: bool):
+    """A manifest of a sync run commits its state: hold the state's lock (docs/sync.md#state)."""
+    from transforms.manifest import load_manifest
+    from transforms.sync_state import StateLock, StateStore
+
+    sync = load_manifest(manifest_path).raw.get("sync")
+    if not isinstance(sync, dict):
+        return None
+    lock = StateLock(StateStore(str(sync["state"])), "push", break_lock)
+    lock.acquire()
+    return lock
+
+
+def _push(known_args: argparse.Namespace, manifest_path: str):
+    return push_manifest(
         manifest_path,
         known_args.url,
         credentials_from_args(known_args),
@@ -93,7 +124,3 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         verify=known_args.verify,
         hash_policy=load_policy(known_args.zitadel_config, os.environ),
     )
-    print(report.table())
-    if report.verify is not None:
-        print(report.verify.table())
-    return 0 if report.ok else 1

@@ -40,6 +40,7 @@ from typing import Any
 
 import jwt
 import passwap_rules  # beside this file: passwap's parsing rules, also when run as a script
+from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
 
 __all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "main"]
 
@@ -48,7 +49,7 @@ _LOGGER = logging.getLogger(__name__)
 # Kinds of injected faults. "slow" and "drop_after" happen *after* the import did its work, which
 # is what makes retries non-idempotent in real life (the client never saw the answer); "deadline"
 # imports half of the users, then answers like an elapsed server-side timeout.
-FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadline")
+FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadline", "504_after")
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -196,11 +197,15 @@ class Faults:
     def next_fault(self, path: str) -> str | None:
         with self._lock:
             for i, fault in enumerate(self._queue):
-                if fault.path == path:
+                # A path ending in "*" matches by prefix (user service v2 paths carry user ids).
+                if fault.path == path or (fault.path.endswith("*") and path.startswith(fault.path[:-1])):
                     del self._queue[i]
                     self.fired.append(fault.kind)
                     return fault.kind
-            if path in self._paths and self._rate and self._rng.random() < self._rate:
+            matches = path in self._paths or any(
+                p.endswith("*") and path.startswith(p[:-1]) for p in self._paths
+            )
+            if matches and self._rate and self._rng.random() < self._rate:
                 kind = self._rng.choice(self._kinds)
                 self.fired.append(kind)
                 return kind
@@ -253,6 +258,9 @@ class _State:
         self.projects: dict[str, str] = {}  # projectId -> owning orgId
         self.project_grants: dict[str, tuple[str, str, str]] = {}  # grantId -> (owner, project, granted org)
         self.user_records: dict[str, list[dict]] = {}  # orgId -> [{"field", "item"}] (grants, members, links)
+        # User service v2 (tests/zitadel_user_v2.py): active | initial | inactive | locked | removed.
+        self.user_states: dict[str, str] = {}
+        self.locked_from: dict[str, str] = {}
 
     def emit(self, event_type: str, agg_id: str, agg_type: str, owner: str, payload: dict) -> None:
         self.events.append(
@@ -300,6 +308,7 @@ class ZitadelServer:
         self._tokens_lock = threading.Lock()
         self.issued_tokens: list[str] = []
         self.requests: list[tuple[str, int]] = []  # (path, status) of every answered request
+        self.v2_requests: list[tuple[str, str, dict | None]] = []  # (method, path, body) of v2 calls
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -307,6 +316,7 @@ class ZitadelServer:
         self.gcs_store = self._gcs_store_default
         self.gcs_imports: list[dict] = []
         self._detached: list[threading.Thread] = []
+        self.v2 = UserServiceV2(self)
 
     @property
     def url(self) -> str:
@@ -465,6 +475,10 @@ class ZitadelServer:
                     errors.append({"type": "human_user", "id": user_id, "message": refusal})
                     continue
             with self.state.lock:
+                if user_id in self.state.users and self.state.user_states.get(user_id) == "removed":
+                    # A removed user's id is free again (ZITADEL keeps ids unique per instance
+                    # only among existing users).
+                    del self.state.users[user_id]
                 if user_id in self.state.users:
                     errors.append(
                         {
@@ -487,6 +501,7 @@ class ZitadelServer:
                 if user_id in self.faults.dropped_user_ids:
                     continue  # accepted and reported, but lost: what verify must catch
                 self.state.users[user_id] = (org_id, user)
+                self.state.user_states[user_id] = initial_state(user)
                 self.state.user_names.add(user["userName"])
                 self.state.created_count[user_id] = self.state.created_count.get(user_id, 0) + 1
                 profile = user.get("profile", {})
@@ -898,7 +913,54 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
             server.requests.append((self.path, 0))
 
+        def do_PUT(self) -> None:  # noqa: N802 - stdlib naming
+            self._v2("PUT")
+
+        def do_DELETE(self) -> None:  # noqa: N802 - stdlib naming
+            self._v2("DELETE")
+
+        def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+            self._v2("GET")
+
+        def _v2(self, method: str) -> None:
+            """User service v2 (tests/zitadel_user_v2.py); faults match by path prefix."""
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            fault = server.faults.next_fault(self.path)
+            if fault in ("429", "502", "503", "504", "drop"):
+                self._pre_fault(fault)
+                return
+            if not self._authorised():
+                return
+            body = None
+            if raw:
+                try:
+                    body = json.loads(raw)
+                    if not isinstance(body, dict):
+                        raise ValueError("not an object")
+                except ValueError:
+                    self._error(400, 3, "proto: syntax error (line 1:1): invalid JSON")
+                    return
+            server.v2_requests.append((method, self.path, body))
+            try:
+                answer = server.v2.handle(method, self.path, body)
+            except V2Error as err:
+                self._error(err.status, err.code, err.message)
+                return
+            if fault == "504_after":  # the change was made; the answer is lost in a gateway
+                self._send(504, b"<html><body>gateway timeout</body></html>")
+                return
+            if fault in ("drop_after", "silent"):
+                self._drop()
+                return
+            if fault == "slow":
+                time.sleep(server.faults.slow_seconds)
+            self._send(200, answer)
+
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+            if self.path.startswith("/v2/"):
+                self._v2("POST")
+                return
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             fault = server.faults.next_fault(self.path)
@@ -945,6 +1007,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if fault == "drop_after":
                 self._drop()
+                return
+            if fault == "504_after":  # the work was done; a gateway lost the answer
+                self._send(504, b"<html><body>gateway timeout</body></html>")
                 return
             if fault == "slow":
                 time.sleep(server.faults.slow_seconds)

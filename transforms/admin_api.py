@@ -280,11 +280,13 @@ class _Transport:
         self._port = parsed.port
         self._prefix = parsed.path
 
-    def post(self, path: str, body: bytes, headers: dict[str, str], timeout: float) -> _Answer:
+    def post(
+        self, path: str, body: bytes | None, headers: dict[str, str], timeout: float, method: str = "POST"
+    ) -> _Answer:
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         conn = cls(self._host, self._port, timeout=timeout)
         try:
-            conn.request("POST", self._prefix + path, body=body, headers=headers)
+            conn.request(method, self._prefix + path, body=body, headers=headers)
             response = conn.getresponse()
             return _Answer(response.status, response.read(), response.getheader("Retry-After"))
         finally:
@@ -339,14 +341,15 @@ def _send_with_retries(
     retrier: _Retrier,
     stats: CallStats,
     path: str,
-    body: bytes,
+    body: bytes | None,
     headers: Callable[[], dict[str, str]],
     timeout: float,
     secrets: Callable[[], tuple[str, ...]],
     on_auth_failure: Callable[[], bool] | None = None,
     on_attempt: Callable[[], None] | None = None,
+    method: str = "POST",
 ) -> bytes:
-    """POST until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body."""
+    """Send until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body."""
     attempt = 0
     refreshed = False
     while True:
@@ -355,7 +358,7 @@ def _send_with_retries(
         if on_attempt is not None:
             on_attempt()
         try:
-            answer = transport.post(path, body, headers(), timeout)
+            answer = transport.post(path, body, headers(), timeout, method)
         except _CONNECTION_ERRORS as err:
             failure = _Failure("retry", 0, None, scrub(f"{type(err).__name__}: {err}", secrets()))
         else:
@@ -370,12 +373,13 @@ def _send_with_retries(
             continue
         if failure.kind != "retry" or attempt >= retrier.max_attempts:
             stats.bump("failures")
-            raise _error_for(failure, path, attempt)
+            raise _error_for(failure, path, attempt, method)
         if failure.status == 429:
             stats.bump("throttled")
         stats.bump("retries")
         _LOGGER.info(
-            "POST %s: %s (HTTP %s); retry %d of %d",
+            "%s %s: %s (HTTP %s); retry %d of %d",
+            method,
             path,
             failure.message,
             failure.status,
@@ -385,9 +389,9 @@ def _send_with_retries(
         retrier.wait(attempt, failure.retry_after)
 
 
-def _error_for(failure: _Failure, path: str, attempts: int) -> AdminApiError:
+def _error_for(failure: _Failure, path: str, attempts: int, method: str = "POST") -> AdminApiError:
     status = f"HTTP {failure.status}" if failure.status else "no answer"
-    text = f"POST {path}: {failure.message} ({status}"
+    text = f"{method} {path}: {failure.message} ({status}"
     text += f", code {failure.code})" if failure.code is not None else ")"
     cls = {
         "auth": AuthError,
@@ -672,6 +676,38 @@ class AdminClient:
             self.tokens.secrets,
             self.tokens.invalidate,
         )
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        timeout: float | None = None,
+        on_attempt: Callable[[], None] | None = None,
+    ) -> dict:
+        """One user service v2 call (``PUT /v2/users/human/{id}``, ``DELETE /v2/users/{id}``...)
+        with the same retries, token refresh and error classes as the admin calls; returns the
+        answer's JSON object (``{}`` for an empty answer)."""
+        raw = _send_with_retries(
+            self._transport,
+            self._retrier,
+            self.stats,
+            path,
+            body,
+            self._headers,
+            timeout or self.timeout,
+            self.tokens.secrets,
+            self.tokens.invalidate,
+            on_attempt,
+            method,
+        )
+        try:
+            answer = json.loads(raw or b"{}")
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise AdminApiError(f"{method} {path}: the answer is not a JSON object", 200)
+        return answer
 
     def probe(self, timeout: float = 10.0) -> None:
         """One cheap authenticated call (events search, limit 1) so a bad URL or token fails now."""

@@ -106,6 +106,7 @@ class PushReport:
     stats: admin_api.CallStats
     fatal: str | None = None
     verify: Any = None  # transforms.verify_engine.VerifyReport when verify=True
+    sync: Any = None  # transforms.sync_engine.SyncReport for a manifest with change files
 
     @property
     def created(self) -> int:
@@ -123,7 +124,8 @@ class PushReport:
     def ok(self) -> bool:
         sent_all = all(b.status in ("done", "skipped") for b in self.bodies)
         verified = self.verify is None or self.verify.ok
-        return sent_all and self.failed == 0 and self.fatal is None and verified
+        synced = self.sync is None or self.sync.ok
+        return sent_all and self.failed == 0 and self.fatal is None and verified and synced
 
     def table(self) -> str:
         """The final table (one row per body, then the totals)."""
@@ -158,6 +160,8 @@ class PushReport:
             lines.append(f"per-user failures: {self.dead_letter}")
         if self.fatal:
             lines.append(f"stopped: {self.fatal}")
+        if self.sync is not None:
+            lines.append(self.sync.table())
         return "\n".join(lines)
 
 
@@ -644,6 +648,11 @@ def push_manifest(
     """
     manifest = load_manifest(manifest_path)
     warn_uncovered(manifest.raw, hash_policy)
+    syncing = isinstance(manifest.raw.get("sync"), dict)
+    if syncing:
+        from transforms.sync_engine import check_base
+
+        check_base(manifest)  # before anything is sent: a manifest of an older state is refused
     ledger = Ledger(results_dir or default_results_dir(manifest))
     client = client or connect(url, credentials, max_attempts=max_attempts)
     _precheck(manifest, stream or sys.stderr)
@@ -674,6 +683,31 @@ def push_manifest(
         client.stats,
         scheduler.fatal,
     )
+    if syncing:
+        from transforms.sync_engine import apply_changes, commit_state
+
+        confirmed = {r.index: set(r.created) | set(r.present) for r in ordered}
+        if scheduler.fatal is None:
+            report.sync, changes = apply_changes(
+                manifest,
+                client,
+                ledger.directory,
+                created=set().union(*confirmed.values()) if confirmed else set(),
+                concurrency=concurrency,
+                request_timeout=request_timeout,
+                progress=progress,
+                stream=stream,
+            )
+        else:
+            from transforms.sync_engine import SyncReport
+
+            report.sync, changes = SyncReport([], 0.0, 0, "not started: the bodies' push stopped"), []
+        if verify and report.sync.fatal is None:
+            from transforms.sync_engine import verify_changes
+
+            verify_changes(changes, report.sync, client)
+        # Only what the target confirmed: a failed user keeps its old record (sent again next run).
+        commit_state(manifest, confirmed, changes, report.sync)
     if verify and scheduler.fatal is None:
         report.verify = verify_manifest(
             manifest_path, url, credentials, results_dir=ledger.directory, client=client
