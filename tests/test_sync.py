@@ -294,6 +294,25 @@ def test_a_dead_lettered_user_is_left_alone_and_its_dead_letter_says_so(night, t
     assert noted and "left exactly as ZITADEL holds it" in noted[0]["sync"]
 
 
+def test_a_changed_hash_the_target_cannot_verify_leaves_the_user_as_zitadel_holds_it(night, tmp_path):
+    hashes = hash_pool(2)
+    assert night.run([_profile(1), _profile(2)], [_password(1, hashes[0]), _password(2, hashes[1])]) == 0
+    # bcrypt cost 4 is below ZITADEL's default minimum (10): the same rules as an import.
+    weak = bcrypt.hashpw(b"weak", bcrypt.gensalt(4)).decode()
+    assert (
+        night.run([_profile(1, family_name="X"), _profile(2)], [_password(1, weak), _password(2, hashes[1])])
+        == 0
+    )
+    assert night.server.v2_requests == []
+    assert (
+        night.server.state.users["auth0|000000000000000000000001"][1]["hashedPassword"]["value"] == hashes[0]
+    )
+    letters = [
+        json.loads(x) for x in (tmp_path / "out" / "importBody.dead-letter.ndjson").read_text().splitlines()
+    ]
+    assert any("sync" in d and d["reason"].startswith("bcrypt") for d in letters), letters
+
+
 def test_unblocking_reactivates_and_an_initial_user_is_locked_instead(night):
     hashes = hash_pool(2)
     day1 = [_profile(1), _profile(2, email_verified=False)]  # 2 has an unverified e-mail: initial
