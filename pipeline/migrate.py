@@ -371,8 +371,8 @@ def build_pipeline(
         from transforms.sync import CompareWithState
 
         options, shards = sync
-        source = {"rows": source["rows"], "dead": source["dead"]} | "Sync" >> CompareWithState(
-            options, shards, layout.tmp_dir
+        source = source["rows"] | "Sync" >> CompareWithState(
+            options, shards, layout.tmp_dir, dead=source["dead"]
         )
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
     bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)

@@ -59,3 +59,20 @@ def test_readers_declare_what_they_emit(tmp_path):
     bodies = auth0["rows"] | UsersToBodies(_spec(), str(tmp_path))
     _ = bodies["dead"] | WriteDeadLetterShards(str(tmp_path))
     assert bodies["bodies"].element_type is str
+
+
+def test_compare_with_state_takes_rows_and_gives_rows_changes_and_dead_letters(tmp_path):
+    from transforms.sync import CompareWithState, SyncOptions
+
+    options = SyncOptions(org_id="1", source="auth0", partitions=4)
+    p = beam.Pipeline()
+    source = p | "Auth0" >> ReadAuth0Users([], [], Auth0Options(), 2, str(tmp_path))
+    out = source["rows"] | CompareWithState(options, {}, str(tmp_path), dead=source["dead"])
+    rows_type = beam.typehints.native_type_compatibility.convert_to_beam_type(PartitionRows)
+    dead_type = beam.typehints.native_type_compatibility.convert_to_beam_type(DeadLetter)
+    assert out["rows"].element_type == rows_type
+    assert out["dead"].element_type == dead_type and out["changes"].element_type is str
+    _ = out["rows"] | UsersToBodies(_spec(), str(tmp_path))  # new users go on to the bodies
+    wrong = p | "Wrong" >> beam.Create(["not rows"])
+    with pytest.raises(TypeCheckError):
+        _ = wrong | "WrongSync" >> CompareWithState(options, {}, str(tmp_path), dead=source["dead"])

@@ -28,7 +28,7 @@ state is never in one process. A user is:
 
 Example::
 
-    out = {"rows": rows, "dead": dead} | "Sync" >> CompareWithState(options, pointer_shards, tmp)
+    out = rows | "Sync" >> CompareWithState(options, pointer_shards, tmp, dead=dead)
     out["rows"]     # (partition, spill path) of new users, for UsersToBodies
     out["changes"]  # paths of change shard files in tmp
     out["dead"]     # dead letters
@@ -430,26 +430,38 @@ class _CompareFn(beam.DoFn):
         return orjson.dumps(change)
 
 
-@beam.typehints.with_input_types(Any)
+@beam.typehints.with_input_types(PartitionRows)
 class CompareWithState(beam.PTransform):
-    """``{'rows', 'dead'}`` of a source → ``{'rows': new users, 'changes': paths, 'dead': dead letters}``.
+    """Source rows ``(partition, rows)`` → ``{'rows': new users' rows, 'changes': change file paths,
+    'dead': dead letters}``.
 
-    ``shards`` maps a state partition to the path of its shard (``StateStore.shard_paths``).
+    ``dead`` is the source's dead letters (``DeadLetter``): the ones about a user in the state
+    are noted, and one that names no user holds removals back. ``shards`` maps a state partition
+    to the path of its shard (``StateStore.shard_paths``).
     """
 
-    def __init__(self, options: SyncOptions, shards: Mapping[int, str], tmp_dir: str):
+    def __init__(
+        self,
+        options: SyncOptions,
+        shards: Mapping[int, str],
+        tmp_dir: str,
+        dead: beam.PCollection[DeadLetter],
+    ):
         super().__init__()
         if options.on_removed not in ON_REMOVED:
             raise ValueError(f"on_removed must be one of {ON_REMOVED}")
         self._options = options
         self._shards = dict(shards)
         self._tmp_dir = tmp_dir
+        self._dead = dead
 
-    def expand(self, source: Mapping[str, beam.PCollection]) -> dict[str, beam.PCollection]:
+    def expand(self, source_rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
+        """Returns ``{'rows': PCollection[PartitionRows], 'changes': PCollection[str],
+        'dead': PCollection[DeadLetter]}``."""
         opts = self._options
-        pipeline = source["rows"].pipeline
-        rows = source["rows"] | "RekeyRows" >> beam.ParDo(_RekeyRowsFn(opts.partitions, self._tmp_dir))
-        keyed = source["dead"] | "KeyDeadLetters" >> beam.ParDo(_KeyDeadLettersFn(opts)).with_outputs(
+        pipeline = source_rows.pipeline
+        rows = source_rows | "RekeyRows" >> beam.ParDo(_RekeyRowsFn(opts.partitions, self._tmp_dir))
+        keyed = self._dead | "KeyDeadLetters" >> beam.ParDo(_KeyDeadLettersFn(opts)).with_outputs(
             _PASS, _UNKNOWN, main="keyed"
         )
         unknown = keyed[_UNKNOWN] | "CountUnknownDead" >> beam.CombineGlobally(sum)
