@@ -606,3 +606,47 @@ def test_keycloak_day1_day2_follows_the_realm(tmp_path, capsys):
         calls = len(server.v2.calls)
         assert run(day2, 3, "--on-removed=deactivate") == 0
         assert len(server.v2.calls) == calls
+
+
+def test_another_order_key_order_and_layout_of_the_same_data_changes_nothing(night, tmp_path):
+    import gzip
+    import random
+
+    hashes = hash_pool(3)
+    profiles = [
+        _profile(n, app_metadata={"plan": "gold", "team": f"t{n}"}, nickname=f"nick{n}") for n in range(1, 31)
+    ]
+    passwords = [_password(n, hashes[n % 3]) for n in range(1, 31)]
+    assert night.run(profiles, passwords) == 0
+    # Day 2: the same data as a gzip'ed, pretty-printed JSON array, records and keys shuffled.
+    rng = random.Random(7)
+    shuffled = [dict(rng.sample(list(p.items()), len(p))) for p in profiles]
+    for p in shuffled:
+        p["app_metadata"] = dict(reversed(list(p["app_metadata"].items())))
+    rng.shuffle(shuffled)
+    folder = tmp_path / "layout"
+    folder.mkdir()
+    users = folder / "users.json.gz"
+    users.write_bytes(gzip.compress(json.dumps(shuffled, indent=2).encode()))
+    pws = folder / "passwords.json"
+    pws.write_text(json.dumps(list(reversed(passwords))))
+    imports = night.server.state.import_calls
+    rc = main(
+        [
+            "migrate",
+            "auth0",
+            f"--org={ORG}",
+            f"--users={users}",
+            f"--passwords={pws}",
+            f"--output={tmp_path / 'out' / 'importBody.json'}",
+            f"--state={night.state}",
+            "--metadata",
+            f"--push-url={night.server.url}",
+            f"--token-file={night.token_file}",
+        ]
+    )
+    assert rc == 0
+    manifest = json.loads((tmp_path / "out" / "importBody.manifest.json").read_text())
+    assert manifest["bodies"] == [] and manifest["sync"]["changes"] == []
+    assert manifest["sync"]["counts"]["unchanged"] == 30
+    assert night.server.v2_requests == [] and night.server.state.import_calls == imports
