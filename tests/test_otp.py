@@ -291,7 +291,7 @@ def test_keycloak_summary_lists_what_did_not_arrive(tmp_path, capsys):
     assert code == 0
     for text in (
         "users written with OTP (otpCode)",
-        "users with passwordChangeRequired",
+        "users with passwordChangeRequired (UPDATE_PASSWORD)",
         "second factors not carried (re-enrol), by cause",
         "keycloak.otp.algorithm-HmacSHA256",
         "required actions not carried (users)",

@@ -265,9 +265,10 @@ class MappedUser:
     email_fallback: bool = False  # the address came from --email-fallback
     link_outcomes: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     # Per OTP credential not written, its cause (transforms/otp.py); empty for most users.
-    otp_not_carried: list[str] = dataclasses.field(default_factory=list)
+    otp_not_carried: Sequence[str] = ()
     # Required actions the import does not carry, by name (UPDATE_PASSWORD when no password).
-    required_actions_not_carried: list[str] = dataclasses.field(default_factory=list)
+    required_actions_not_carried: Sequence[str] = ()
+    password_change_required: bool = False  # UPDATE_PASSWORD carried as passwordChangeRequired
 
 
 @dataclasses.dataclass(frozen=True)
@@ -442,24 +443,28 @@ def map_user(
     if links:
         body["idps"] = links
 
-    # Second factor and required actions: only users that have them pay for the look.
-    otp_not_carried: list[str] = []
+    # Second factor and required actions: only users that have them pay for more than a look.
+    # Most users hold exactly their password credential: that costs one identity check.
+    otp_not_carried: Sequence[str] = ()
     credentials = user.get("credentials")
-    if isinstance(credentials, list) and any(
-        isinstance(c, Mapping) and c.get("type") in OTP_CREDENTIAL_TYPES for c in credentials
-    ):
-        otp_code, otp_not_carried = keycloak_otp(credentials, otp_policy)
-        if otp_code is not None:
-            body["otpCode"] = otp_code
-    actions_not_carried: list[str] = []
+    if isinstance(credentials, list) and not (len(credentials) == 1 and credentials[0] is credential):
+        for credential in credentials:
+            # dict, not Mapping: the ABC check costs 5x more, and parsed JSON is dicts.
+            if isinstance(credential, dict) and credential.get("type") in OTP_CREDENTIAL_TYPES:
+                otp_code, otp_not_carried = keycloak_otp(credentials, otp_policy)
+                if otp_code is not None:
+                    body["otpCode"] = otp_code
+                break
+    actions_not_carried: Sequence[str] = ()
+    forced = False
     if user.get("requiredActions"):
         update_password, actions_not_carried = required_actions(user)
         if update_password:
             if "hashedPassword" in body:
-                body["passwordChangeRequired"] = True
+                body["passwordChangeRequired"] = forced = True
             elif "password" not in body:  # the plaintext path already sets it
                 # Nothing to change: the user has no password here and must set one anyway.
-                actions_not_carried.append("UPDATE_PASSWORD")
+                actions_not_carried = [*actions_not_carried, "UPDATE_PASSWORD"]
 
     # No id: derived above from realm + username, never empty or per run (metadata, links and
     # MFA are written against it). No username either: validation rejects the user. A
@@ -487,6 +492,7 @@ def map_user(
         link_outcomes,
         otp_not_carried,
         actions_not_carried,
+        forced,
     )
 
 
@@ -793,11 +799,12 @@ class _ReadRealmFileFn(beam.DoFn):
             self._tally.add(mapped.converted)
         for note in mapped.notes:
             counts[f"notes.{note}"] += 1
-        for cause in mapped.otp_not_carried:
-            counts[f"keycloak.otp_not_carried.{cause}"] += 1
-        for action in mapped.required_actions_not_carried:
-            counts[f"keycloak.required_actions_not_carried.{action}"] += 1
-        if mapped.entry["user"].get("passwordChangeRequired") is True:
+        if mapped.otp_not_carried or mapped.required_actions_not_carried:
+            for cause in mapped.otp_not_carried:
+                counts[f"keycloak.otp_not_carried.{cause}"] += 1
+            for action in mapped.required_actions_not_carried:
+                counts[f"keycloak.required_actions_not_carried.{action}"] += 1
+        if mapped.password_change_required:
             counts["keycloak.password_change_required"] += 1
         if self._options.metadata:
             counts["keycloak.metadata_entries"] += len(mapped.metadata)
