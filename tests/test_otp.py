@@ -337,6 +337,9 @@ def test_keycloak_split_export_takes_the_policy_of_its_realm_file(tmp_path):
     alone.mkdir()
     (alone / "sha256realm-users-0.json").write_text(json.dumps({"realm": "sha256realm", "users": users}))
     assert plan_realm_sources(str(alone))[0].otp_policy is None  # not read: never guessed
+    array = tmp_path / "realms.json"
+    array.write_text(json.dumps([{**realm, "users": users}]))
+    assert plan_realm_sources(str(array))[0].otp_policy is None  # a multi-realm array: not read
 
 
 # --------------------------------------------------------------------------- Auth0, end to end
