@@ -324,6 +324,10 @@ def test_keycloak_legacy_layout_and_realm_policy(tmp_path, name):
     assert manifest["counts"].get("users_with_otp", 0) == sum(carried.values())
     lost = sum(manifest["second_factors_not_carried"].values())
     assert lost == len(carried) - sum(carried.values())
+    # The legacy realm's refused device is its HOTP one; the other realm's, the credential that
+    # took the realm's HmacSHA256 (neither a default nor "unknown").
+    cause = "hotp" if "legacy" in name else "algorithm-HmacSHA256"
+    assert manifest["second_factors_not_carried"] == {f"keycloak.otp.{cause}": 1}
 
 
 def test_keycloak_split_export_takes_the_policy_of_its_realm_file(tmp_path):
@@ -333,6 +337,9 @@ def test_keycloak_split_export_takes_the_policy_of_its_realm_file(tmp_path):
     (tmp_path / "sha256realm-users-0.json").write_text(json.dumps({"realm": "sha256realm", "users": users}))
     (source_file,) = plan_realm_sources(str(tmp_path))
     assert source_file.otp_policy == OtpPolicy(algorithm="HmacSHA256")
+    code, manifest, written, _ = _migrate_keycloak(tmp_path / "run", tmp_path)
+    assert code == 0 and manifest["second_factors_not_carried"] == {"keycloak.otp.algorithm-HmacSHA256": 1}
+    assert "otpCode" not in written["kim"] and "otpCode" in written["lou"]
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / "sha256realm-users-0.json").write_text(json.dumps({"realm": "sha256realm", "users": users}))

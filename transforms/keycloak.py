@@ -448,9 +448,9 @@ def map_user(
     otp_not_carried: Sequence[str] = ()
     credentials = user.get("credentials")
     if isinstance(credentials, list) and not (len(credentials) == 1 and credentials[0] is credential):
-        for credential in credentials:
+        for item in credentials:
             # dict, not Mapping: the ABC check costs 5x more, and parsed JSON is dicts.
-            if isinstance(credential, dict) and credential.get("type") in OTP_CREDENTIAL_TYPES:
+            if isinstance(item, dict) and item.get("type") in OTP_CREDENTIAL_TYPES:
                 otp_code, otp_not_carried = keycloak_otp(credentials, otp_policy)
                 if otp_code is not None:
                     body["otpCode"] = otp_code
