@@ -77,7 +77,7 @@ def test_the_test_side_totp_matches_rfc_6238(algorithm, key, vectors):
 
 
 def _otp(value: str, **data) -> dict:
-    """A Keycloak 10+ OTP credential; a parameter given as None is left out."""
+    """An OTP credential as current Keycloak exports hold it; a parameter given as None is left out."""
     params = {"subType": "totp", "digits": 6, "counter": 0, "period": 30, "algorithm": "HmacSHA1", **data}
     params = {k: v for k, v in params.items() if v is not None}
     return {
@@ -201,7 +201,7 @@ def _source_users(realm: Path) -> tuple[dict, dict]:
 def _keycloak_source_codes(credential: dict, realm: dict) -> list[str]:
     """The codes Keycloak accepts for ``credential``, read here independently of transforms/otp.py:
     the key is secretData.value's UTF-8 bytes, its base32 decoding with secretEncoding BASE32, or
-    (Keycloak 4-9) hashedSaltedValue, base64-decoded when config.base64Encoded says so;
+    (the deprecated representation) hashedSaltedValue, base64-decoded when config.base64Encoded says so;
     parameters the credential leaves out are the realm's otpPolicy*."""
     if "credentialData" in credential:
         data = json.loads(credential["credentialData"])
@@ -233,7 +233,7 @@ def keycloak_current(tmp_path_factory):
 def test_keycloak_written_secrets_give_the_source_codes(keycloak_current):
     code, manifest, users, realm, source = keycloak_current
     assert code == 0 and manifest["invariant"]["holds"], manifest["invariant"]["text"]
-    # ann: Keycloak 10-25 layout; bo: secretEncoding BASE32; cy: the newer of two devices; ida:
+    # ann: the layout without secretEncoding; bo: secretEncoding BASE32; cy: the newer of two devices; ida:
     # a credential without algorithm/digits/period (the realm's policy); jo: no password.
     expected = ("ann", "bo", "cy", "ida", "jo")
     for name in expected:

@@ -49,8 +49,8 @@ __all__ = [
 # What ZITADEL verifies (docs/source-schemas.md "Second factors").
 ZITADEL_ALGORITHM, ZITADEL_DIGITS, ZITADEL_PERIOD = "HmacSHA1", 6, 30
 
-# Credential types Keycloak stores OTP devices under: "otp" since Keycloak 10, "totp"/"hotp" in
-# the older representation (RepresentationToModel.convertDeprecatedCredentialsFormat).
+# Credential types Keycloak stores OTP devices under: "otp" in current exports, "totp"/"hotp" in
+# the deprecated representation (RepresentationToModel.convertDeprecatedCredentialsFormat).
 OTP_CREDENTIAL_TYPES = frozenset({"otp", "totp", "hotp"})
 
 # The required action that makes the user choose a new password at the next sign-in.
@@ -139,7 +139,7 @@ def _base32_key(text: str) -> bytes | None:
 
 
 def _legacy_config_base64(config: Any) -> bool:
-    """Keycloak 4-9 marked OTP values stored Base64-encoded with ``config.base64Encoded``."""
+    """Some older Keycloak releases marked OTP values stored Base64-encoded with ``config.base64Encoded``."""
     if not isinstance(config, Mapping):
         return False
     flag = config.get("base64Encoded")
@@ -164,7 +164,7 @@ def _device(credential: Mapping[str, Any], policy: OtpPolicy | None) -> _Device:
     encoding: str | None = None
     key: bytes | None
     if data is not None and secret_data is not None:
-        # Keycloak 10+: OTPCredentialData / OTPSecretData (JSON text on the credential).
+        # Current exports: OTPCredentialData / OTPSecretData (JSON text on the credential).
         sub_type, algorithm = _str(data.get("subType")), _str(data.get("algorithm"))
         digits, period = _int(data.get("digits")), _int(data.get("period"))
         encoding = _str(data.get("secretEncoding"))
@@ -176,7 +176,7 @@ def _device(credential: Mapping[str, Any], policy: OtpPolicy | None) -> _Device:
         digits = period = None
         text = credential["value"]
     else:
-        # Before Keycloak 10: the parameters and `hashedSaltedValue` sit on the credential.
+        # The deprecated representation: parameters and `hashedSaltedValue` on the credential.
         sub_type = kind if kind in ("totp", "hotp") else None
         algorithm = _str(credential.get("algorithm"))
         digits, period = _int(credential.get("digits")), _int(credential.get("period"))
