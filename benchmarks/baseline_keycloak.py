@@ -26,19 +26,22 @@ from baseline_common import render_all, write_bodies  # noqa: E402 - after the s
 
 from transforms.batching import to_fragment  # noqa: E402 - after the sys.path set-up above
 from transforms.keycloak import KeycloakOptions, Rejection, map_user  # noqa: E402 - after the sys.path set-up above
+from transforms.otp import realm_policy  # noqa: E402 - after the sys.path set-up above
 from transforms.records import NUM_PARTITIONS, partition_of, user_name_key  # noqa: E402 - after the sys.path set-up above
 
 
 def convert(realm: str, org: str, timeout: str, batch_size: int) -> tuple[list[bytes], dict[str, int]]:
     with open(realm, "rb") as handle:
-        users = orjson.loads(handle.read())["users"]
+        document = orjson.loads(handle.read())
+    users = document["users"]
     options = KeycloakOptions()
+    policy = realm_policy(document)  # the realm's otpPolicy*, as the pipeline's planning reads them
     dead: dict[str, int] = {}
     seen_ids: set[str] = set()
     seen_names: set[str] = set()
     parts: dict[int, list] = {}
     for position, user in enumerate(users):
-        mapped = map_user(user, options)
+        mapped = map_user(user, options, document.get("realm", ""), policy)
         if isinstance(mapped, Rejection):
             dead[mapped.reason] = dead.get(mapped.reason, 0) + 1
             continue

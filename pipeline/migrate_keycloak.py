@@ -103,6 +103,14 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     for name, value in counts.items():
         if name.startswith("keycloak.other_credentials."):
             lines.append((f"other credentials not converted: {name.split('.', 2)[2]}", value))
+    # What did not arrive is listed by cause with the other fields not carried (pipeline/report.py).
+    lines.append(("users written with OTP (otpCode)", counts.get("users_with_otp", 0)))
+    lines.append(
+        (
+            "users with passwordChangeRequired (UPDATE_PASSWORD)",
+            counts.get("keycloak.password_change_required", 0),
+        )
+    )
     links = {k: v for k, v in counts.items() if k.startswith("keycloak.idp_links.")}
     if links:
         lines.append(("federatedIdentities (users written)", sum(links.values())))

@@ -91,7 +91,10 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
     ``fields_not_carried`` ``{"<source>.<field>": users}`` from ``not_carried.`` counters,
     ``unknown_fields`` likewise from ``unknown_field.`` counters (at most
     ``MAX_UNKNOWN_FIELD_NAMES`` names, the rest as ``<source>.other``) and
-    ``cannot_sign_in_yet`` (written users with neither a password nor an IdP link).
+    ``cannot_sign_in_yet`` (written users with neither a password nor an IdP link),
+    ``second_factors_not_carried`` (``{"<source>.<factor>.<cause>": n}``: Keycloak OTP devices,
+    Auth0 ``mfa_factors`` and MFA-export records that did not become ``otpCode``) and
+    ``required_actions_not_carried`` (``{"keycloak.<action>": users}``).
     See docs/fields-not-carried.md.
     """
     carried = {
@@ -114,7 +117,28 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
         "fields_not_carried": dict(sorted(carried.items())),
         "unknown_fields": dict(sorted(unknown.items())),
         "cannot_sign_in_yet": count_prefix(counts, "cannot_sign_in."),
+        "second_factors_not_carried": _renamed(counts, _SECOND_FACTOR_COUNTERS),
+        "required_actions_not_carried": _renamed(
+            counts, {"keycloak.required_actions_not_carried.": "keycloak."}
+        ),
     }
+
+
+# Counter prefixes of second factors that did not arrive → their names in the manifest.
+_SECOND_FACTOR_COUNTERS = {
+    "keycloak.otp_not_carried.": "keycloak.otp.",
+    "auth0.mfa_factors_not_carried.": "auth0.mfa_factors.",
+    "auth0.mfa_not_importable.": "auth0.mfa.",
+}
+
+
+def _renamed(counts: Mapping[str, int], prefixes: Mapping[str, str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, value in counts.items():
+        for prefix, new in prefixes.items():
+            if name.startswith(prefix):
+                out[new + name[len(prefix) :]] = value
+    return dict(sorted(out.items()))
 
 
 def not_carried_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
@@ -131,4 +155,10 @@ def not_carried_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     if fields["unknown_fields"]:
         lines.append(("unknown fields (users written who had them)", ""))
         lines += [(f"  {name}", value) for name, value in fields["unknown_fields"].items()]
+    if fields["second_factors_not_carried"]:
+        lines.append(("second factors not carried (re-enrol), by cause", ""))
+        lines += [(f"  {name}", value) for name, value in fields["second_factors_not_carried"].items()]
+    if fields["required_actions_not_carried"]:
+        lines.append(("required actions not carried (users)", ""))
+        lines += [(f"  {name}", value) for name, value in fields["required_actions_not_carried"].items()]
     return lines

@@ -211,7 +211,9 @@ def test_first_password_credential_wins_and_others_are_counted():
     user = _user(10, credentials=[otp, _pbkdf2_credential("pw10"), second, {"type": "webauthn"}])
     mapped = map_user(user, KeycloakOptions())
     assert mapped.entry["user"]["hashedPassword"]["value"].startswith("$pbkdf2-sha256$1000$")
-    assert other_credential_types(user["credentials"]) == ["otp", "webauthn"]
+    # OTP devices are converted or counted by cause (tests/test_otp.py), not as "other".
+    assert other_credential_types(user["credentials"]) == ["webauthn"]
+    assert mapped.otp_not_carried == ["no-secret"] and "otpCode" not in mapped.entry["user"]
 
 
 def test_user_without_id_gets_an_id_derived_from_realm_and_username():
@@ -596,7 +598,7 @@ def test_idp_links_table(identities, links, outcomes):
                 "notBefore": 0,
             },
             False,
-            ["realmRoles", "requiredActions"],
+            ["realmRoles"],  # required actions are counted by name (tests/test_otp.py)
             [],
         ),
         (
@@ -672,19 +674,16 @@ def test_cli_brokered_users_and_fields_not_carried(tmp_path, capsys):
     assert manifest["counts"]["keycloak.idp_links.linked.google"] == 1
     assert manifest["counts"]["keycloak.idp_links.unmapped.corp"] == 1
     assert manifest["cannot_sign_in_yet"] == 1  # bob: unmapped alias, no password
-    assert manifest["fields_not_carried"] == {
-        "keycloak.requiredActions": 1,
-        "keycloak.groups": 1,
-        "keycloak.credentials.otp": 1,
-        "keycloak.realmRoles": 1,
-    }
+    assert manifest["fields_not_carried"] == {"keycloak.groups": 1, "keycloak.realmRoles": 1}
+    assert manifest["second_factors_not_carried"] == {"keycloak.otp.no-secret": 1}
+    assert manifest["required_actions_not_carried"] == {"keycloak.VERIFY_EMAIL": 1}
     assert manifest["unknown_fields"] == {"keycloak.shoeSize": 1}
     out = capsys.readouterr().out
     for text in (
         "no --idp-map, not linked: corp",
         "cannot sign in yet (no password, no IdP link)",
         "map their IdP alias with --idp-map, or send password-reset mails",
-        "keycloak.requiredActions",
+        "keycloak.VERIFY_EMAIL",
     ):
         assert text in out
 

@@ -65,6 +65,7 @@ CARRIED_FIELDS = frozenset(
         "app_metadata",
         "user_metadata",
         "blocked",
+        "mfa_factors",
     }
 )
 # Fields the import cannot take (or, for the metadata blocks, does not without --metadata).

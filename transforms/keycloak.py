@@ -44,6 +44,14 @@ from transforms.fields import unknown_fields as shared_unknown_fields
 from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
 from transforms.ids import fallback_email, keycloak_user_id
+from transforms.otp import (
+    OTP_CREDENTIAL_TYPES,
+    REALM_POLICY_KEYS,
+    OtpPolicy,
+    keycloak_otp,
+    realm_policy,
+    required_actions,
+)
 from transforms.records import (
     NAMESPACE,
     DeadLetter,
@@ -146,6 +154,7 @@ CARRIED_FIELDS = frozenset(
         "credentials",
         "federatedIdentities",
         "attributes",
+        "requiredActions",
     }
 )
 # Fields Keycloak computes from others or that describe the export, not the user: nothing to carry.
@@ -156,7 +165,6 @@ DERIVED_FIELDS = frozenset(
 NOT_CARRIED_FIELDS = frozenset(
     {
         "createdTimestamp",
-        "requiredActions",
         "realmRoles",
         "clientRoles",
         "groups",
@@ -232,6 +240,9 @@ class RealmSource:
     path: str
     item: int | None = None
     realm: str = ""  # the realm's name: derived ids of users without ``id`` depend on it
+    # The realm's otpPolicy* (transforms/otp.py); None when not read (a multi-realm array, or a
+    # split export's users files without their <realm>-realm.json).
+    otp_policy: OtpPolicy | None = None
 
 
 class RealmInputError(ValueError):
@@ -253,6 +264,11 @@ class MappedUser:
     derived_id: bool = False  # the user had no ``id``: README "User ids"
     email_fallback: bool = False  # the address came from --email-fallback
     link_outcomes: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    # Per OTP credential not written, its cause (transforms/otp.py); empty for most users.
+    otp_not_carried: Sequence[str] = ()
+    # Required actions the import does not carry, by name (UPDATE_PASSWORD when no password).
+    required_actions_not_carried: Sequence[str] = ()
+    password_change_required: bool = False  # UPDATE_PASSWORD carried as passwordChangeRequired
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,24 +333,34 @@ def _password_credential(credentials: Any) -> Mapping[str, Any] | None:
 
 
 def other_credential_types(credentials: Any) -> list[str]:
-    """Counter-safe names of the non-password credentials (``otp``, ``webauthn``, ...)."""
+    """Counter-safe names of the credentials neither converted as the password nor as the OTP
+    secret (``webauthn``, ``recovery-authn-codes``, ...); OTP devices are counted by cause."""
     if not isinstance(credentials, list):
         return []
     names = []
     for credential in credentials:
-        if isinstance(credential, Mapping) and credential.get("type") != "password":
+        if (
+            isinstance(credential, Mapping)
+            and credential.get("type") != "password"
+            and credential.get("type") not in OTP_CREDENTIAL_TYPES
+        ):
             kind = credential.get("type")
             names.append(counter_safe(kind))
     return names
 
 
-def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser | Rejection:
+def map_user(
+    user: Any, options: KeycloakOptions, realm: str = "", otp_policy: OtpPolicy | None = None
+) -> MappedUser | Rejection:
     """One element of a realm's ``users`` array → a validated ``humanUsers`` entry, or why not.
 
     Same mapping as ``zitadel-tools migrate keycloak`` for the fields it reads (docs/source-schemas.md),
     plus name fallbacks, phone, preferred language, metadata and every password algorithm.
     A user without ``id`` gets one derived from ``realm`` and the username (transforms/ids.py);
     one without e-mail gets ``options.email_fallback``'s address, unverified.
+    An OTP device becomes ``otpCode`` when ZITADEL verifies its codes (transforms/otp.py;
+    ``otp_policy``, the realm's ``otpPolicy*``, fills in what a credential leaves out, None when
+    unknown); ``requiredActions: ["UPDATE_PASSWORD"]`` becomes ``passwordChangeRequired``.
     """
     if not isinstance(user, Mapping):
         return Rejection(Reason.NOT_AN_OBJECT, "user is not a JSON object")
@@ -417,6 +443,29 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
     if links:
         body["idps"] = links
 
+    # Second factor and required actions: only users that have them pay for more than a look.
+    # Most users hold exactly their password credential: that costs one identity check.
+    otp_not_carried: Sequence[str] = ()
+    credentials = user.get("credentials")
+    if isinstance(credentials, list) and not (len(credentials) == 1 and credentials[0] is credential):
+        for item in credentials:
+            # dict, not Mapping: the ABC check costs 5x more, and parsed JSON is dicts.
+            if isinstance(item, dict) and item.get("type") in OTP_CREDENTIAL_TYPES:
+                otp_code, otp_not_carried = keycloak_otp(credentials, otp_policy)
+                if otp_code is not None:
+                    body["otpCode"] = otp_code
+                break
+    actions_not_carried: Sequence[str] = ()
+    forced = False
+    if user.get("requiredActions"):
+        update_password, actions_not_carried = required_actions(user)
+        if update_password:
+            if "hashedPassword" in body:
+                body["passwordChangeRequired"] = forced = True
+            elif "password" not in body:  # the plaintext path already sets it
+                # Nothing to change: the user has no password here and must set one anyway.
+                actions_not_carried = [*actions_not_carried, "UPDATE_PASSWORD"]
+
     # No id: derived above from realm + username, never empty or per run (metadata, links and
     # MFA are written against it). No username either: validation rejects the user. A
     # non-string id goes to validation, which rejects it.
@@ -441,6 +490,9 @@ def map_user(user: Any, options: KeycloakOptions, realm: str = "") -> MappedUser
         derived,
         fallback,
         link_outcomes,
+        otp_not_carried,
+        actions_not_carried,
+        forced,
     )
 
 
@@ -465,6 +517,8 @@ class _TopLevel:
     has_users: bool = False
     realm: str | None = None
     realms: list[str] = dataclasses.field(default_factory=list)
+    # Top-level otpPolicy* values seen before ``users`` (Keycloak writes them first).
+    otp_policy: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _scan(path: str) -> _TopLevel:
@@ -495,6 +549,8 @@ def _scan(path: str) -> _TopLevel:
                         expect_users = value == "users"
                     elif prefix == "realm" and event == "string":
                         top.realm = value
+                    elif prefix in REALM_POLICY_KEYS and event in ("string", "number"):
+                        top.otp_policy[prefix] = value
                 return top
         # A multi-realm export: read again for the realm names (the C backend skips the rest).
         # Keycloak writes `realm` in every realm, so the list lines up with the array items.
@@ -562,6 +618,7 @@ def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmS
 
     candidates: list[tuple[str, int | None, str]] = []  # (path, array item, realm name)
     without_users: list[str] = []
+    policies: dict[str, OtpPolicy] = {}  # realm name → otpPolicy* of its realm file
     for path in paths:
         top = _scan(path)
         if top.array:
@@ -569,6 +626,8 @@ def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmS
             continue
         match = _SPLIT_NAME.match(os.path.basename(path))
         name = top.realm or (match.group("realm") if match else "")
+        if not (match and match.group("n") is not None):  # a realm file, not a users-N file
+            policies.setdefault(name, realm_policy(top.otp_policy))
         if top.has_users:
             candidates.append((path, None, name))
         else:
@@ -589,7 +648,10 @@ def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmS
         raise RealmInputError(
             f'{realm}: no "users" array (and no <realm>-users-N.json files of a split export)'
         )
-    return [RealmSource(index, path, item, name) for index, (path, item, name) in enumerate(candidates)]
+    return [
+        RealmSource(index, path, item, name, None if item is not None else policies.get(name))
+        for index, (path, item, name) in enumerate(candidates)
+    ]
 
 
 # --------------------------------------------------------------------------- reading (workers)
@@ -661,7 +723,9 @@ class _ReadRealmFileFn(beam.DoFn):
                             ),
                         )
                         break
-                    dead = self._one(user, (source.index, position), parts, counts, source.realm)
+                    dead = self._one(
+                        user, (source.index, position), parts, counts, source.realm, source.otp_policy
+                    )
                     position += 1
                     if dead is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead)
@@ -682,12 +746,13 @@ class _ReadRealmFileFn(beam.DoFn):
         parts: dict[int, list[EncodedRow]],
         counts: collections.Counter[str],
         realm: str = "",
+        otp_policy: OtpPolicy | None = None,
     ) -> tuple[tuple[int, int], bytes] | None:
         counts["keycloak.users_read"] += 1
         others = other_credential_types(user.get("credentials")) if isinstance(user, Mapping) else []
         for kind in others:
             counts[f"keycloak.other_credentials.{kind}"] += 1
-        mapped = map_user(user, self._options, realm)
+        mapped = map_user(user, self._options, realm, otp_policy)
         if isinstance(mapped, Rejection):
             return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
         try:
@@ -734,6 +799,13 @@ class _ReadRealmFileFn(beam.DoFn):
             self._tally.add(mapped.converted)
         for note in mapped.notes:
             counts[f"notes.{note}"] += 1
+        if mapped.otp_not_carried or mapped.required_actions_not_carried:
+            for cause in mapped.otp_not_carried:
+                counts[f"keycloak.otp_not_carried.{cause}"] += 1
+            for action in mapped.required_actions_not_carried:
+                counts[f"keycloak.required_actions_not_carried.{action}"] += 1
+        if mapped.password_change_required:
+            counts["keycloak.password_change_required"] += 1
         if self._options.metadata:
             counts["keycloak.metadata_entries"] += len(mapped.metadata)
             counts["keycloak.metadata_dropped"] += mapped.metadata_dropped
