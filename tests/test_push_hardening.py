@@ -502,6 +502,21 @@ def test_a_user_that_exists_in_another_org_is_not_present(zitadel, tmp_path, mon
     assert rc == 1 and ids[3] in out  # verify says the same: missing from org 123
 
 
+def test_users_the_answer_lists_under_another_org_are_failed(zitadel, tmp_path):
+    manifest, ids = write_manifest(tmp_path, users=3, bodies=1, org_id="123", metadata=False)
+    answer = {
+        "success": {
+            "orgs": [{"orgId": "123", "humanUserIds": ids[:1]}, {"orgId": "999", "humanUserIds": ids[1:]}]
+        }
+    }
+    zitadel.faults.wrong_answer(json.dumps(answer).encode())
+    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    assert not report.ok and report.bodies[0].created == ids[:1]
+    failed = report.bodies[0].failed
+    assert [(f["userId"], f["reason"]) for f in failed] == [(u, "in-another-org") for u in ids[1:]]
+    assert "the answer lists it as created in org 999, not in org 123" in failed[0]["message"]
+
+
 def test_present_users_of_the_right_org_stay_present_at_one_lookup_each(zitadel, tmp_path):
     manifest, ids = write_manifest(tmp_path, users=12, bodies=2)
     assert push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False).ok
@@ -573,6 +588,9 @@ def test_refused_connections_stop_a_client_after_three_requests_for_any_call(zit
     # Any method, path and JSON body goes through the same client (the per-user v2 calls too).
     with pytest.raises(admin_api.InvalidRequest):
         client.request("POST", "/v2/users/u1/deactivate", {})  # answered (404): not "no answer"
+    with pytest.raises(admin_api.InvalidRequest, match="quote ids"):  # not sent, not retried
+        client.request("POST", "/v2/users/a b\r\n/deactivate", {})
+    assert client.stop.tripped is False
     zitadel.stop()
     report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, client=client, progress=False)
     assert [b.status for b in report.bodies] == ["failed"] * 3 + ["not-sent"] * 2

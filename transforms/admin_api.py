@@ -369,6 +369,9 @@ class _Transport:
     def request(
         self, method: str, path: str, body: bytes | None, headers: dict[str, str], timeout: float
     ) -> _Answer:
+        if not _PATH.fullmatch(path):
+            # http.client would raise InvalidURL, an HTTPException: retried like a dropped line.
+            raise _BadPath(f"{method} {path!r}: the path has a space or control character (quote ids)")
         for name, value in headers.items():
             if not _HEADER_VALUE.fullmatch(value):
                 # Never reach http.client, whose ValueError quotes the whole header (a token).
@@ -411,6 +414,13 @@ _HEADER_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
 
 class _BadHeader(ValueError):
     """A header value the client refuses to send; the message never holds the value."""
+
+
+_PATH = re.compile(r"/[\x21-\x7e]*")
+
+
+class _BadPath(ValueError):
+    """A request path with a space or control character (an id not URL-quoted)."""
 
 
 def _cut(sock: Any, expired: threading.Event) -> None:
@@ -541,6 +551,9 @@ def _send_with_retries(
         except _BadHeader as err:
             stats.bump("failures")
             raise AuthError(f"{method} {path}: {err}") from None
+        except _BadPath as err:
+            stats.bump("failures")
+            raise InvalidRequest(str(err)) from None
         except _CONNECTION_ERRORS as err:
             failure = _Failure("retry", 0, None, scrub(f"{type(err).__name__}: {err}", secrets()))
         else:
