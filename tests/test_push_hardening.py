@@ -550,6 +550,20 @@ def test_a_dripping_server_fails_the_push_in_attempts_times_timeout(zitadel, tmp
     assert 3.9 <= elapsed <= 7.0, elapsed  # 2 attempts x 2 s, plus backoff; not one read's timeout each
 
 
+def test_request_timeout_bounds_the_probe_too(zitadel, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ZITADEL_TOKEN", PAT)
+    manifest, _ = write_manifest(tmp_path, users=2, bodies=1)
+    zitadel.faults.drip_bytes_per_second = 1.0
+    zitadel.faults.drip_paths = ("/admin/v1/events/_search",)
+    argv = ["push", f"--url={zitadel.url}", f"--manifest={manifest}", "--request-timeout=1", "--quiet"]
+    started = time.monotonic()
+    rc, out, err = _run(argv, capsys)
+    elapsed = time.monotonic() - started
+    line = _one_line(err)
+    assert rc == 2 and "not reachable" in line and "no complete answer within 1 s" in line, line
+    assert elapsed < 4.0, elapsed  # the probe's 2 attempts x 1 s, not its default 10 s each
+
+
 @pytest.mark.parametrize("kind", ["hang", "drop"])
 def test_a_server_gone_mid_run_stops_the_push_after_three_silent_requests_and_a_rerun_resumes(
     kind, zitadel, tmp_path, monkeypatch, capsys

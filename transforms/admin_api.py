@@ -927,7 +927,10 @@ class AdminClient:
         """One cheap authenticated call (events search, limit 1) so a bad URL or token fails now."""
         quick = _Retrier(2, 0.2, 1.0, time.sleep, random.random)
         answer = self._post_json(
-            "/admin/v1/events/_search", b'{"limit":1,"asc":false}', timeout, retrier=quick
+            "/admin/v1/events/_search",
+            b'{"limit":1,"asc":false}',
+            min(timeout, self.timeout),
+            retrier=quick,
         )
         if "events" not in answer and answer:
             raise AdminApiError("POST /admin/v1/events/_search: the answer has no 'events'", 200)

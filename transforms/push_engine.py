@@ -834,7 +834,13 @@ def push_manifest(
     _precheck(manifest, stream)  # before the ledger and the network: a refused manifest leaves nothing
     warn_uncovered(manifest.raw, hash_policy)
     ledger = Ledger(results_dir or default_results_dir(manifest))
-    client = client or connect(url, credentials, max_attempts=max_attempts)
+    # --request-timeout bounds every call of the push (probe, token, org lookups), not only imports.
+    client = client or connect(
+        url,
+        credentials,
+        max_attempts=max_attempts,
+        **({"timeout": request_timeout} if request_timeout else {}),
+    )
     started = time.monotonic()
     with _Progress(manifest, stream, progress) as live:
 
