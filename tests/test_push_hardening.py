@@ -547,7 +547,7 @@ def test_a_dripping_server_fails_the_push_in_attempts_times_timeout(zitadel, tmp
     elapsed = time.monotonic() - started
     line = _one_line(err)
     assert rc == 1 and "no complete answer within 2 s" in line and "after 2 attempts" in line, line
-    assert 3.9 <= elapsed <= 7.0, elapsed  # 2 attempts x 2 s, plus backoff; not one read's timeout each
+    assert 3.9 <= elapsed <= 8.0, elapsed  # 2 attempts x 2 s, plus backoff; not one read's timeout each
 
 
 def test_request_timeout_bounds_the_probe_too(zitadel, tmp_path, monkeypatch, capsys):
@@ -561,7 +561,7 @@ def test_request_timeout_bounds_the_probe_too(zitadel, tmp_path, monkeypatch, ca
     elapsed = time.monotonic() - started
     line = _one_line(err)
     assert rc == 2 and "not reachable" in line and "no complete answer within 1 s" in line, line
-    assert elapsed < 4.0, elapsed  # the probe's 2 attempts x 1 s, not its default 10 s each
+    assert elapsed < 6.0, elapsed  # the probe's 2 attempts x 1 s, not its default 10 s each
 
 
 @pytest.mark.parametrize("kind", ["hang", "drop"])
@@ -586,7 +586,7 @@ def test_a_server_gone_mid_run_stops_the_push_after_three_silent_requests_and_a_
     assert rc == 1, out + err
     assert "the server stopped answering: 3 requests in a row got no answer" in line, line
     assert "2 of 6 bodies done (20 users created, 0 present): re-run the same command to resume" in line
-    assert elapsed < 10.0, elapsed  # 3 x 2 attempts x 1 s at most, not one timeout per body
+    assert elapsed < 12.0, elapsed  # 3 x 2 attempts x 1 s + backoff; one timeout per body: ~15 s
     imports = [p for p, _ in zitadel.requests if p == "/admin/v1/import"]
     assert len(imports) == 2 + 3 * 2  # nothing sent after the stop
     zitadel.faults.clear()
