@@ -126,6 +126,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         client=target,
     )
     print("copy: 3/4 push:\n" + report.table())
+    if not report.ok:
+        print(f"zitadel-beam: copy: push: {report.failure_line()}", file=sys.stderr)
     if report.verify is None:
         print("copy: 4/4 verify: not run (the push stopped)")
         return 1

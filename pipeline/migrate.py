@@ -649,6 +649,7 @@ def _run_migration(
         if report.verify is not None:
             print(report.verify.table())
         if not report.ok:
+            print(f"zitadel-beam: push: {report.failure_line()}", file=sys.stderr)
             return 1
     if common.strict and dead_count:
         print(f"zitadel-beam: --strict: {dead_count} record(s) dead-lettered", file=sys.stderr)

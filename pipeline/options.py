@@ -36,7 +36,9 @@ __all__ = [
 
 def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
     """The credential flags every command that talks to ZITADEL shares (never a plain secret)."""
-    group = parser.add_argument_group("credentials (one of; default: env ZITADEL_TOKEN)")
+    group = parser.add_argument_group(
+        "credentials (one of; default: env ZITADEL_TOKEN or ZITADEL_KEY_FILE, a key file's path)"
+    )
     group.add_argument("--token-file", help="file holding a personal access token or access token")
     group.add_argument("--client-id", help="service user client id (client credentials)")
     group.add_argument("--client-secret-file", help="file holding the client secret for --client-id")
@@ -44,7 +46,8 @@ def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def credentials_from_args(args: argparse.Namespace) -> Credentials:
-    """The Credentials the flags (or env ZITADEL_TOKEN) name; ConfigError if none or several."""
+    """The Credentials the flags (or env ZITADEL_TOKEN / ZITADEL_KEY_FILE) name; ConfigError if
+    none or several, or a token file that is not one token (never quoted)."""
     try:
         return admin_api.load_credentials(
             token_file=getattr(args, "token_file", None),
@@ -59,7 +62,8 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials:
 def add_side_credential_arguments(parser: argparse.ArgumentParser, side: str) -> None:
     """``add_credential_arguments`` for one of two instances (``--source-token-file``, ...)."""
     group = parser.add_argument_group(
-        f"{side} credentials (one of; default env ZITADEL_{side.upper()}_TOKEN)"
+        f"{side} credentials (one of; default env ZITADEL_{side.upper()}_TOKEN or "
+        f"ZITADEL_{side.upper()}_KEY_FILE)"
     )
     group.add_argument(f"--{side}-token-file", help=f"file with a PAT / access token for the {side}")
     group.add_argument(f"--{side}-key-file", help=f"service-account JSON key file for the {side}")
@@ -68,7 +72,8 @@ def add_side_credential_arguments(parser: argparse.ArgumentParser, side: str) ->
 
 
 def credentials_for(args: argparse.Namespace, side: str, environ=None) -> admin_api.Credentials:
-    """The credentials of one side; the env fallback is ZITADEL_SOURCE_TOKEN / ZITADEL_TARGET_TOKEN."""
+    """The credentials of one side; the env fallbacks are ZITADEL_SOURCE_TOKEN / ZITADEL_TARGET_TOKEN
+    and ZITADEL_SOURCE_KEY_FILE / ZITADEL_TARGET_KEY_FILE."""
     environ = os.environ if environ is None else environ
     try:
         return admin_api.load_credentials(
@@ -76,10 +81,18 @@ def credentials_for(args: argparse.Namespace, side: str, environ=None) -> admin_
             client_id=getattr(args, f"{side}_client_id"),
             client_secret_file=getattr(args, f"{side}_client_secret_file"),
             key_file=getattr(args, f"{side}_key_file"),
-            environ={"ZITADEL_TOKEN": environ.get(f"ZITADEL_{side.upper()}_TOKEN", "")},
+            environ={
+                "ZITADEL_TOKEN": environ.get(f"ZITADEL_{side.upper()}_TOKEN", ""),
+                "ZITADEL_KEY_FILE": environ.get(f"ZITADEL_{side.upper()}_KEY_FILE", ""),
+            },
         )
     except admin_api.CredentialError as err:
-        text = str(err).replace("--", f"--{side}-").replace("ZITADEL_TOKEN", f"ZITADEL_{side.upper()}_TOKEN")
+        text = (
+            str(err)
+            .replace("--", f"--{side}-")
+            .replace("ZITADEL_TOKEN", f"ZITADEL_{side.upper()}_TOKEN")
+            .replace("ZITADEL_KEY_FILE", f"ZITADEL_{side.upper()}_KEY_FILE")
+        )
         raise ConfigError(f"{side}: {text}") from None
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from pipeline.errors import ConfigError
 from pipeline.gcs_import import run_gcs_push
@@ -51,13 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="bodies sent at once (default 1: the hosted endpoint is slow)",
     )
     parser.add_argument(
-        "--max-attempts", type=int, default=6, help="attempts per request for retryable failures (default 6)"
+        "--max-attempts",
+        type=int,
+        default=6,
+        help="attempts per request for retryable failures (default 6): a request ends after at "
+        "most about attempts x --request-timeout (plus backoff)",
     )
     parser.add_argument(
         "--request-timeout",
         type=float,
-        help="client timeout per import request in seconds "
-        f"(default: the body's timeout + {TIMEOUT_MARGIN:.0f} s)",
+        help="seconds one attempt of an import request may take, from connect to the answer's last "
+        f"byte (default: the body's timeout + {TIMEOUT_MARGIN:.0f} s)",
     )
     parser.add_argument("--verify", action="store_true", help="run verify when the push is done")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -83,6 +88,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         return run_gcs_push(known_args)
     if known_args.concurrency < 1 or known_args.max_attempts < 1:
         raise ConfigError("--concurrency and --max-attempts must be at least 1")
+    if known_args.request_timeout is not None and not 0 < known_args.request_timeout <= 86400:
+        raise ConfigError("--request-timeout must be more than 0 and at most 86400 seconds")
     if bool(known_args.manifest) == bool(known_args.body):
         raise ConfigError("give either --manifest or --body (one or more)")
     manifest_path = known_args.manifest or write_body_manifest(known_args.body)
@@ -95,6 +102,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     print(report.table())
     if report.verify is not None:
         print(report.verify.table())
+    if not report.ok:  # the table is on stdout; stderr gets the one line that says why
+        print(f"zitadel-beam: push: {report.failure_line()}", file=sys.stderr)
     return 0 if report.ok else 1
 
 

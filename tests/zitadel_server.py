@@ -50,6 +50,9 @@ _LOGGER = logging.getLogger(__name__)
 # is what makes retries non-idempotent in real life (the client never saw the answer); "deadline"
 # imports half of the users, then answers like an elapsed server-side timeout.
 FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadline", "504_after")
+# Not among the random kinds (they cost a client timeout each): "hang" reads the request and never
+# answers, until the client gives up or ``Faults.hang_seconds`` pass.
+_ALL_KINDS = FAULT_KINDS + ("hang",)
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -164,10 +167,17 @@ class Faults:
         self.dropped_user_ids: set[str] = set()
         self.auth_as_500 = False
         self.fired: list[str] = []
+        # Answers to ``drip_paths`` go out ``drip_bytes_per_second`` bytes a second (0: at once),
+        # status line and headers included: a server that answers, but too slowly to finish.
+        self.drip_bytes_per_second = 0.0
+        self.drip_paths: tuple[str, ...] = ("/admin/v1/import",)
+        self.hang_seconds = 60.0
+        self._silent: list | None = None  # [calls still answered, path, kind]
+        self._answers: dict[str, list] = {}  # path -> [calls answered normally first, body]
 
     def inject(self, kind: str, count: int = 1, path: str = "/admin/v1/import") -> None:
         """Make the next ``count`` calls to ``path`` fail with ``kind`` (one of FAULT_KINDS)."""
-        if kind not in FAULT_KINDS:
+        if kind not in _ALL_KINDS:
             raise ValueError(kind)
         with self._lock:
             self._queue.extend(_Fault(kind, path) for _ in range(count))
@@ -184,10 +194,40 @@ class Faults:
             self._rate, self._kinds, self._paths = rate, tuple(kinds), tuple(paths)
             self._rng = random.Random(seed)
 
+    def silent_after(self, calls: int, kind: str = "drop", path: str = "/admin/v1/import") -> None:
+        """Answer the next ``calls`` calls to ``path``, then fail every later one with ``kind``
+        (``drop``: closed without an answer, ``hang``: never answered): a server gone mid-run."""
+        if kind not in _ALL_KINDS:
+            raise ValueError(kind)
+        with self._lock:
+            self._silent = [calls, path, kind]
+
+    def wrong_answer(self, body: bytes, path: str = "/admin/v1/import", skip: int = 0) -> None:
+        """After ``skip`` normal answers, answer every call to ``path`` with HTTP 200 and ``body``
+        (JSON of the wrong shape, a page): a proxy or another service behind the URL."""
+        with self._lock:
+            self._answers[path] = [skip, body]
+
+    def answer_for(self, path: str) -> bytes | None:
+        with self._lock:
+            entry = self._answers.get(path)
+            if entry is None:
+                return None
+            if entry[0] > 0:
+                entry[0] -= 1
+                return None
+            return entry[1]
+
+    def drips(self, path: str) -> float:
+        """Bytes per second for answers to ``path`` (0: not dripped)."""
+        return self.drip_bytes_per_second if path in self.drip_paths else 0.0
+
     def clear(self) -> None:
         with self._lock:
             self._queue.clear()
             self._rate = 0.0
+            self._silent = None
+            self._answers.clear()
 
     def drop_user(self, user_id: str) -> None:
         """Accept ``user_id`` in imports (reported as created) but never store it or emit its event."""
@@ -196,6 +236,11 @@ class Faults:
 
     def next_fault(self, path: str) -> str | None:
         with self._lock:
+            if self._silent is not None and self._silent[1] == path:
+                if self._silent[0] <= 0:
+                    self.fired.append(self._silent[2])
+                    return self._silent[2]
+                self._silent[0] -= 1
             for i, fault in enumerate(self._queue):
                 # A path ending in "*" matches by prefix (user service v2 paths carry user ids).
                 if fault.path == path or (fault.path.endswith("*") and path.startswith(fault.path[:-1])):
@@ -888,6 +933,10 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
             # Recorded before the answer goes out: a client reading the answer may look at once.
             server.requests.append((self.path, status))
+            rate = server.faults.drips(self.path)
+            if rate:
+                self._drip(status, data, headers or {}, rate)
+                return
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -899,6 +948,21 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (its timeout): nothing to answer
+            self.close_connection = True
+
+        def _drip(self, status: int, data: bytes, headers: dict[str, str], rate: float) -> None:
+            head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
+            head += ["Content-Type: application/json", f"Content-Length: {len(data)}", "Connection: close"]
+            head += [f"{name}: {value}" for name, value in headers.items()]
+            raw = ("\r\n".join(head) + "\r\n\r\n").encode() + data
+            step = max(1, int(rate)) if rate >= 1 else 1
+            try:
+                for i in range(0, len(raw), step):
+                    self.wfile.write(raw[i : i + step])
+                    self.wfile.flush()
+                    time.sleep(step / rate)
+            except OSError:
+                pass  # the client gave up (its deadline): what the fault is for
             self.close_connection = True
 
         def _error(self, status: int, code: int, message: str) -> None:
@@ -927,6 +991,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             fault = server.faults.next_fault(self.path)
+            if fault == "hang":
+                self._hang()
+                return
             if fault in ("429", "502", "503", "504", "drop"):
                 self._pre_fault(fault)
                 return
@@ -964,8 +1031,15 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             fault = server.faults.next_fault(self.path)
+            if fault == "hang":
+                self._hang()
+                return
             if fault in ("429", "502", "503", "504", "drop"):
                 self._pre_fault(fault)
+                return
+            wrong = server.faults.answer_for(self.path)
+            if wrong is not None:
+                self._send(200, wrong)
                 return
             if self.path == "/oauth/v2/token":
                 form = dict(p.split("=", 1) if "=" in p else (p, "") for p in raw.decode().split("&") if p)
@@ -1015,6 +1089,15 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(server.faults.slow_seconds)
             self._send(200, body)
 
+        def _hang(self) -> None:
+            # Read, then say nothing until the client closes or hang_seconds pass.
+            self.connection.settimeout(server.faults.hang_seconds)
+            try:
+                self.connection.recv(1)  # returns b"" when the client closes
+            except OSError:
+                pass
+            self._drop()
+
         def _pre_fault(self, fault: str) -> None:
             if fault == "drop":
                 self._drop()
@@ -1057,6 +1140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-user-delay-ms", type=float, default=0.0, help="simulated import work per user")
     parser.add_argument("--token-ttl", type=int, default=3600, help="lifetime of issued tokens (seconds)")
     parser.add_argument(
+        "--drip-bytes-per-second",
+        type=float,
+        default=0.0,
+        help="send import answers this many bytes a second (a server too slow to finish; 0: off)",
+    )
+    parser.add_argument(
         "--hash-verifier",
         action="append",
         default=[],
@@ -1088,6 +1177,7 @@ def main(argv: list[str] | None = None) -> int:
         hash_limits=limits,
     )
     server.faults.per_user_delay = args.per_user_delay_ms / 1000.0
+    server.faults.drip_bytes_per_second = args.drip_bytes_per_second
     print(server.url, flush=True)
     try:
         server._httpd.serve_forever()  # pylint: disable=protected-access

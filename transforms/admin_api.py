@@ -29,6 +29,7 @@ import logging
 import os
 import random
 import re
+import socket
 import threading
 import time
 import urllib.parse
@@ -44,6 +45,8 @@ __all__ = [
     "InvalidRequest",
     "DeadlineExceeded",
     "RetriesExhausted",
+    "ServerGone",
+    "NoAnswerStop",
     "CredentialError",
     "Credentials",
     "load_credentials",
@@ -191,15 +194,83 @@ class Credentials:
         return tuple(s for s in (self.token, self.client_secret, self.key.get("key", "")) if s)
 
 
-def _read_secret(path: str, what: str) -> str:
+# A bearer token is one header value: visible ASCII, no space, no line break (RFC 6750 b64token
+# and the opaque tokens ZITADEL issues). Checked before any header is built, so http.client's
+# "Invalid header value" error, which would print the whole header, can never happen.
+_TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+_KEY_FIELDS = ("type", "keyId", "key", "userId")
+
+
+def _looks_like(value: str, what: str, key_flag: str, header: bool = True) -> str | None:
+    """Why ``value`` (stripped) cannot be a token or secret, in words that never quote it.
+
+    ``header``: the value is sent as it is in a header (a bearer token), so it must also be one
+    run of visible characters and not JSON; a client secret (sent base64-encoded) is only refused
+    when it spans several lines or is a key file.
+
+    >>> _looks_like('{"type":"serviceaccount","keyId":"1","key":"-----BEGIN"}', "token file t", "--key-file")
+    'token file t is a service-account key: give it as --key-file'
+    >>> _looks_like("abc\\ndef", "ZITADEL_TOKEN", "ZITADEL_KEY_FILE")
+    'ZITADEL_TOKEN holds 2 lines: a token is one line'
+    """
+    if value[:1] in '{["':
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and (
+            parsed.get("type") in ("serviceaccount", "application")
+            or any(k in parsed for k in _KEY_FIELDS[1:])
+        ):
+            return f"{what} is a service-account key: give it as {key_flag}"
+        if header and isinstance(parsed, dict | list | str):
+            kind = {dict: "a JSON object", list: "a JSON array", str: "a quoted JSON string"}[type(parsed)]
+            return f"{what} holds {kind}, not a token: a token is one line of text"
+    lines = len(value.splitlines())
+    if lines > 1:
+        return f"{what} holds {lines} lines: a token is one line"
+    if header and not _TOKEN_CHARS.fullmatch(value):
+        return f"{what} holds a space or a character a token cannot have (not shown)"
+    return None
+
+
+def _read_secret(path: str, what: str, header: bool = True) -> str:
+    """A file's text with surrounding whitespace stripped, checked by ``_looks_like``; never quoted."""
     try:
         with open(path, encoding="utf-8") as handle:
             value = handle.read().strip()
+    except UnicodeDecodeError:
+        raise CredentialError(f"{what} {path} is not UTF-8 text (a binary file?)") from None
     except OSError as err:
         raise CredentialError(f"cannot read {what} {path}: {err.strerror}") from None
     if not value:
         raise CredentialError(f"{what} {path} is empty")
+    problem = _looks_like(value, f"{what} {path}", "--key-file", header)
+    if problem:
+        raise CredentialError(problem)
     return value
+
+
+def _read_key_file(path: str, what: str, token_flag: str) -> Credentials:
+    """A service-account JSON key (``{type, keyId, key, userId}``); its text is never quoted."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read().strip()
+    except UnicodeDecodeError:
+        raise CredentialError(f"{what} {path} is not UTF-8 text (a binary file?)") from None
+    except OSError as err:
+        raise CredentialError(f"cannot read {what} {path}: {err.strerror}") from None
+    if not text:
+        raise CredentialError(f"{what} {path} is empty")
+    try:
+        key = json.loads(text)
+    except ValueError:
+        hint = f" (one line: a token? give it as {token_flag})" if len(text.splitlines()) == 1 else ""
+        raise CredentialError(f"{what} {path} is not JSON{hint}") from None
+    missing = [f for f in _KEY_FIELDS[1:] if not isinstance(key, dict) or not key.get(f)]
+    if missing:
+        raise CredentialError(f"{what} {path} lacks {', '.join(missing)}")
+    return Credentials("key", key={k: str(key[k]) for k in _KEY_FIELDS[1:]})
 
 
 def load_credentials(
@@ -209,7 +280,12 @@ def load_credentials(
     key_file: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Credentials:
-    """Pick the credential from the flags (at most one kind) or env ``ZITADEL_TOKEN``.
+    """Pick the credential from the flags (at most one kind), else env ``ZITADEL_TOKEN`` or
+    ``ZITADEL_KEY_FILE`` (one of them).
+
+    A token's surrounding whitespace is stripped; a token of several lines, or one that is JSON (a
+    service-account key given as a token is the usual mistake), is refused with one line that says
+    what it looks like and never quotes it.
 
     >>> load_credentials(environ={"ZITADEL_TOKEN": "pat"}).kind
     'token'
@@ -232,23 +308,24 @@ def load_credentials(
         return Credentials(
             "client",
             client_id=client_id,
-            client_secret=_read_secret(client_secret_file, "client secret file"),
+            client_secret=_read_secret(client_secret_file, "client secret file", header=False),
         )
     if key_file:
-        text = _read_secret(key_file, "key file")
-        try:
-            key = json.loads(text)
-        except ValueError:
-            raise CredentialError(f"key file {key_file} is not JSON") from None
-        missing = [f for f in ("keyId", "key", "userId") if not isinstance(key, dict) or not key.get(f)]
-        if missing:
-            raise CredentialError(f"key file {key_file} lacks {', '.join(missing)}")
-        return Credentials("key", key={k: str(key[k]) for k in ("keyId", "key", "userId")})
+        return _read_key_file(key_file, "key file", "--token-file")
     token = environ.get("ZITADEL_TOKEN", "").strip()
+    env_key_file = environ.get("ZITADEL_KEY_FILE", "").strip()
+    if token and env_key_file:
+        raise CredentialError("both ZITADEL_TOKEN and ZITADEL_KEY_FILE are set: unset one")
+    if env_key_file:
+        return _read_key_file(env_key_file, "ZITADEL_KEY_FILE", "ZITADEL_TOKEN")
     if token:
+        problem = _looks_like(token, "ZITADEL_TOKEN", "ZITADEL_KEY_FILE (a path)")
+        if problem:
+            raise CredentialError(problem)
         return Credentials("token", token=token)
     raise CredentialError(
-        "no credentials: give --token-file, --client-id/--client-secret-file, --key-file or set ZITADEL_TOKEN"
+        "no credentials: give --token-file, --client-id/--client-secret-file, --key-file or set "
+        "ZITADEL_TOKEN or ZITADEL_KEY_FILE"
     )
 
 
@@ -271,7 +348,13 @@ class _Answer:
 
 
 class _Transport:
-    """One request per connection: imports are slow, and a fresh socket never reuses a dead one."""
+    """One request per connection: imports are slow, and a fresh socket never reuses a dead one.
+
+    ``timeout`` bounds the whole request, from connect to the last byte of the answer: the socket
+    timeout alone bounds each read, so a server that drips a byte a second would never time out.
+    A timer shuts the socket down when the deadline passes; whatever was blocked then fails, and
+    the request ends as a ``TimeoutError``.
+    """
 
     def __init__(self, base_url: str) -> None:
         parsed = urllib.parse.urlsplit(base_url)
@@ -280,17 +363,74 @@ class _Transport:
         self._port = parsed.port
         self._prefix = parsed.path
 
-    def post(
-        self, path: str, body: bytes | None, headers: dict[str, str], timeout: float, method: str = "POST"
+    def post(self, path: str, body: bytes, headers: dict[str, str], timeout: float) -> _Answer:
+        return self.request("POST", path, body, headers, timeout)
+
+    def request(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str], timeout: float
     ) -> _Answer:
+        if not _PATH.fullmatch(path):
+            # http.client would raise InvalidURL, an HTTPException: retried like a dropped line.
+            raise _BadPath(f"{method} {path!r}: the path has a space or control character (quote ids)")
+        for name, value in headers.items():
+            if not _HEADER_VALUE.fullmatch(value):
+                # Never reach http.client, whose ValueError quotes the whole header (a token).
+                raise _BadHeader(f"the {name} header holds a character a header cannot carry (not shown)")
+        deadline = time.monotonic() + timeout
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         conn = cls(self._host, self._port, timeout=timeout)
+        expired = threading.Event()
+        timer: threading.Timer | None = None
         try:
+            conn.connect()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no complete answer within {timeout:g} s")
+            assert conn.sock is not None
+            conn.sock.settimeout(left)
+            timer = threading.Timer(left, _cut, (conn.sock, expired))
+            timer.daemon = True
+            timer.start()
             conn.request(method, self._prefix + path, body=body, headers=headers)
             response = conn.getresponse()
-            return _Answer(response.status, response.read(), response.getheader("Retry-After"))
+            answer = _Answer(response.status, response.read(), response.getheader("Retry-After"))
+            if expired.is_set():  # the answer may have been cut short: not an answer
+                raise TimeoutError(f"no complete answer within {timeout:g} s")
+            return answer
+        except _CONNECTION_ERRORS:
+            if expired.is_set():
+                raise TimeoutError(f"no complete answer within {timeout:g} s") from None
+            raise
         finally:
+            if timer is not None:
+                timer.cancel()
             conn.close()
+
+
+# Visible ASCII and inner spaces: what every header the client builds holds ("Bearer <token>",
+# "Basic <base64>", media types). Anything else is refused before http.client sees it.
+_HEADER_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+
+
+class _BadHeader(ValueError):
+    """A header value the client refuses to send; the message never holds the value."""
+
+
+_PATH = re.compile(r"/[\x21-\x7e]*")
+
+
+class _BadPath(ValueError):
+    """A request path with a space or control character (an id not URL-quoted)."""
+
+
+def _cut(sock: Any, expired: threading.Event) -> None:
+    """The request's deadline passed: shut its socket down so the blocked read or write returns."""
+    expired.set()
+    try:
+        # socket.socket's own shutdown also for TLS sockets: it only wakes the blocked call.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 _CONNECTION_ERRORS = (OSError, http.client.HTTPException)  # socket.timeout is an OSError
@@ -336,6 +476,47 @@ class CallStats:
             setattr(self, name, getattr(self, name) + 1)
 
 
+class ServerGone(AdminApiError):
+    """Several requests in a row got no answer at all; every further call fails at once with this."""
+
+
+class NoAnswerStop:
+    """Stops a run whose server went away, instead of timing out once per remaining request.
+
+    Counts the requests in a row that ended without any answer (every attempt timed out, was
+    refused or dropped); any answer, even an error, resets the count. From ``limit`` on, every
+    further request fails at once with ``ServerGone``. One per client, shared by its threads, so
+    the bulk import and per-user calls alike stop after ``limit`` dead requests.
+    """
+
+    def __init__(self, limit: int = 3) -> None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.limit = limit
+        self._row = 0
+        self._last = ""
+        self._lock = threading.Lock()
+
+    @property
+    def tripped(self) -> bool:
+        with self._lock:
+            return self._row >= self.limit
+
+    def check(self) -> None:
+        """Raise ServerGone if ``limit`` requests in a row got no answer."""
+        with self._lock:
+            if self._row >= self.limit:
+                raise ServerGone(f"{self._row} requests in a row got no answer (last: {self._last})")
+
+    def record(self, answered: bool, message: str = "") -> None:
+        with self._lock:
+            if answered:
+                self._row = 0
+            else:
+                self._row += 1
+                self._last = message
+
+
 def _send_with_retries(
     transport: _Transport,
     retrier: _Retrier,
@@ -348,21 +529,37 @@ def _send_with_retries(
     on_auth_failure: Callable[[], bool] | None = None,
     on_attempt: Callable[[], None] | None = None,
     method: str = "POST",
+    stop: NoAnswerStop | None = None,
 ) -> bytes:
-    """Send until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body."""
+    """Send until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body.
+
+    ``timeout`` bounds each attempt from connect to the last byte, so a request takes at most
+    about ``max_attempts`` x ``timeout`` plus the backoff. ``stop`` counts requests that got no
+    answer at all and fails this one at once (``ServerGone``) once too many did.
+    """
     attempt = 0
     refreshed = False
     while True:
         attempt += 1
+        if stop is not None:
+            stop.check()
         stats.bump("requests")
         if on_attempt is not None:
             on_attempt()
         try:
-            answer = transport.post(path, body, headers(), timeout, method)
+            answer = transport.request(method, path, body, headers(), timeout)
+        except _BadHeader as err:
+            stats.bump("failures")
+            raise AuthError(f"{method} {path}: {err}") from None
+        except _BadPath as err:
+            stats.bump("failures")
+            raise InvalidRequest(str(err)) from None
         except _CONNECTION_ERRORS as err:
             failure = _Failure("retry", 0, None, scrub(f"{type(err).__name__}: {err}", secrets()))
         else:
             if 200 <= answer.status < 300:
+                if stop is not None:
+                    stop.record(True)
                 return answer.body
             failure = classify(answer.status, answer.body, answer.retry_after)
             failure = dataclasses.replace(failure, message=scrub(failure.message, secrets()))
@@ -373,6 +570,8 @@ def _send_with_retries(
             continue
         if failure.kind != "retry" or attempt >= retrier.max_attempts:
             stats.bump("failures")
+            if stop is not None:
+                stop.record(failure.status != 0, failure.message)
             raise _error_for(failure, path, attempt, method)
         if failure.status == 429:
             stats.bump("throttled")
@@ -417,8 +616,10 @@ class TokenSource:
         stats: CallStats,
         timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
+        stop: NoAnswerStop | None = None,
     ) -> None:
         self._base_url = base_url
+        self._stop = stop
         self._creds = credentials
         self._transport = transport
         self._retrier = retrier
@@ -475,16 +676,28 @@ class TokenSource:
                 lambda: headers,
                 self._timeout,
                 self.secrets,
+                stop=self._stop,
             )
-        except RetriesExhausted:
+        except (RetriesExhausted, ServerGone):
             raise
         except AdminApiError as err:
             raise AuthError(f"token request rejected: {err.message}", err.status, err.code) from None
         self._stats.bump("token_fetches")
-        answer = json.loads(raw)
-        token, lifetime = str(answer.get("access_token", "")), float(answer.get("expires_in") or 3600)
-        if not token:
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise AuthError("the token endpoint's answer is not a JSON object")
+        token, lifetime = answer.get("access_token"), answer.get("expires_in") or 3600
+        if not isinstance(token, str) or not token:
             raise AuthError("token endpoint answered without an access_token")
+        if not _TOKEN_CHARS.fullmatch(token):
+            raise AuthError("the token endpoint's access_token is not one run of visible characters")
+        try:
+            lifetime = float(lifetime)
+        except (TypeError, ValueError):
+            raise AuthError("the token endpoint's expires_in is not a number") from None
         self._token = token
         self._issued.append(token)
         # Refresh early: a fifth of the lifetime, at most a minute, so no request carries a token
@@ -527,22 +740,70 @@ class AdminClient:
         backoff_cap: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
+        no_answer_limit: int = 3,
     ) -> None:
         self.base_url = normalise_base_url(base_url)
         self.timeout = timeout
         self.stats = CallStats()
+        self.stop = NoAnswerStop(no_answer_limit)
         self._transport = _Transport(self.base_url)
         self._retrier = _Retrier(max_attempts, backoff_base, backoff_cap, sleep, rng)
         self.tokens = TokenSource(
-            self.base_url, credentials, self._transport, self._retrier, self.stats, timeout
+            self.base_url, credentials, self._transport, self._retrier, self.stats, timeout, stop=self.stop
         )
 
     def _headers(self) -> dict[str, str]:
+        token = self.tokens.get()
+        if not _TOKEN_CHARS.fullmatch(token):  # checked when loaded too; never handed to http.client
+            raise AuthError("the bearer token holds a character a header cannot carry (not shown)")
         return {
-            "Authorization": f"Bearer {self.tokens.get()}",
+            "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        on_attempt: Callable[[], None] | None = None,
+        retrier: _Retrier | None = None,
+    ) -> dict:
+        """Any authenticated JSON call (``PUT /v2/users/human/{id}``, ``POST /admin/v1/import``):
+        retries, token refresh, the whole-request ``timeout`` (default the client's), the
+        no-answer stop; returns the answer's JSON object (``{}`` for an empty answer).
+
+        >>> client.request("POST", "/v2/users/123/deactivate", {})  # doctest: +SKIP
+        """
+        data = body if isinstance(body, bytes | None) else json.dumps(dict(body)).encode()
+        raw = _send_with_retries(
+            self._transport,
+            retrier or self._retrier,
+            self.stats,
+            path,
+            data,
+            self._headers,
+            self.timeout if timeout is None else timeout,
+            self.tokens.secrets,
+            self.tokens.invalidate,
+            on_attempt,
+            method=method,
+            stop=self.stop,
+        )
+        try:
+            answer = json.loads(raw or b"{}")
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            # A proxy or a wrong base URL answering 200 with a page: not the admin API.
+            raise AdminApiError(
+                f"{method} {path}: the answer is not a JSON object "
+                f"({scrub(raw[:80].decode('utf-8', 'replace'), self.tokens.secrets())!r})",
+                200,
+            )
+        return answer
 
     def _post_json(
         self,
@@ -552,30 +813,7 @@ class AdminClient:
         on_attempt: Callable[[], None] | None = None,
         retrier: _Retrier | None = None,
     ) -> Any:
-        raw = _send_with_retries(
-            self._transport,
-            retrier or self._retrier,
-            self.stats,
-            path,
-            body,
-            self._headers,
-            timeout,
-            self.tokens.secrets,
-            self.tokens.invalidate,
-            on_attempt,
-        )
-        try:
-            answer = json.loads(raw or b"{}")
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            # A proxy or a wrong base URL answering 200 with a page: not the admin API.
-            raise AdminApiError(
-                f"POST {path}: the answer is not a JSON object "
-                f"({scrub(raw[:80].decode('utf-8', 'replace'))!r})",
-                200,
-            )
-        return answer
+        return self.request("POST", path, body, timeout, on_attempt, retrier)
 
     def import_data(
         self, body_bytes: bytes, timeout: float, on_attempt: Callable[[], None] | None = None
@@ -586,7 +824,11 @@ class AdminClient:
         InvalidRequest for a rejected request, AuthError, or RetriesExhausted. ``on_attempt`` is
         called before every HTTP attempt (the caller's per-body request count).
         """
-        return self._post_json("/admin/v1/import", body_bytes, timeout, on_attempt)
+        answer = self._post_json("/admin/v1/import", body_bytes, timeout, on_attempt)
+        problem = _import_answer_problem(answer)
+        if problem:
+            raise AdminApiError(f"POST /admin/v1/import: not an import answer ({problem})", 200)
+        return answer
 
     def search_events(
         self,
@@ -611,6 +853,9 @@ class AdminClient:
         if aggregate_id:
             request["aggregateId"] = aggregate_id
         answer = self._post_json("/admin/v1/events/_search", json.dumps(request).encode(), self.timeout)
+        problem = _events_answer_problem(answer)
+        if problem:
+            raise AdminApiError(f"POST /admin/v1/events/_search: not an events answer ({problem})", 200)
         return list(answer.get("events") or [])
 
     def iter_events(
@@ -623,9 +868,9 @@ class AdminClient:
             fresh = 0
             for event in page:
                 ident = (
-                    event.get("aggregate", {}).get("id"),
+                    (event.get("aggregate") or {}).get("id"),
                     event.get("sequence"),
-                    event.get("type", {}).get("type"),
+                    (event.get("type") or {}).get("type"),
                 )
                 if ident in seen:
                     continue
@@ -675,48 +920,73 @@ class AdminClient:
             client_timeout or self.timeout,
             self.tokens.secrets,
             self.tokens.invalidate,
+            stop=self.stop,
         )
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        timeout: float | None = None,
-        on_attempt: Callable[[], None] | None = None,
-    ) -> dict:
-        """One user service v2 call (``PUT /v2/users/human/{id}``, ``DELETE /v2/users/{id}``...)
-        with the same retries, token refresh and error classes as the admin calls; returns the
-        answer's JSON object (``{}`` for an empty answer)."""
-        raw = _send_with_retries(
-            self._transport,
-            self._retrier,
-            self.stats,
-            path,
-            body,
-            self._headers,
-            timeout or self.timeout,
-            self.tokens.secrets,
-            self.tokens.invalidate,
-            on_attempt,
-            method,
-        )
-        try:
-            answer = json.loads(raw or b"{}")
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            raise AdminApiError(f"{method} {path}: the answer is not a JSON object", 200)
-        return answer
 
     def probe(self, timeout: float = 10.0) -> None:
         """One cheap authenticated call (events search, limit 1) so a bad URL or token fails now."""
         quick = _Retrier(2, 0.2, 1.0, time.sleep, random.random)
         answer = self._post_json(
-            "/admin/v1/events/_search", b'{"limit":1,"asc":false}', timeout, retrier=quick
+            "/admin/v1/events/_search",
+            b'{"limit":1,"asc":false}',
+            min(timeout, self.timeout),
+            retrier=quick,
         )
         if "events" not in answer and answer:
             raise AdminApiError("POST /admin/v1/events/_search: the answer has no 'events'", 200)
+        problem = _events_answer_problem(answer)
+        if problem:
+            raise AdminApiError(f"POST /admin/v1/events/_search: not an events answer ({problem})", 200)
+
+
+def _list_of_objects(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        return f"{name} is a {type(value).__name__}, not a list"
+    bad = next((i for i, item in enumerate(value) if not isinstance(item, dict)), None)
+    return None if bad is None else f"{name}[{bad}] is a {type(value[bad]).__name__}, not an object"
+
+
+def _import_answer_problem(answer: dict) -> str | None:
+    """What makes a 200 answer not an ImportDataResponse (``{errors: [...], success: {orgs}}``).
+
+    >>> _import_answer_problem({"errors": {"id": "1"}})
+    'errors is a dict, not a list'
+    """
+    problem = _list_of_objects(answer.get("errors"), "errors")
+    if problem:
+        return problem
+    success = answer.get("success")
+    if success is None:
+        return None
+    if not isinstance(success, dict):
+        return f"success is a {type(success).__name__}, not an object"
+    problem = _list_of_objects(success.get("orgs"), "success.orgs")
+    if problem:
+        return problem
+    for i, org in enumerate(success.get("orgs") or []):
+        ids = org.get("humanUserIds")
+        if ids is not None and (not isinstance(ids, list) or not all(isinstance(u, str) for u in ids)):
+            return f"success.orgs[{i}].humanUserIds is not a list of ids"
+    return None
+
+
+def _events_answer_problem(answer: dict) -> str | None:
+    """What makes a 200 answer not a ListEventsResponse (``{events: [{aggregate, sequence, ...}]}``)."""
+    events = answer.get("events")
+    problem = _list_of_objects(events, "events")
+    if problem:
+        return problem
+    for i, event in enumerate(events or []):
+        for field in ("aggregate", "type"):
+            if event.get(field) is not None and not isinstance(event[field], dict):
+                return f"events[{i}].{field} is a {type(event[field]).__name__}, not an object"
+        try:
+            int(event.get("sequence") or 0)
+        except (TypeError, ValueError):
+            return f"events[{i}].sequence is not a number"
+    return None
 
 
 def connect(
@@ -734,7 +1004,7 @@ def connect(
         client.probe()
     except AuthError as err:
         raise ConfigError(f"{client.base_url}: authentication failed: {err.message}") from None
-    except RetriesExhausted as err:
+    except (RetriesExhausted, ServerGone) as err:
         raise ConfigError(f"{client.base_url}: not reachable: {err.message}") from None
     except AdminApiError as err:
         raise ConfigError(

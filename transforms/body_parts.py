@@ -28,6 +28,7 @@ __all__ = [
     "user_name_of",
     "UserRef",
     "body_user_ids",
+    "shape_problem",
     "with_orgs",
     "split_body",
 ]
@@ -74,6 +75,47 @@ class UserRef(NamedTuple):
 def body_user_ids(body: dict) -> list[UserRef]:
     """(org id, user id) of every human user in an ImportDataRequest, in order."""
     return [UserRef(org_id_of(org), user_id_of(u)) for org in orgs_of(body) for u in users_of(org)]
+
+
+def _kind(value: object) -> str:
+    names = {list: "an array", dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def shape_problem(body: object) -> str | None:
+    """What makes a parsed JSON value not an ImportDataRequest the functions here can read.
+
+    >>> shape_problem([{"dataOrgs": {}}])
+    'an array in JSON, not an import request (an object with dataOrgs)'
+    >>> shape_problem({"dataOrgs": {"orgs": [{"humanUsers": {}}]}})
+    'dataOrgs.orgs[0].humanUsers is an object, not an array'
+    """
+    if not isinstance(body, dict):
+        return f"{_kind(body)} in JSON, not an import request (an object with dataOrgs)"
+    key = first_key(body, DATA_KEYS)
+    if key is None or body.get(key) is None:
+        return None
+    data = body[key]
+    if not isinstance(data, dict):
+        return f"{key} is {_kind(data)}, not an object"
+    orgs = data.get("orgs")
+    if orgs is None:
+        return None
+    if not isinstance(orgs, list):
+        return f"{key}.orgs is {_kind(orgs)}, not an array"
+    for i, org in enumerate(orgs):
+        if not isinstance(org, dict):
+            return f"{key}.orgs[{i}] is {_kind(org)}, not an object"
+        for field in (first_key(org, USER_KEYS), first_key(org, META_KEYS)):
+            items = org.get(field) if field else None
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                return f"{key}.orgs[{i}].{field} is {_kind(items)}, not an array"
+            bad = next((j for j, item in enumerate(items) if not isinstance(item, dict)), None)
+            if bad is not None:
+                return f"{key}.orgs[{i}].{field}[{bad}] is {_kind(items[bad])}, not an object"
+    return None
 
 
 def with_orgs(body: dict, orgs: list[dict]) -> dict:

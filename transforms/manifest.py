@@ -18,7 +18,7 @@ import json
 import os
 import posixpath
 
-from transforms.body_parts import body_user_ids
+from transforms.body_parts import body_user_ids, shape_problem
 from transforms.errors import ConfigError
 from transforms.files import check_gcs_reachable, is_gcs, read_bytes, resolve, write_atomic
 
@@ -142,9 +142,13 @@ def write_body_manifest(paths: list[str]) -> str:
         except OSError as err:
             raise ConfigError(f"--body {path}: {err.strerror or err}") from None
         try:
-            users = len(body_user_ids(json.loads(data)))
-        except (ValueError, AttributeError):
-            users = 0  # reported as unreadable-body when it is sent
+            body = json.loads(data)
+        except ValueError:
+            raise ConfigError(f"--body {path}: not JSON (an import request is one JSON object)") from None
+        problem = shape_problem(body)
+        if problem:
+            raise ConfigError(f"--body {path}: {problem}")
+        users = len(body_user_ids(body))
         entries.append(
             {
                 "path": os.path.abspath(path) if not is_gcs(path) else path,

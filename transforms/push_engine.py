@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import glob
 import json
 import logging
 import os
+import posixpath
+import re
 import sys
 import threading
 import time
@@ -33,7 +36,7 @@ from typing import Any, TextIO
 
 from transforms import admin_api
 from transforms.admin_api import AdminClient, Credentials, connect
-from transforms.body_parts import body_user_ids, metadata_of, orgs_of, split_body
+from transforms.body_parts import body_user_ids, metadata_of, orgs_of, shape_problem, split_body
 from transforms.durations import parse_duration
 from transforms.errors import ConfigError
 from transforms.files import is_gcs, write_atomic
@@ -60,6 +63,8 @@ TIMEOUT_MARGIN = 30.0  # seconds the client waits beyond the body's server-side 
 
 ALREADY_EXISTING_USER = "Errors.User.AlreadyExisting"
 ALREADY_EXISTING_ORG = "Errors.Org.AlreadyExisting"
+IN_ANOTHER_ORG = "in-another-org"
+OWNER_LOOKUPS = 4  # org lookups of present users at once (hosted limit: 50 requests/s per IP)
 
 
 # --- results ----------------------------------------------------------------------------------
@@ -126,6 +131,31 @@ class PushReport:
         verified = self.verify is None or self.verify.ok
         synced = self.sync is None or self.sync.ok
         return sent_all and self.failed == 0 and self.fatal is None and verified and synced
+
+    def failure_line(self) -> str:
+        """One line saying why the push is not ok (for stderr; the table says the rest)."""
+        if self.fatal:
+            return f"stopped: {self.fatal}"
+        failed = [b for b in self.bodies if b.failed or b.status not in ("done", "skipped")]
+        parts = []
+        if self.failed:
+            reasons: dict[str, int] = {}
+            for body in self.bodies:
+                for entry in body.failed:
+                    reasons[entry.get("reason", "?")] = reasons.get(entry.get("reason", "?"), 0) + 1
+            first = next(e for b in self.bodies for e in b.failed)
+            parts.append(
+                f"{self.failed} user(s) not created in {len(failed)} body(ies) ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
+                + f"; first: {first.get('message', '')})"
+            )
+        blocked = [b for b in self.bodies if b.status in ("blocked", "not-sent")]
+        if blocked:
+            parts.append(f"{len(blocked)} body(ies) not sent")
+        if self.verify is not None and not self.verify.ok:
+            parts.append(f"verify: {len(self.verify.missing)} user(s) missing")
+        where = f"; see {self.dead_letter}" if self.dead_letter else ""
+        return "; ".join(parts or ["not every user was created"]) + where + "; a re-run retries what failed"
 
     def table(self) -> str:
         """The final table (one row per body, then the totals)."""
@@ -274,7 +304,12 @@ class _Progress:
 
 # --- sending one body -------------------------------------------------------------------------
 class _Abort(Exception):
-    """Authentication failed mid-run: stop sending, report what was done."""
+    """Authentication failed, or the server stopped answering, mid-run: stop sending, report what
+    was done. The text is the reason, said in full."""
+
+
+def _server_gone(err: admin_api.ServerGone) -> str:
+    return f"the server stopped answering: {err.message}"
 
 
 def _reason_for(message: str) -> str:
@@ -294,11 +329,11 @@ def _interpret(
     meta_owner = {
         f"{m.get('id')}_{m.get('key')}": str(m.get("id")) for org in orgs_of(part) for m in metadata_of(org)
     }
-    created = {
-        str(u)
-        for org in (answer.get("success") or {}).get("orgs") or []
-        for u in org.get("humanUserIds") or []
-    }
+    created_in: dict[str, str] = {}  # user id -> the org the answer says it was created in
+    for org in (answer.get("success") or {}).get("orgs") or []:
+        for u in org.get("humanUserIds") or []:
+            created_in.setdefault(str(u), str(org.get("orgId", "")))
+    created = set(created_in)
     # Users sent without userId get an id from the server: take the created ids nobody asked for.
     assigned = sorted(created - {uid for _, uid in expected})
     present: set[str] = set()
@@ -349,6 +384,9 @@ def _interpret(
             uid = assigned.pop(0)
         if uid in failed:
             counts[2] += 1
+        elif uid in created and created_in[uid] not in (org_id, ""):
+            failed[uid] = _other_org(uid, org_id, created_in[uid], "the answer lists it as created in")
+            counts[2] += 1
         elif uid in created:
             result.created.append(uid)
             counts[0] += 1
@@ -375,6 +413,56 @@ def _interpret(
             counts[1] -= 1
     result.failed.extend(failed.values())
     return counts[0], counts[1], len(failed)
+
+
+def _other_org(uid: str, org_id: str, owner: str, how: str) -> dict:
+    return {
+        "userId": uid,
+        "orgId": org_id,
+        "reason": IN_ANOTHER_ORG,
+        "type": "human_user",
+        "message": f"{how} org {owner}, not in org {org_id}",
+    }
+
+
+def _owner_of(client: AdminClient, user_id: str) -> str | None:
+    """The resource owner (org) of a user, from the first event of its aggregate; None if unknown."""
+    events = client.search_events(aggregate_types=["user"], aggregate_id=user_id, limit=1, asc=True)
+    owner = (events[0].get("aggregate") or {}).get("resourceOwner") if events else None
+    return str(owner) if owner else None
+
+
+def _check_present_owners(client: AdminClient, result: BodyResult, part: dict, before: int) -> int:
+    """Users this request reported AlreadyExisting must exist in the org the body names.
+
+    ZITADEL answers AlreadyExisting for an id that exists in *any* org, so a user of another org
+    would otherwise count as present (docs/zitadel-admin-api.md#present-users-and-their-org). One
+    events search per such user (``aggregateId``, limit 1), a few at once; they are only the users
+    a retry or a re-run sends again. Returns how many moved from present to failed.
+    """
+    org_of = {uid: org for org, uid in body_user_ids(part)}
+    todo = [uid for uid in result.present[before:] if uid and org_of.get(uid)]
+    if not todo:
+        return 0
+
+    def lookup(uid: str) -> str | None:
+        try:
+            return _owner_of(client, uid)
+        except admin_api.ServerGone:
+            raise
+        except admin_api.AdminApiError as err:
+            _LOGGER.warning("%s: cannot check the org of present user %s: %s", result.name, uid, err.message)
+            return None
+
+    with cf.ThreadPoolExecutor(min(OWNER_LOOKUPS, len(todo)), thread_name_prefix="owner") as pool:
+        owners = list(pool.map(lookup, todo))
+    moved = 0
+    for uid, owner in zip(todo, owners, strict=True):
+        if owner is not None and owner != org_of[uid]:
+            result.present.remove(uid)
+            result.failed.append(_other_org(uid, org_of[uid], owner, "it already exists in"))
+            moved += 1
+    return moved
 
 
 def _fail_all(part: dict, result: BodyResult, reason: str, message: str) -> int:
@@ -464,12 +552,14 @@ def _send_body(
                 queue.insert(0, (part, data, deadlines + 1))
             else:
                 progress.users_processed(0, 0, _fail_all(part, result, "deadline-exceeded", err.message))
-        except admin_api.AuthError as err:
+        except (admin_api.AuthError, admin_api.ServerGone) as err:
             result.requests += counter.count
             result.status, result.finished_at = "not-sent", _now()
             result.seconds = time.monotonic() - started
             ledger.save(result)
-            raise _Abort(err.message) from None
+            if isinstance(err, admin_api.ServerGone):
+                raise _Abort(_server_gone(err)) from None
+            raise _Abort(f"authentication failed: {err.message}") from None
         except admin_api.InvalidRequest as err:
             outcome = "invalid-request"
             progress.users_processed(0, 0, _fail_all(part, result, "invalid-request", err.message))
@@ -481,7 +571,20 @@ def _send_body(
             progress.users_processed(0, 0, _fail_all(part, result, "server-error", err.message))
         else:
             lost_answer = lost_answer or counter.count > 1
-            progress.users_processed(*_interpret(answer, part, result, client.tokens.secrets(), lost_answer))
+            before = len(result.present)
+            created, present, failed = _interpret(answer, part, result, client.tokens.secrets(), lost_answer)
+            try:
+                moved = _check_present_owners(client, result, part, before)
+            except admin_api.ServerGone as err:
+                # The owners could not be checked: the body is not done; a re-run sends it again.
+                progress.users_processed(created, present, failed)
+                result.requests += counter.count
+                result.status, result.finished_at = "not-sent", _now()
+                ledger.save(result)
+                raise _Abort(_server_gone(err)) from None
+            if lost_answer:
+                result.present_after_lost_answer = max(0, result.present_after_lost_answer - moved)
+            progress.users_processed(created, present - moved, failed + moved)
         result.requests += counter.count
         result.parts.append(
             {
@@ -569,7 +672,7 @@ class _Scheduler:
                     try:
                         self._record(future.result())
                     except _Abort as err:
-                        self.fatal = f"authentication failed: {err}"
+                        self.fatal = self.fatal or str(err)
                         self._record(
                             BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="not-sent")
                         )
@@ -592,21 +695,105 @@ def _write_dead_letter(results_dir: str, results: list[BodyResult]) -> str | Non
     return path
 
 
+_NUMBERED = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<total>\d{5})(?P<ext>\.[^/]*)?$")
+
+
+def _listing_problems(manifest: Manifest) -> list[str]:
+    """Where the manifest's body list and the numbered body files beside it disagree.
+
+    migrate names bodies ``<stem>-00001-of-00003<ext>``: the names say how many there are, so a
+    manifest listing two of them, or a third file beside the manifest that it does not list, is
+    a body list that lost an entry (or a folder that mixes two runs).
+    """
+    if manifest.raw.get("tool") == "zitadel-beam push --body":
+        return []  # bodies written by other tools or by hand: their names mean nothing
+    groups: dict[tuple[str, str, str], dict[int, BodyRef]] = {}
+    for ref in manifest.bodies:
+        match = _NUMBERED.match(ref.path)
+        if match:
+            key = (match["stem"], match["total"], match["ext"] or "")
+            groups.setdefault(key, {})[int(match["index"])] = ref
+    problems = []
+    for (stem, total, ext), listed in sorted(groups.items()):
+        absent = [i for i in range(1, int(total) + 1) if i not in listed]
+        if absent:
+            name = posixpath.basename(f"{stem}-{absent[0]:05d}-of-{total}{ext}")
+            problems.append(
+                f"the manifest lists {len(listed)} of the {int(total)} bodies its names count "
+                f"(-of-{total}): {name} is not in it"
+            )
+        if is_gcs(stem):
+            continue
+        listed_paths = {os.path.abspath(r.path) for r in manifest.bodies}
+        pattern = (
+            glob.escape(stem) + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]" + glob.escape(ext)
+        )
+        strays = sorted(p for p in glob.glob(pattern) if os.path.abspath(p) not in listed_paths)
+        if strays:
+            problems.append(
+                f"{os.path.basename(strays[0])} lies beside the bodies but the manifest does not list it"
+                + (f" ({len(strays)} such files)" if len(strays) > 1 else "")
+            )
+    return problems
+
+
 def _precheck(manifest: Manifest, stream: TextIO) -> None:
-    """Validate every body before the first request, and say which users will not be sent."""
+    """Before the first request: the manifest and its bodies agree, and every user is valid.
+
+    Refused (ConfigError, nothing sent) when a listed body is missing, changed since its sha256
+    was taken, not an import request, or holds another number of users than its entry; when
+    the entries do not add up to the manifest's counts; or when numbered bodies are missing from
+    the list or lie unlisted beside it. Invalid users are counted and named, not sent.
+    """
     from transforms.body_check import check_body
 
+    problems = _listing_problems(manifest)
+    if problems:
+        raise ConfigError(f"{manifest.path}: {problems[0]}; nothing was sent")
     reasons: dict[str, int] = {}
     notes: dict[str, int] = {}
+    total = 0
     for ref in manifest.bodies:
         try:
-            checked = check_body(json.loads(read_body(ref)))
-        except (OSError, ValueError):
-            continue  # reported as unreadable-body when its turn comes
+            body = json.loads(read_body(ref))
+        except FileNotFoundError:
+            raise ConfigError(
+                f"{ref.name}: listed in {manifest.path} but not found; nothing was sent"
+            ) from None
+        except OSError as err:
+            raise ConfigError(
+                f"{ref.name}: cannot be read ({err.strerror or err}); nothing was sent"
+            ) from None
+        except ValueError as err:  # the sha256 differs (changed since the manifest), or not JSON
+            text = str(err) if "sha256" in str(err) else "not JSON"
+            raise ConfigError(f"{ref.name}: {text}; nothing was sent") from None
+        problem = shape_problem(body)
+        if problem:
+            raise ConfigError(f"{ref.name}: {problem}; nothing was sent")
+        users = len(body_user_ids(body))
+        if users != ref.users:
+            raise ConfigError(
+                f"{ref.name} holds {users} users, its manifest entry says {ref.users}; nothing was sent"
+            )
+        total += users
+        checked = check_body(body)  # the migrate pipelines' rules: an invalid user is never sent
         for failure in checked.rejected:
             reasons[failure["reason"]] = reasons.get(failure["reason"], 0) + 1
         for note, count in checked.notes.items():
             notes[note] = notes.get(note, 0) + count
+    claimed = manifest.raw.get("counts")
+    claimed = claimed if isinstance(claimed, dict) else {}
+    for key in ("users_written", "human_users_written"):
+        if key in claimed and claimed[key] != total:
+            raise ConfigError(
+                f"{manifest.path}: its bodies hold {total} users, its counts say {claimed[key]} "
+                f"({key}); nothing was sent"
+            )
+    if "bodies_written" in claimed and claimed["bodies_written"] != len(manifest.bodies):
+        raise ConfigError(
+            f"{manifest.path}: it lists {len(manifest.bodies)} bodies, its counts say "
+            f"{claimed['bodies_written']} (bodies_written); nothing was sent"
+        )
     if reasons:
         stream.write(
             f"push: {sum(reasons.values())} invalid user(s) will not be sent ("
@@ -647,6 +834,8 @@ def push_manifest(
     target would refuse (docs/password-hashes.md).
     """
     manifest = load_manifest(manifest_path)
+    stream = stream or sys.stderr
+    _precheck(manifest, stream)  # before the ledger and the network: a refused manifest leaves nothing
     warn_uncovered(manifest.raw, hash_policy)
     syncing = isinstance(manifest.raw.get("sync"), dict)
     if syncing:
@@ -654,9 +843,13 @@ def push_manifest(
 
         check_base(manifest)  # before anything is sent: a manifest of an older state is refused
     ledger = Ledger(results_dir or default_results_dir(manifest))
-    client = client or connect(url, credentials, max_attempts=max_attempts)
-    _precheck(manifest, stream or sys.stderr)
-    stream = stream or sys.stderr
+    # --request-timeout bounds every call of the push (probe, token, org lookups), not only imports.
+    client = client or connect(
+        url,
+        credentials,
+        max_attempts=max_attempts,
+        **({"timeout": request_timeout} if request_timeout else {}),
+    )
     started = time.monotonic()
     with _Progress(manifest, stream, progress) as live:
 
@@ -675,13 +868,21 @@ def push_manifest(
         scheduler = _Scheduler(manifest, concurrency, work, skip, live.body_done)
         results = scheduler.run()
     ordered = [results[b.index] for b in manifest.bodies]
+    fatal = scheduler.fatal
+    if fatal is not None:
+        done = sum(1 for r in ordered if r.status in ("done", "skipped"))
+        fatal += (
+            f"; {done} of {len(ordered)} bodies done "
+            f"({sum(len(r.created) for r in ordered)} users created, "
+            f"{sum(len(r.present) for r in ordered)} present): re-run the same command to resume"
+        )
     report = PushReport(
         ordered,
         time.monotonic() - started,
         ledger.directory,
         _write_dead_letter(ledger.directory, ordered),
         client.stats,
-        scheduler.fatal,
+        fatal,
     )
     if syncing:
         from transforms.sync_engine import apply_changes, commit_state

@@ -11,8 +11,8 @@ Runs inside ``push`` after the bodies (``transforms/push_engine.py``), for a man
   there); an initial user, which ZITADEL refuses to deactivate, is locked instead;
 - every finished user is appended to ``<results>/changes-ledger-gNNNNNN.ndjson`` (fsynced),
   so a re-run skips what was confirmed and sends the rest;
-- after a few consecutive calls without an answer the run stops with one line, instead of timing
-  out once per remaining user;
+- after a few consecutive calls without an answer (the client's ``NoAnswerStop``) the run stops
+  with one line, instead of timing out once per remaining user;
 - finally the state is committed: each user as the target now holds it. A user whose call failed
   keeps its old record for the groups that call carried, so the next run sends it again.
 
@@ -61,8 +61,6 @@ _LOGGER = logging.getLogger(__name__)
 
 CHANGES_LEDGER = "changes-ledger.ndjson"
 CHANGES_DEAD_LETTER = "changes-dead-letter.ndjson"
-# Consecutive calls that got no answer (after their retries) before the run stops.
-MAX_SILENT_CALLS = 3
 
 # Error ids (docs/sync.md#already-done) that mean the call's effect is already there.
 _ALREADY_DONE = {
@@ -226,24 +224,11 @@ class _Ledger:
                 os.close(fd)
 
 
-class _Silence:
-    """Counts consecutive calls that got no answer, across workers."""
+class _Stop:
+    """Set once the client reports the server gone (``admin_api.ServerGone``): no more users start."""
 
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._count = 0
-        self._lock = threading.Lock()
-        self.stopped: str | None = None
-
-    def answered(self) -> None:
-        with self._lock:
-            self._count = 0
-
-    def silent(self, message: str) -> None:
-        with self._lock:
-            self._count += 1
-            if self._count >= self._limit and self.stopped is None:
-                self.stopped = f"the server did not answer {self._count} calls in a row (last: {message})"
+    def __init__(self) -> None:
+        self.reason: str | None = None
 
 
 class _Progress:
@@ -304,7 +289,7 @@ def _apply_user(
     change: Mapping[str, Any],
     name: str,
     sha256: str,
-    silence: _Silence,
+    stop: _Stop,
     timeout: float | None,
     counter: list[int],
 ) -> ChangeResult:
@@ -312,21 +297,24 @@ def _apply_user(
     result = ChangeResult(name, sha256, user_id, "done")
     secrets = client.tokens.secrets()
     for call in change.get("calls") or []:
-        if silence.stopped:
+        if stop.reason:
             result.status, result.message = "not-sent", "the run stopped before this user"
             return result
         call_name = call["call"]
         method, path, body = call_path(user_id, call)
         try:
             counter[0] += 1
-            client.call(method, path, body, timeout)
-            silence.answered()
+            client.request(method, path, body, timeout)
             result.confirmed.append(call_name)
             continue
         except admin_api.AuthError as err:
             raise _Abort(err.message) from None
+        except admin_api.ServerGone as err:
+            # The client saw several requests in a row go unanswered: stop, resume next run.
+            stop.reason = stop.reason or admin_api.scrub(err.message, secrets)
+            result.status, result.message = "not-sent", f"{call_name}: the server stopped answering"
+            return result
         except admin_api.InvalidRequest as err:
-            silence.answered()
             message = admin_api.scrub(err.message, secrets)
             if any(marker in message for marker in _ALREADY_DONE.get(call_name, ())):
                 result.confirmed.append(call_name)
@@ -337,7 +325,7 @@ def _apply_user(
                 try:
                     counter[0] += 1
                     lock_method, lock_path, lock_body = call_path(user_id, {"call": "LockUser"})
-                    client.call(lock_method, lock_path, lock_body, timeout)
+                    client.request(lock_method, lock_path, lock_body, timeout)
                     result.confirmed.append("LockUser")
                     continue
                 except admin_api.InvalidRequest as lock_err:
@@ -348,20 +336,15 @@ def _apply_user(
                     message = lock_message
                 except admin_api.AuthError as auth_err:
                     raise _Abort(auth_err.message) from None
+                except admin_api.ServerGone as gone:
+                    stop.reason = stop.reason or admin_api.scrub(gone.message, secrets)
+                    result.status, result.message = "not-sent", "LockUser: the server stopped answering"
+                    return result
                 except admin_api.AdminApiError as other:
                     message = admin_api.scrub(other.message, secrets)
             result.status, result.message = "failed", f"{call_name}: {message}"
             return result
-        except admin_api.RetriesExhausted as err:
-            message = admin_api.scrub(err.message, secrets)
-            if err.status == 0:
-                silence.silent(message)
-            else:
-                silence.answered()
-            result.status, result.message = "failed", f"{call_name}: {message}"
-            return result
-        except admin_api.AdminApiError as err:
-            silence.answered()
+        except admin_api.AdminApiError as err:  # retries exhausted, a server error
             result.status, result.message = "failed", f"{call_name}: {admin_api.scrub(err.message, secrets)}"
             return result
     return result
@@ -393,7 +376,7 @@ def apply_changes(
     earlier = ledger.load()
     changes = list(_iter_changes(manifest))
     imported = set(created)
-    silence = _Silence(MAX_SILENT_CALLS)
+    stop = _Stop()
     results: list[ChangeResult | None] = [None] * len(changes)
     work: list[int] = []
     for index, (name, sha256, change) in enumerate(changes):
@@ -415,7 +398,7 @@ def apply_changes(
         def run(index: int) -> ChangeResult:
             name, sha256, change = changes[index]
             calls_before = counter[0]
-            result = _apply_user(client, change, name, sha256, silence, request_timeout, counter)
+            result = _apply_user(client, change, name, sha256, stop, request_timeout, counter)
             if result.status != "not-sent":
                 ledger.append(result)
             live.add(result, counter[0] - calls_before)
@@ -425,10 +408,10 @@ def apply_changes(
             futures: dict[cf.Future[ChangeResult], int] = {}
             pending = list(work)
             while pending or futures:
-                while pending and len(futures) < concurrency and fatal is None and silence.stopped is None:
+                while pending and len(futures) < concurrency and fatal is None and stop.reason is None:
                     index = pending.pop(0)
                     futures[pool.submit(run, index)] = index
-                if (fatal is not None or silence.stopped is not None) and pending:
+                if (fatal is not None or stop.reason is not None) and pending:
                     for index in pending:
                         name, sha256, change = changes[index]
                         results[index] = ChangeResult(name, sha256, str(change["userId"]), "not-sent")
@@ -444,9 +427,9 @@ def apply_changes(
                         fatal = f"authentication failed: {err}"
                         name, sha256, change = changes[index]
                         results[index] = ChangeResult(name, sha256, str(change["userId"]), "not-sent")
-    if silence.stopped and fatal is None:
+    if stop.reason and fatal is None:
         done = sum(1 for r in results if r is not None and r.status == "done")
-        fatal = f"{silence.stopped}; {done} of {len(changes)} users done: run push again to resume"
+        fatal = f"{stop.reason}; {done} of {len(changes)} users done: run push again to resume"
     final = [r for r in results if r is not None]
     report = SyncReport(final, time.monotonic() - started, counter[0], fatal)
     report.dead_letter = _write_failures(results_dir, final)
@@ -596,7 +579,7 @@ def verify_changes(changes: list[dict[str, Any]], report: SyncReport, client: Ad
             continue
         user_id = str(change["userId"])
         try:
-            answer = client.call("GET", f"/v2/users/{quote(user_id, safe='')}", None)
+            answer = client.request("GET", f"/v2/users/{quote(user_id, safe='')}", None)
         except admin_api.InvalidRequest as err:
             if "DeleteUser" in result.confirmed and "NotFound" in err.message:
                 continue

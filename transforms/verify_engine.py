@@ -129,7 +129,7 @@ def added_users(
     named: dict[str, str] = {}
     try:
         for event in client.iter_events([event_type], resource_owner=org_id, page_size=page_size):
-            user_id = str(event.get("aggregate", {}).get("id", ""))
+            user_id = str((event.get("aggregate") or {}).get("id") or "")
             added.add(user_id)
             payload = event.get("payload")
             if isinstance(payload, dict) and isinstance(payload.get("userName"), str):
