@@ -235,17 +235,19 @@ class SplitResult:
 def _open_export(path: str):
     from apache_beam.io.filesystems import FileSystems
 
+    from transforms.input_stream import DepthGuard, open_input
+
     if "://" not in path:
         if not os.path.isfile(path):
             raise ConfigError(f"--export {path!r}: no such file")
-        if path.endswith(".gz"):
-            import gzip
-
-            return gzip.open(path, "rb")
-        return open(path, "rb")
-    if not FileSystems.exists(path):
+    elif not FileSystems.exists(path):
         raise ConfigError(f"--export {path!r}: no such object")
-    return FileSystems.open(path)
+    # UTF-8 BOM skipped, UTF-16/32 decoded, a damaged .gz an error (transforms/input_stream.py);
+    # one document: a value nested too deep makes it unusable (exit 2), not a dead letter.
+    stream = open_input(path)
+    if stream.encoding:
+        _LOGGER.warning("%s: decoded from %s", path, stream.encoding)
+    return DepthGuard(stream, refuse=True)
 
 
 def split_export(
