@@ -125,9 +125,12 @@ def _open(path: str, compressed: bool):
 
 def _sniff(path: str) -> tuple[str, str | None]:
     """``(layout, encoding)``: the layout (see module docstring) and a decoded encoding or None."""
-    with open_input(path) as handle:
-        head = handle.read(_SNIFF_BYTES)
-        encoding = handle.encoding
+    try:
+        with open_input(path) as handle:
+            head = handle.read(_SNIFF_BYTES)
+            encoding = handle.encoding
+    except InputReadError:
+        return NDJSON, None  # unreadable from the start: the reader reports it (unreadable-input)
     text = head.lstrip()
     if not text:
         return EMPTY, encoding

@@ -107,6 +107,7 @@ class InputStream(io.RawIOBase):
         self._decoder: codecs.IncrementalDecoder | None = None
         self._pending = b""
         self._eof = False
+        self._error: InputReadError | None = None
         head = self._inner_read(_CHUNK)
         encoding, skip = detect_bom(head)
         if encoding is not None and encoding != "utf-8":
@@ -118,7 +119,14 @@ class InputStream(io.RawIOBase):
 
     def _inner_read(self, size: int) -> bytes:
         try:
-            return self._inner.read(size)
+            # read1: one decompression step, so the bytes before a damaged spot are returned
+            # before the error (a buffered read() would drop them with the exception).
+            read1 = getattr(self._inner, "read1", None)
+            return (
+                read1(size)
+                if read1 is not None and isinstance(self._inner, gzip.GzipFile)
+                else self._inner.read(size)
+            )
         except EOFError:
             raise InputReadError(
                 f"{self.name_for_errors}: the compressed data ends early (the file was cut)"
@@ -139,19 +147,22 @@ class InputStream(io.RawIOBase):
         return True
 
     def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` bytes. Damage is reported after the bytes before it: a read that meets
+        it returns what it has, and the next read raises :class:`InputReadError`."""
+        if self._error is not None and not self._pending:
+            raise self._error
         if size is None or size < 0:
-            parts = [self._pending]
-            self._pending = b""
-            while True:
+            size = 1 << 62
+        try:
+            while len(self._pending) < size and not self._eof:
                 chunk = self._next()
                 if not chunk:
-                    return b"".join(parts)
-                parts.append(chunk)
-        while len(self._pending) < size and not self._eof:
-            chunk = self._next()
-            if not chunk:
-                break
-            self._pending += chunk
+                    break
+                self._pending += chunk
+        except InputReadError as err:
+            if not self._pending:
+                raise
+            self._error, self._eof = err, True
         out, self._pending = self._pending[:size], self._pending[size:]
         return out
 
@@ -279,12 +290,21 @@ def check_readable(path: str, what: str, allow_empty: bool = False) -> None:
     business (``unreadable-input`` dead letter, counted).
     """
     name = path
+    head = b""
+    complete = False
     try:
         with open_input(path) as stream:
-            head = stream.read(_HEAD_BYTES)
-            complete = len(head) < _HEAD_BYTES
+            while len(head) < _HEAD_BYTES:
+                piece = stream.read(_HEAD_BYTES - len(head))
+                if not piece:
+                    complete = True
+                    break
+                head += piece
     except InputReadError as err:
-        raise ConfigError(f"{what} {name}: cannot be read: {_one_line(err)}") from None
+        if not head:  # a broken gzip header: nothing at all can be read
+            raise ConfigError(f"{what} {name}: cannot be read: {_one_line(err)}") from None
+        # Damage further on (a cut or a bad CRC): the reader keeps what comes before it and
+        # reports the rest (unreadable-input, exit 1 unless --allow-partial).
     except OSError as err:
         raise ConfigError(f"{what} {name}: cannot be read ({err.strerror or _one_line(err)})") from None
     if not head:
