@@ -354,6 +354,30 @@ CASES = [
         dead={Reason.TOO_DEEP: 1},
     ),
     Case(
+        "an integer of 70,000 digits in an array (ijson would crash the process)",
+        auth0(
+            array(
+                USERS[:3]
+                + [b'{"user_id": "auth0|n", "email": "n@example.com", "n": ' + b"7" * 70_000 + b"}"]
+                + USERS[3:]
+            )
+        ),
+        written=10,
+        dead={Reason.MALFORMED_JSON: 1},
+    ),
+    Case(
+        "an integer of 70,000 digits in an NDJSON line",
+        auth0(
+            ndjson(
+                USERS[:3]
+                + [b'{"user_id": "auth0|n", "email": "n@example.com", "n": ' + b"7" * 70_000 + b"}"]
+                + USERS[3:]
+            )
+        ),
+        written=10,
+        dead={Reason.MALFORMED_JSON: 1},
+    ),
+    Case(
         "a 20 MB line",
         auth0(ndjson(USERS + [profile(10, blob="x" * 20_000_000)])),
         written=11,
@@ -467,6 +491,22 @@ CASES = [
         ),
         written=10,
         dead={Reason.TOO_DEEP: 1},
+    ),
+    Case(
+        "Keycloak user with an integer of 70,000 digits",
+        keycloak(
+            {
+                "realm.json": b'{"realm": "acme", "users": ['
+                + b",".join(
+                    [orjson.dumps(kc_user(i)) for i in range(5)]
+                    + [b'{"id": "x", "notBefore": ' + b"9" * 70_000 + b"}"]
+                )
+                + b"]}"
+            },
+            realm="realm.json",
+        ),
+        written=5,
+        dead={Reason.MALFORMED_JSON: 1},
     ),
     Case(
         "Keycloak realm of random bytes",

@@ -39,6 +39,7 @@ from transforms.input_stream import (
     InputReadError,
     check_readable,
     has_marker,
+    marker_problem,
     open_input,
     too_deep,
 )
@@ -330,16 +331,11 @@ def _read_stream(unit: Unit) -> Iterator[Record]:
             for value in items:
                 position = index
                 index += 1
-                if guard.cut > seen_cuts and has_marker(value):
+                marker = has_marker(value) if guard.cut > seen_cuts else None
+                if marker is not None:
                     seen_cuts += 1
-                    yield (
-                        position,
-                        None,
-                        None,
-                        _error(
-                            Reason.TOO_DEEP, f"element {position} is nested deeper than {MAX_DEPTH} levels"
-                        ),
-                    )
+                    reason, detail = marker_problem(marker)
+                    yield position, None, None, _error(reason, f"element {position}: {detail}")
                     continue
                 try:
                     raw = orjson.dumps(value)

@@ -51,6 +51,8 @@ __all__ = [
     "MAX_DEPTH",
     "TOO_DEEP_MARKER",
     "has_marker",
+    "marker_problem",
+    "MAX_DIGITS",
     "too_deep",
 ]
 
@@ -260,7 +262,7 @@ def _readable(head: bytes, complete: bool) -> bool:
     if text[:1] not in (b"[", b"{"):
         return False
     try:
-        events = ijson.basic_parse(io.BytesIO(text), multiple_values=True)
+        events = ijson.basic_parse(DepthGuard(io.BytesIO(text)), multiple_values=True)
         depth = 0
         for event, _ in events:
             if event in ("start_map", "start_array"):
@@ -327,6 +329,14 @@ MAX_DEPTH = 512
 # What replaces a value nested too deep: a JSON string no export holds.
 TOO_DEEP_MARKER = "\x00zitadel-beam:too-deep"
 _MARKER_JSON = orjson.dumps(TOO_DEEP_MARKER)
+# Integers longer than this are replaced too: ijson's C backend crashes the process (SIGSEGV) on
+# an integer beyond Python's int-to-str digit limit (4300 by default), found by the tests here.
+MAX_DIGITS = 4000
+LONG_NUMBER_MARKER = "\x00zitadel-beam:long-number"
+_NUMBER_MARKER_JSON = orjson.dumps(LONG_NUMBER_MARKER)
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_DIGIT_RUN = b"0" * MAX_DIGITS
+_NUMBER = re.compile(rb"-?[0-9]+")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKETS = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
@@ -351,20 +361,30 @@ def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def has_marker(value, limit: int = MAX_DEPTH + 2) -> bool:
-    """Whether a parsed value holds :data:`TOO_DEEP_MARKER` (a value the guard cut out)."""
+def has_marker(value, limit: int = MAX_DEPTH + 2) -> str | None:
+    """The marker a parsed value holds (:data:`TOO_DEEP_MARKER` or :data:`LONG_NUMBER_MARKER`,
+    where :class:`DepthGuard` cut something out), or None."""
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
-            if item == TOO_DEEP_MARKER:
-                return True
+            if item in (TOO_DEEP_MARKER, LONG_NUMBER_MARKER):
+                return item
         elif depth < limit:
             if isinstance(item, dict):
                 stack.extend((v, depth + 1) for v in item.values())
             elif isinstance(item, list):
                 stack.extend((v, depth + 1) for v in item)
-    return False
+    return None
+
+
+def marker_problem(marker: str) -> tuple[str, str]:
+    """``(reason, detail)`` of the dead letter for a record holding ``marker``."""
+    from transforms.reasons import Reason
+
+    if marker == TOO_DEEP_MARKER:
+        return Reason.TOO_DEEP, f"nested deeper than {MAX_DEPTH} levels"
+    return Reason.MALFORMED_JSON, f"holds an integer of more than {MAX_DIGITS} digits"
 
 
 class DepthGuard(io.RawIOBase):
@@ -411,7 +431,7 @@ class DepthGuard(io.RawIOBase):
             chunk = self._inner.read(max(_CHUNK, len(self._carry)))
             if not chunk:
                 self._eof = True
-                self._pending = self._carry
+                self._pending = self._slow(self._carry) if self._carry else b""
                 self._carry = b""
                 break
             self._pending = self._filter(self._carry + chunk)
@@ -426,7 +446,13 @@ class DepthGuard(io.RawIOBase):
             data, self._carry = data[: len(data) - tail], data[len(data) - tail :]
             stripped = stripped[:quote]
         else:
-            self._carry = b""
+            # A number at the end may go on in the next chunk: keep it, so its length is known.
+            digits = len(data) - len(data.rstrip(b"-0123456789"))
+            self._carry = data[len(data) - digits :] if digits else b""
+            data = data[: len(data) - digits] if digits else data
+            stripped = stripped[: len(stripped) - digits] if digits else stripped
+        if len(stripped) >= MAX_DIGITS and _DIGIT_RUN in stripped.translate(_DIGITS):
+            return self._slow(data)
         if self._skip_from < 0:
             brackets = stripped.translate(_BRACKETS, _NOT_BRACKETS)
             opens = brackets.count(b"(")
@@ -455,6 +481,18 @@ class DepthGuard(io.RawIOBase):
             if c == 0x22:  # a string: skip it whole (complete in ``data``, see _filter)
                 match = _STRING.match(data, i)
                 i = match.end() if match else n
+                continue
+            if c == 0x2D or 0x30 <= c <= 0x39:  # a number
+                number = _NUMBER.match(data, i)
+                end = number.end() if number else i + 1
+                if end - i > MAX_DIGITS and self._skip_from < 0:
+                    if self._refuse:
+                        name = getattr(self._inner, "name_for_errors", "the input")
+                        raise InputReadError(f"{name}: an integer of more than {MAX_DIGITS} digits")
+                    out += data[start:i] + _NUMBER_MARKER_JSON
+                    self.cut += 1
+                    start = end
+                i = end
                 continue
             if c in (0x5B, 0x7B):  # [ {
                 self._depth += 1

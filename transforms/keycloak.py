@@ -44,11 +44,11 @@ from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
 from transforms.ids import fallback_email, keycloak_user_id
 from transforms.input_stream import (
-    MAX_DEPTH,
     DepthGuard,
     InputReadError,
     describe_head,
     has_marker,
+    marker_problem,
     open_input,
 )
 from transforms.records import (
@@ -734,13 +734,15 @@ class _ReadRealmFileFn(beam.DoFn):
                         )
                         break
                     dead: tuple[tuple[int, int], bytes] | None
-                    if guard.cut > seen_cuts and has_marker(user):
+                    marker = has_marker(user) if guard.cut > seen_cuts else None
+                    if marker is not None:
                         seen_cuts += 1
                         counts["keycloak.users_read"] += 1
+                        reason, detail = marker_problem(marker)
                         dead = dead_letter(
                             (source.index, position),
-                            Reason.TOO_DEEP,
-                            f"user {position} is nested deeper than {MAX_DEPTH} levels",
+                            reason,
+                            f"user {position}: {detail}",
                             SOURCE,
                             {"file": source.path, "position": position},
                         )
