@@ -301,6 +301,13 @@ CASES = [
         dead={Reason.UNREADABLE_INPUT: 1},
     ),
     Case(
+        # Beam's decompressor returned only the first 16 MiB to a read() without a size: the
+        # rest of a larger .gz was lost without a word. Read in blocks now.
+        "gzip larger than 16 MiB decompressed is read to its end",
+        auth0(gz_file(gz(ndjson(profile(i, pad="p" * 900) for i in range(20_000))))),
+        written=20_000,
+    ),
+    Case(
         "gzip with a bad CRC",
         auth0(gz_file(bad_crc(ndjson(USERS)))),
         rc=1,

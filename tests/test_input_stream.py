@@ -60,6 +60,15 @@ def test_guard_cuts_what_goes_deeper_than_the_limit_and_keeps_the_rest(chunk):
     assert has_marker(values[1]) and not has_marker(values[0])
 
 
+@pytest.mark.parametrize("chunk", [5, 999, 4096, 65536])
+def test_guard_cuts_integers_too_long_for_ijson_across_chunks(chunk):
+    data = b'[{"n": 12}, {"n": ' + b"9" * 200_000 + b'}, {"n": -3, "s": "' + b"8" * 5000 + b'"}]'
+    out, cut = _through_guard(data, chunk)
+    values = list(ijson.items(io.BytesIO(out), "item"))
+    assert cut == 1 and values[0] == {"n": 12} and values[2] == {"n": -3, "s": "8" * 5000}
+    assert has_marker(values[1]) and not has_marker(values[2])
+
+
 def test_guard_refuses_instead_of_cutting_for_one_document_inputs():
     with pytest.raises(InputReadError, match="nested deeper than 5 levels"):
         DepthGuard(io.BytesIO(b"[[[[[[[]]]]]]]"), 5, refuse=True).read()
@@ -67,7 +76,7 @@ def test_guard_refuses_instead_of_cutting_for_one_document_inputs():
 
 def test_guard_random_documents_match_ijson_below_the_limit():
     rng = random.Random(7)
-    for _ in range(20):
+    for _ in range(200):
         value = [{"s": "".join(rng.choice('ab[]{}"\\') for _ in range(8)), "n": [rng.random()]}]
         data = orjson.dumps(value)
         out, cut = _through_guard(data, rng.randint(1, 40))

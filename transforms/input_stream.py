@@ -337,7 +337,10 @@ _NUMBER_MARKER_JSON = orjson.dumps(LONG_NUMBER_MARKER)
 _DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _DIGIT_RUN = b"0" * MAX_DIGITS
 _NUMBER = re.compile(rb"-?[0-9]+")
+_DIGIT_RUN_START = re.compile(rb"[0-9]*")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"')  # from inside a string to its end
+_NOT_QUOTES_OR_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
 _BRACKETS = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
@@ -388,12 +391,14 @@ def marker_problem(marker: str) -> tuple[str, str]:
 
 
 class DepthGuard(io.RawIOBase):
-    """Pass a JSON byte stream through, replacing every value nested deeper than ``limit`` by
-    the marker string, so the parser behind it never sees more than ``limit`` levels.
+    """Pass a JSON byte stream through, replacing every value nested deeper than ``limit`` (and
+    every integer of more than :data:`MAX_DIGITS` digits) by a marker string, so the parser
+    behind it never sees more than ``limit`` levels.
 
-    The fast path per chunk is C-level only (strings removed by one regex, brackets counted);
-    the character-by-character path runs only in a chunk that may cross the limit. ``cut``
-    counts the values replaced.
+    The fast path per 64 KiB chunk is C-level only: escaped quotes and backslashes removed, all
+    but quotes and brackets deleted, the brackets between strings counted (the in-string state
+    is carried from chunk to chunk). The character-by-character path runs only in a chunk that
+    may cross the limit. ``cut`` counts the values replaced.
     """
 
     def __init__(self, inner, limit: int = MAX_DEPTH, refuse: bool = False):
@@ -402,7 +407,9 @@ class DepthGuard(io.RawIOBase):
         self._refuse = refuse  # raise InputReadError instead of cutting (one-document inputs)
         self._limit = limit
         self._depth = 0  # outside strings, at the end of what was passed on
-        self._carry = b""  # an unterminated string (or trailing backslash) at a chunk's end
+        self._in_string = False  # the end of what was passed on is inside a string
+        self._in_number = False  # inside an integer being cut out (it goes on in the next chunk)
+        self._carry = b""  # trailing backslashes or digits, kept for the next chunk
         self._pending = b""
         self._skip_from = -1  # >= 0 while cutting: the depth at which the cut value started
         self._eof = False
@@ -426,9 +433,7 @@ class DepthGuard(io.RawIOBase):
         if size is None or size < 0:
             size = 1 << 62
         while not self._pending and not self._eof:
-            # A long string is carried whole to the next chunk: read at least as much again,
-            # so a 20 MB string costs a few rescans, not one per 64 KiB.
-            chunk = self._inner.read(max(_CHUNK, len(self._carry)))
+            chunk = self._inner.read(_CHUNK)
             if not chunk:
                 self._eof = True
                 self._pending = self._slow(self._carry) if self._carry else b""
@@ -439,25 +444,29 @@ class DepthGuard(io.RawIOBase):
         return out
 
     def _filter(self, data: bytes) -> bytes:
-        stripped = _STRING.sub(b"", data)
-        quote = stripped.find(b'"')
-        if quote >= 0:  # an unterminated string: keep it for the next chunk
-            tail = len(stripped) - quote
-            data, self._carry = data[: len(data) - tail], data[len(data) - tail :]
-            stripped = stripped[:quote]
-        else:
+        self._carry = b""
+        if self._in_number:
+            return self._slow(data)
+        if data.endswith(b"\\"):  # an escape cut by the chunk's end
+            run = len(data) - len(data.rstrip(b"\\"))
+            data, self._carry = data[: len(data) - run], data[len(data) - run :]
+        text = data.replace(b"\\\\", b"").replace(b'\\"', b"") if b"\\" in data else data
+        parts = text.translate(None, _NOT_QUOTES_OR_BRACKETS).split(b'"')
+        outside = b"".join(parts[1::2] if self._in_string else parts[0::2])
+        in_string_end = self._in_string ^ (len(parts) % 2 == 0)
+        if not in_string_end and not self._carry:
             # A number at the end may go on in the next chunk: keep it, so its length is known.
             digits = len(data) - len(data.rstrip(b"-0123456789"))
-            self._carry = data[len(data) - digits :] if digits else b""
-            data = data[: len(data) - digits] if digits else data
-            stripped = stripped[: len(stripped) - digits] if digits else stripped
-        if len(stripped) >= MAX_DIGITS and _DIGIT_RUN in stripped.translate(_DIGITS):
+            if 0 < digits <= MAX_DIGITS:
+                data, self._carry = data[: len(data) - digits], data[len(data) - digits :]
+        if len(data) >= MAX_DIGITS and _DIGIT_RUN in data.translate(_DIGITS):
             return self._slow(data)
         if self._skip_from < 0:
-            brackets = stripped.translate(_BRACKETS, _NOT_BRACKETS)
+            brackets = outside.translate(_BRACKETS)
             opens = brackets.count(b"(")
             if self._depth + opens <= self._limit:
                 self._depth += opens - brackets.count(b")")
+                self._in_string = in_string_end
                 return data
             # Balanced groups removed level by level: what is left is ")))(((" (closes of
             # values opened before, opens of values that go on), so depth <= depth + opens
@@ -468,6 +477,7 @@ class DepthGuard(io.RawIOBase):
                 levels += 1
             if self._depth + rest.count(b"(") + levels <= self._limit:
                 self._depth += opens - brackets.count(b")")
+                self._in_string = in_string_end
                 return data
         return self._slow(data)
 
@@ -476,11 +486,27 @@ class DepthGuard(io.RawIOBase):
         out = bytearray()
         i, n = 0, len(data)
         start = 0 if self._skip_from < 0 else -1  # start of the passed-on run, -1 while cutting
+        if self._in_number:  # the rest of an integer cut out in the chunk before
+            more = _DIGIT_RUN_START.match(data)
+            i = more.end() if more else 0
+            if i == n:
+                return b""
+            self._in_number = False
+            start = i if start >= 0 else -1
+        if self._in_string:
+            rest = _STRING_REST.match(data, i)
+            if rest is None:  # the whole chunk is inside one string
+                return data[start:] if start >= 0 else b""
+            i = rest.end()
+            self._in_string = False
         while i < n:
             c = data[i]
-            if c == 0x22:  # a string: skip it whole (complete in ``data``, see _filter)
+            if c == 0x22:  # a string: skip it whole
                 match = _STRING.match(data, i)
-                i = match.end() if match else n
+                if match is None:
+                    self._in_string = True
+                    break
+                i = match.end()
                 continue
             if c == 0x2D or 0x30 <= c <= 0x39:  # a number
                 number = _NUMBER.match(data, i)
@@ -492,6 +518,7 @@ class DepthGuard(io.RawIOBase):
                     out += data[start:i] + _NUMBER_MARKER_JSON
                     self.cut += 1
                     start = end
+                    self._in_number = end == n
                 i = end
                 continue
             if c in (0x5B, 0x7B):  # [ {
