@@ -250,6 +250,16 @@ def _open_export(path: str):
     return DepthGuard(stream, refuse=True)
 
 
+def _describe_export(path: str) -> str:
+    from transforms.input_stream import describe_head, open_input
+
+    try:
+        with open_input(path) as stream:
+            return describe_head(stream.read(4096))
+    except OSError as err:
+        return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
 def split_export(
     export: str,
     output: str,
@@ -318,7 +328,10 @@ def split_export(
         bodies, dead_count = finalize_outputs(layout)
     except ExportFormatError as err:
         delete_tree(layout.tmp_dir)
-        raise ConfigError(f"--export {export}: {err}") from None
+        text = str(err)
+        if text == "not a JSON document":  # say what it is instead (docs/inputs.md)
+            text += ": " + _describe_export(export)
+        raise ConfigError(f"--export {export}: {text}") from None
     except OSError as err:
         delete_tree(layout.tmp_dir)
         raise ConfigError(f"--export {export}: cannot read ({err.strerror or err})") from None
