@@ -200,6 +200,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_hash_arguments(parser)
     add_sync_arguments(parser)
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="a compressed input that ends early or is damaged: keep what was read and exit 0 "
+        "(default: the records before the damage are written, but the run exits 1)",
+    )
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
     push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
@@ -234,6 +240,7 @@ class CommonArgs:
     on_removed: str = "report"
     max_removals: str = "5%"
     break_lock: bool = False
+    allow_partial: bool = False  # --allow-partial: a cut input file does not fail the run
 
 
 def common_args(args: argparse.Namespace) -> CommonArgs:
@@ -291,6 +298,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         getattr(args, "on_removed", "report"),
         getattr(args, "max_removals", "5%"),
         bool(getattr(args, "break_lock", False)),
+        getattr(args, "allow_partial", False),
     )
 
 
@@ -479,6 +487,20 @@ def relative_path(directory: str, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> list[str]:
+    """One line per input file the readers found cut short or damaged (docs/inputs.md)."""
+    lines = []
+    for name, value in sorted(counts.items()):
+        if name.startswith("inputs.partial."):
+            index = int(name.rsplit(".", 1)[1])
+            path = names.get(index, f"input file #{index}")
+            lines.append(
+                f"{path} was cut short or is damaged: {value} records were read before it "
+                "(an unreadable-input dead letter; --allow-partial accepts this)"
+            )
+    return lines
+
+
 def run_migration(**kwargs: Any) -> int:
     """Run a migration (``_run_migration``); with ``--state``, hold the state's lock throughout,
     push included, so that two runs on one state cannot interleave (docs/sync.md#state)."""
@@ -503,6 +525,7 @@ def _run_migration(
     invariant: Callable[[Mapping[str, int]], tuple[bool, str]],
     extra_manifest: Mapping[str, Any] | None = None,
     sync_source: Mapping[str, Any] | None = None,
+    input_names: Mapping[int, str] | None = None,
 ) -> int:
     """Run the pipeline, finalize the outputs, write the manifest, print the summary.
 
@@ -511,6 +534,8 @@ def _run_migration(
 
     ``invariant(counts)`` returns ``(holds, text)``: the run's accounting (every input record
     written or dead-lettered). A broken invariant is reported and exits 3: it is a bug.
+    ``input_names`` (file index → path) names the input files the readers counted as cut
+    (``inputs.partial.<index>``): without ``--allow-partial`` the run exits 1 and pushes nothing.
     """
     import orjson
 
@@ -634,6 +659,12 @@ def _run_migration(
     sys.stdout.flush()
     if not holds or check_written(layout.manifest):
         return 3
+    partial = partial_input_lines(counts, input_names or {})
+    if partial:
+        for line in partial:
+            print(f"zitadel-beam: {line}", file=sys.stderr)
+        if not common.allow_partial:
+            return 1
     if common.push_url:
         from transforms.push_engine import push_manifest
 

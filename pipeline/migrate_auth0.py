@@ -82,8 +82,12 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     dead_profiles = count_prefix(counts, "dead_letter.auth0-profile.")
     passwords = counts.get("auth0.passwords_read", 0) + counts.get("auth0.custom_hashes_read", 0)
     with_pw = counts.get("users_with_password", 0)
-    dead_pw = count_prefix(counts, "dead_letter.auth0-password.") + count_prefix(
-        counts, "dead_letter.auth0-custom-hash."
+    # A profile's own hash that was not used has no line of its own (counted, see
+    # transforms/auth0.py EMBEDDED_UNUSED_PREFIX): one dead-letter line per rejected record.
+    dead_pw = (
+        count_prefix(counts, "dead_letter.auth0-password.")
+        + count_prefix(counts, "dead_letter.auth0-custom-hash.")
+        + count_prefix(counts, "auth0.custom_hash_unused.")
     )
     mfa = counts.get("auth0.mfa_read", 0)
     factors = counts.get("auth0.mfa_factors.totp", 0)
@@ -119,6 +123,10 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     ]
     if counts.get("auth0.custom_hashes_read"):
         lines.append(("custom_password_hash read (bulk-import profiles)", counts["auth0.custom_hashes_read"]))
+        for name, value in sorted(counts.items()):
+            if name.startswith("auth0.custom_hash_unused."):
+                label = name.rsplit(".", 1)[1]
+                lines.append((f"  not used, in the profile's line: {label}", value))
     lines += [
         ("users written", written),
         ("  with password", with_pw),
@@ -187,6 +195,12 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         )
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
+    # A first look at every file (its head only): one that holds not one JSON value is a
+    # mistake (a wrong file, HTML, binary data) and stops here. An empty password or MFA file
+    # is read as no records; an empty users file is refused (docs/inputs.md).
+    for flag, files in (("--users", profiles), ("--passwords", passwords), ("--mfa", mfa)):
+        for file in files:
+            fileio.check_readable(file.path, flag, allow_empty=flag != "--users")
     if known_args.passwords is None and password_pattern is None:
         _LOGGER.warning(
             "no --passwords and no ./passwords.json: no password file: only bulk-import profiles' custom_password_hash can give users a "
@@ -220,4 +234,5 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         summary_lines=summary_lines,
         invariant=invariant,
         sync_source={"include_blocked": known_args.include_blocked, "realm": None},
+        input_names={f.index: f.path for f in profiles + passwords + mfa},
     )

@@ -45,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="which realm to read when the input holds several (multi-realm array or directory)",
     )
     parser.add_argument(
+        "--allow-missing-parts",
+        action="store_true",
+        help="read a split export whose <realm>-users-N.json numbering has a gap "
+        "(default: refuse it, naming the missing part)",
+    )
+    parser.add_argument(
         "--include-disabled",
         action="store_true",
         help="import users disabled in Keycloak (the import API cannot carry the disabled state)",
@@ -134,7 +140,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     idp_map = parse_idp_map(known_args.idp_map)
     check_gcs_reachable([known_args.realm])  # planning reads the realm: fail fast, not after ~120 s
     try:
-        sources = plan_realm_sources(known_args.realm, known_args.realm_name)
+        sources = plan_realm_sources(known_args.realm, known_args.realm_name, known_args.allow_missing_parts)
     except RealmInputError as err:
         raise ConfigError(f"--realm: {err}") from None
     options = KeycloakOptions(
@@ -164,6 +170,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         invariant=invariant,
         extra_manifest={"realm_files": [s.path for s in sources]},
         sync_source={"include_blocked": known_args.include_disabled, "realm": _realm_name(sources)},
+        input_names={s.index: s.path for s in sources},
     )
 
 

@@ -235,17 +235,29 @@ class SplitResult:
 def _open_export(path: str):
     from apache_beam.io.filesystems import FileSystems
 
+    from transforms.input_stream import DepthGuard, open_input
+
     if "://" not in path:
         if not os.path.isfile(path):
             raise ConfigError(f"--export {path!r}: no such file")
-        if path.endswith(".gz"):
-            import gzip
-
-            return gzip.open(path, "rb")
-        return open(path, "rb")
-    if not FileSystems.exists(path):
+    elif not FileSystems.exists(path):
         raise ConfigError(f"--export {path!r}: no such object")
-    return FileSystems.open(path)
+    # UTF-8 BOM skipped, UTF-16/32 decoded, a damaged .gz an error (transforms/input_stream.py);
+    # one document: a value nested too deep makes it unusable (exit 2), not a dead letter.
+    stream = open_input(path)
+    if stream.encoding:
+        _LOGGER.warning("%s: decoded from %s", path, stream.encoding)
+    return DepthGuard(stream, refuse=True)
+
+
+def _describe_export(path: str) -> str:
+    from transforms.input_stream import describe_head, open_input
+
+    try:
+        with open_input(path) as stream:
+            return describe_head(stream.read(4096))
+    except OSError as err:
+        return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def split_export(
@@ -316,7 +328,10 @@ def split_export(
         bodies, dead_count = finalize_outputs(layout)
     except ExportFormatError as err:
         delete_tree(layout.tmp_dir)
-        raise ConfigError(f"--export {export}: {err}") from None
+        text = str(err)
+        if text == "not a JSON document":  # say what it is instead (docs/inputs.md)
+            text += ": " + _describe_export(export)
+        raise ConfigError(f"--export {export}: {text}") from None
     except OSError as err:
         delete_tree(layout.tmp_dir)
         raise ConfigError(f"--export {export}: cannot read ({err.strerror or err})") from None

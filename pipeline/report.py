@@ -76,6 +76,9 @@ def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[s
     if counts.get("metadata_written") or counts.get(f"{source}.metadata_dropped"):
         lines.append(("metadata entries written", counts.get("metadata_written", 0)))
         lines.append(("metadata entries dropped (limits)", counts.get(f"{source}.metadata_dropped", 0)))
+    for name, value in sorted(counts.items()):
+        if name.startswith("inputs.decoded."):  # UTF-16/32 input files (docs/inputs.md)
+            lines.append((f"input files decoded from {name.split('.', 2)[2]}", value))
     lines += not_carried_lines(counts)
     lines.append(("dead-lettered", count_prefix(counts, "dead_letter.")))
     for name, value in counts.items():

@@ -347,6 +347,7 @@ def test_every_auth0_reason_code_is_exercised():
 
     codes = {v for k, v in vars(Reason).items() if k.isupper()}
     covered = {reason for _, reason in EXPECTED_DEAD} | {Reason.UNREADABLE_INPUT}  # see test_unreadable_input
+    covered |= {Reason.TOO_DEEP}  # see tests/test_hostile_inputs.py
     covered |= {Reason.CONTROL_CHARACTERS, Reason.INVALID_EMAIL_FALLBACK}  # see test_bulk_import_shape
     assert codes - KEYCLOAK_ONLY - NOT_FROM_AUTH0 == covered | MFA_REASONS | HASH_REASONS
 
@@ -639,11 +640,19 @@ def test_custom_dead_letter_path(tmp_path):
 
 
 def test_empty_inputs_write_no_body(tmp_path):
-    (tmp_path / "u.json").write_bytes(b"")
-    (tmp_path / "p.json").write_bytes(b"[]")
+    (tmp_path / "u.json").write_bytes(b"[]")
+    (tmp_path / "p.json").write_bytes(b"")  # an empty password export is legitimate
     rc, output, manifest = migrate(tmp_path, tmp_path / "u.json", tmp_path / "p.json")
     assert rc == 0 and manifest["bodies"] == [] and not output.exists()
     assert manifest["counts"].get("users_written", 0) == 0
+
+
+def test_empty_users_file_is_refused(tmp_path):
+    # An empty (0-byte) users export is almost always a mistake: docs/inputs.md.
+    (tmp_path / "u.json").write_bytes(b"")
+    (tmp_path / "p.json").write_bytes(b"")
+    rc, output, manifest = migrate(tmp_path, tmp_path / "u.json", tmp_path / "p.json")
+    assert rc == 2 and manifest is None and not output.exists()
 
 
 def test_corrupt_first_ndjson_line_does_not_lose_the_file(tmp_path):

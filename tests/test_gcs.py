@@ -187,3 +187,44 @@ def test_emulator_run_without_credentials_has_no_credential_wait(gcs_emulator, t
     )
     assert gcs_emulator.blob("out/importBody.manifest.json").exists()
     assert "GOOGLE_APPLICATION_CREDENTIALS" not in env  # the test really ran without credentials
+
+
+def test_gcs_inputs_get_the_same_first_look_encodings_and_gzip_checks(gcs_emulator, capsys):
+    """docs/inputs.md on gs://: a file holding no JSON is refused before the run (exit 2, one
+    line), a UTF-16 file with BOM is decoded and counted, a cut .gz keeps what was read and
+    exits 1."""
+    bucket = gcs_emulator
+    profiles = [{"user_id": f"auth0|{i}", "email": f"user{i}@example.com"} for i in range(5)]
+    bucket.blob("in/page.json").upload_from_string(b"<!DOCTYPE html><html><head><title>403</title>")
+    bucket.blob("in/utf16.json").upload_from_string(json.dumps(profiles).encode("utf-16"))
+    packed = gzip.compress(
+        _ndjson({"user_id": f"auth0|{i}", "email": f"u{i}@example.com"} for i in range(3000))
+    )
+    bucket.blob("in/cut.json.gz").upload_from_string(packed[: len(packed) // 2])
+
+    def run(name: str, out: str) -> int:
+        return main(
+            [
+                "migrate",
+                "auth0",
+                "--org=123",
+                f"--users=gs://{bucket.name}/in/{name}",
+                "--passwords=none",
+                f"--output=gs://{bucket.name}/{out}/importBody.json",
+            ]
+        )
+
+    assert run("page.json", "a") == 2
+    err = capsys.readouterr().err
+    assert "page.json: not one JSON record could be read: looks like HTML" in err
+    assert not list(bucket.list_blobs(prefix="a/"))
+
+    assert run("utf16.json", "b") == 0
+    manifest = json.loads(bucket.blob("b/importBody.manifest.json").download_as_bytes())
+    assert manifest["counts"]["users_written"] == 5 and manifest["counts"]["inputs.decoded.utf-16-le"] == 1
+
+    assert run("cut.json.gz", "c") == 1
+    assert "cut.json.gz was cut short or is damaged" in capsys.readouterr().err
+    manifest = json.loads(bucket.blob("c/importBody.manifest.json").download_as_bytes())
+    assert manifest["invariant"]["holds"] and 0 < manifest["counts"]["users_written"] < 3000
+    assert manifest["counts"]["dead_letter.auth0-profile.unreadable-input"] == 1

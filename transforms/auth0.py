@@ -98,6 +98,7 @@ __all__ = [
     "PASSWORD_SOURCE",
     "CUSTOM_HASH_SOURCE",
     "MFA_SOURCE",
+    "EMBEDDED_UNUSED_PREFIX",
 ]
 
 _LOGGER = logging.getLogger(__name__)
@@ -124,6 +125,9 @@ _READ_COUNTERS = {
 }
 _DEAD = "dead"
 _ROUTES = "routes"
+# Counters of a profile's embedded hash that was not used and has no line of its own (it is part
+# of the profile's line, or the profile was written with a newer password record's hash).
+EMBEDDED_UNUSED_PREFIX = "auth0.custom_hash_unused."
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,7 +221,9 @@ class _ParseUnitFn(beam.DoFn):
                 count += 1
                 sortkey = (unit.index, position)
                 if error is not None:
-                    reason = Reason.MALFORMED_JSON if raw is not None else Reason.UNREADABLE_INPUT
+                    reason = getattr(error, "reason", None) or (
+                        Reason.MALFORMED_JSON if raw is not None else Reason.UNREADABLE_INPUT
+                    )
                     record: Any = (
                         raw.decode("utf-8", "replace")
                         if raw is not None
@@ -606,6 +612,13 @@ class _JoinPartitionFn(beam.DoFn):
             yield from self._join(part, blobs)
         self._tally.publish()
 
+    def _embedded_unused(self, why: str) -> None:
+        """Count a profile's own hash that is not used and gets no dead-letter line of its own."""
+        name = f"{EMBEDDED_UNUSED_PREFIX}{why}"
+        if name not in self._notes:
+            self._notes[name] = _counter(name)
+        self._notes[name].inc()
+
     def _note(self, note: str) -> None:
         if note not in self._notes:
             self._notes[note] = _counter(f"notes.{note}")
@@ -665,6 +678,11 @@ class _JoinPartitionFn(beam.DoFn):
                 chosen = pws[-1]
                 for older in pws[:-1]:
                     self._conflicts.inc()
+                    if older[7] == CUSTOM_HASHES:
+                        # Embedded in a profile that is written: no line of its own (the
+                        # profile is no rejected record); the accounting counts it here.
+                        self._embedded_unused("superseded")
+                        continue
                     yield _dl(
                         older,
                         Reason.PASSWORD_SUPERSEDED,
@@ -707,7 +725,11 @@ class _JoinPartitionFn(beam.DoFn):
                 else:
                     entry_json = with_password(entry_json, chosen[5])
             if problem is not None:
-                if chosen is not None:
+                if chosen is not None and chosen[7] == CUSTOM_HASHES:
+                    # The hash travels inside the profile's dead-letter line: one line per
+                    # rejected input record (README "Dead-letter reasons").
+                    self._embedded_unused("profile-rejected")
+                elif chosen is not None:
                     yield _dl(
                         chosen,
                         Reason.PROFILE_REJECTED,

@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -29,6 +30,21 @@ from typing import Any
 import orjson
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from transforms.input_stream import (
+    MAX_DEPTH,
+    UTF8_BOM,
+    DepthGuard,
+    InputReadError,
+    check_readable,
+    has_marker,
+    marker_problem,
+    open_input,
+    too_deep,
+)
+from transforms.reasons import Reason
+from transforms.records import NAMESPACE
 
 __all__ = [
     "InputFile",
@@ -37,12 +53,15 @@ __all__ = [
     "plan_units",
     "read_unit",
     "RANGE_BYTES",
+    "ReadError",
+    "check_readable",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 
 RANGE_BYTES = 32 * 1024 * 1024
 _SNIFF_BYTES = 1 << 20
+_BLOCK_BYTES = 16 * 1024 * 1024
 
 NDJSON, ARRAY, STREAM, EMPTY = "ndjson", "array", "stream", "empty"
 
@@ -105,31 +124,57 @@ def _open(path: str, compressed: bool):
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
+def _sniff(path: str) -> tuple[str, str | None]:
+    """``(layout, encoding)``: the layout (see module docstring) and a decoded encoding or None."""
+    try:
+        with open_input(path) as handle:
+            head = handle.read(_SNIFF_BYTES)
+            encoding = handle.encoding
+    except InputReadError:
+        return NDJSON, None  # unreadable from the start: the reader reports it (unreadable-input)
+    text = head.lstrip()
+    if not text:
+        return EMPTY, encoding
+    if text[:1] not in (b"[", b"{"):
+        return NDJSON, encoding  # every line becomes a malformed-json dead letter with its text
+    lines = text.split(b"\n", 2)
+    first = _line_state(lines[0])
+    second = _line_state(lines[1]) if len(lines) > 1 else "none"
+    if text[:1] == b"[":
+        # An array, unless its first line is a whole value and further lines hold values too
+        # (NDJSON whose first record is an array, e.g. a record nested far too deep).
+        whole = first != "incomplete" and second in ("ok", "refused")
+        return (NDJSON if whole else ARRAY), encoding
+    if first != "incomplete":
+        # Parsed, or refused for what it holds (a lone surrogate, a bad byte, too deep): NDJSON,
+        # with a bad first record at worst; not the start of a value spread over lines.
+        return NDJSON, encoding
+    if second == "ok":
+        return NDJSON, encoding  # the first record is cut short, the next one is whole
+    return STREAM, encoding
+
+
+def _line_state(line: bytes) -> str:
+    """ "ok", "incomplete" (the text ends inside a value), "refused" (anything else) or "none"."""
+    line = line.strip()
+    if not line:
+        return "none"
+    try:
+        orjson.loads(line)
+        return "ok"
+    except orjson.JSONDecodeError as err:
+        return "incomplete" if "unexpected end of data" in err.msg else "refused"
+
+
 def sniff_layout(path: str) -> str:
     """NDJSON, a JSON array, a multi-line stream of values, or empty (see module docstring)."""
-    with _open(path, _is_compressed(path)) as handle:
-        head = handle.read(_SNIFF_BYTES)
-    text = head.lstrip()
-    if text.startswith(b"\xef\xbb\xbf"):
-        text = text[3:].lstrip()
-    if not text:
-        return EMPTY
-    if text[:1] == b"[":
-        return ARRAY
-    if text[:1] != b"{":
-        return NDJSON  # every line becomes a malformed-json dead letter with its text
-    first_line = text.split(b"\n", 1)[0]
-    try:
-        orjson.loads(first_line)
-        return NDJSON
-    except orjson.JSONDecodeError:
-        return STREAM
+    return _sniff(path)[0]
 
 
 def plan_units(file: InputFile, range_bytes: int = RANGE_BYTES) -> list[Unit]:
     """Split an uncompressed NDJSON file into byte ranges; any other file is one unit."""
-    layout = sniff_layout(file.path)
-    if layout != NDJSON or _is_compressed(file.path) or file.size <= range_bytes:
+    layout, encoding = _sniff(file.path)
+    if layout != NDJSON or _is_compressed(file.path) or encoding or file.size <= range_bytes:
         return [Unit(file.index, file.path, layout, 0, -1)]
     return [
         Unit(file.index, file.path, layout, start, min(start + range_bytes, file.size))
@@ -144,42 +189,112 @@ Record = tuple[int, "bytes | None", Any, "str | None"]
 def read_unit(unit: Unit) -> Iterator[Record]:
     """Yield every record of ``unit``.
 
-    For NDJSON, ``raw`` is the line's bytes (so callers can embed it without re-encoding) and a
-    line that does not parse yields ``error``. For arrays and streams, ``raw`` is None and
-    ``value`` the parsed element; a syntax error ends the file with one error record, since
-    nothing after it can be located reliably.
+    ``raw`` is the record's JSON bytes (the NDJSON line, or the array element re-encoded), so
+    callers can embed it without re-encoding; a record that does not parse yields ``error``
+    (a :class:`ReadError`, whose ``reason`` is the dead-letter code) and, where it has them,
+    its bytes. For arrays and streams a syntax error ends the file with one error record without
+    ``raw``, since nothing after it can be located reliably. A compressed file that ends early or
+    is damaged ends with such a record too, and counts ``inputs.partial.<file index>`` (the
+    records read before it) for the launcher.
     """
     if unit.layout == EMPTY:
         return
-    if unit.layout == NDJSON:
-        yield from _read_ndjson(unit)
-    else:
-        yield from _read_stream(unit)
-
-
-def _read_ndjson(unit: Unit) -> Iterator[Record]:
-    compressed = _is_compressed(unit.path)
-    with _open(unit.path, compressed) as handle:
-        if unit.end < 0:
-            data = handle.read()
-            base = 0
+    try:
+        if unit.layout == NDJSON:
+            yield from _read_ndjson(unit)
         else:
-            data, base = _read_range(handle, unit.start, unit.end)
-    offset = base
-    for line in data.split(b"\n"):
+            yield from _read_stream(unit)
+    except InputReadError as err:  # on opening: a gzip header that is broken
+        yield _partial(unit, 0, 0, err)
+
+
+class ReadError(str):
+    """The error text of a record that could not be read; ``reason`` is its dead-letter code."""
+
+    reason: str = Reason.MALFORMED_JSON
+
+
+def _error(reason: str, text: str) -> ReadError:
+    error = ReadError(text)
+    error.reason = reason
+    return error
+
+
+def _count_decoded(encoding: str | None) -> None:
+    if encoding:
+        Metrics.counter(NAMESPACE, f"inputs.decoded.{encoding}").inc()
+
+
+def _partial(unit: Unit, position: int, records: int, err: BaseException) -> Record:
+    """The record that ends a file cut short or damaged; counted for the launcher's exit status."""
+    Metrics.counter(NAMESPACE, f"inputs.partial.{unit.index}").inc(records)
+    _LOGGER.error("%s; %d records were read before it", _first_line(err), records)
+    return (
+        position,
+        None,
+        None,
+        _error(
+            Reason.UNREADABLE_INPUT,
+            f"{_first_line(err)}; {records} records were read before it, the rest was not read",
+        ),
+    )
+
+
+def _line_records(lines: list[bytes], offset: int, first: bool) -> Iterator[Record]:
+    for line in lines:
         position = offset
         offset += len(line) + 1
         stripped = line.strip()
         if not stripped:
             continue
-        if position == 0 and stripped.startswith(b"\xef\xbb\xbf"):
+        if first and position == 0 and stripped.startswith(UTF8_BOM):
             stripped = stripped[3:]
         try:
             value = orjson.loads(stripped)
         except orjson.JSONDecodeError as err:
-            yield position, stripped, None, f"not valid JSON ({err.msg})"
+            if "depth" in err.msg:
+                yield (
+                    position,
+                    stripped,
+                    None,
+                    _error(Reason.TOO_DEEP, f"nested deeper than {MAX_DEPTH} levels"),
+                )
+            else:
+                yield position, stripped, None, _error(Reason.MALFORMED_JSON, f"not valid JSON ({err.msg})")
+            continue
+        if len(stripped) > 2 * MAX_DEPTH and too_deep(stripped):
+            yield position, stripped, None, _error(Reason.TOO_DEEP, f"nested deeper than {MAX_DEPTH} levels")
             continue
         yield position, stripped, value, None
+
+
+def _read_ndjson(unit: Unit) -> Iterator[Record]:
+    if unit.end >= 0:  # a byte range of a large uncompressed UTF-8 file
+        with _open(unit.path, False) as handle:
+            data, base = _read_range(handle, unit.start, unit.end)
+        yield from _line_records(data.split(b"\n"), base, base == 0)
+        return
+    # The whole file, read in blocks: lines are handed on as each block completes them, and a
+    # file that ends early (a cut .gz) keeps every record before the cut.
+    offset, tail, count = 0, b"", 0
+    with open_input(unit.path) as handle:
+        _count_decoded(handle.encoding)
+        while True:
+            try:
+                block = handle.read(_BLOCK_BYTES)
+            except InputReadError as err:
+                yield _partial(unit, offset, count, err)
+                return
+            if not block:
+                break
+            data = tail + block
+            lines = data.split(b"\n")
+            tail = lines.pop()
+            for record in _line_records(lines, offset, offset == 0):
+                count += 1
+                yield record
+            offset += len(data) - len(tail)
+    yield from _line_records([tail], offset, offset == 0)
 
 
 def _read_range(handle, start: int, end: int) -> tuple[bytes, int]:
@@ -202,18 +317,36 @@ def _read_range(handle, start: int, end: int) -> tuple[bytes, int]:
 def _read_stream(unit: Unit) -> Iterator[Record]:
     import ijson  # C backend (yajl2_c) when available
 
-    compressed = _is_compressed(unit.path)
     index = 0
     fallback = False
-    with _open(unit.path, compressed) as handle:
+    with open_input(unit.path) as handle:
+        _count_decoded(handle.encoding)
+        guard = DepthGuard(handle)
         if unit.layout == ARRAY:
-            items = ijson.items(handle, "item", use_float=True)
+            items = ijson.items(guard, "item", use_float=True)
         else:
-            items = ijson.items(handle, "", multiple_values=True, use_float=True)
+            items = ijson.items(guard, "", multiple_values=True, use_float=True)
+        seen_cuts = 0
         try:
             for value in items:
-                yield index, None, value, None
+                position = index
                 index += 1
+                marker = has_marker(value) if guard.cut > seen_cuts else None
+                if marker is not None:
+                    seen_cuts += 1
+                    reason, detail = marker_problem(marker)
+                    yield position, None, None, _error(reason, f"element {position}: {detail}")
+                    continue
+                try:
+                    raw = orjson.dumps(value)
+                except orjson.JSONEncodeError as err:
+                    # A lone surrogate (``"\\ud800"``) ijson let through: this record only.
+                    text = json.dumps(value, ensure_ascii=True).encode()
+                    yield position, text, None, _error(Reason.MALFORMED_JSON, f"not valid JSON text ({err})")
+                    continue
+                yield position, raw, value, None
+        except InputReadError as err:
+            yield _partial(unit, index, index, err)
         except (ijson.JSONError, ValueError) as err:
             if unit.layout == STREAM and index == 0:
                 # Taken for a multi-line stream only because its first line did not parse: an
@@ -222,6 +355,14 @@ def _read_stream(unit: Unit) -> Iterator[Record]:
                 fallback = True
             else:
                 fallback = False
-                yield index, None, None, f"JSON syntax error after element {index}: {_first_line(err)}"
+                yield (
+                    index,
+                    None,
+                    None,
+                    _error(
+                        Reason.UNREADABLE_INPUT,
+                        f"JSON syntax error after element {index}: {_first_line(err)}",
+                    ),
+                )
     if fallback:
         yield from _read_ndjson(Unit(unit.index, unit.path, NDJSON, 0, -1))

@@ -35,7 +35,6 @@ from typing import Any
 import apache_beam as beam
 import ijson
 import orjson
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
@@ -44,6 +43,14 @@ from transforms.fields import unknown_fields as shared_unknown_fields
 from transforms.hash_metrics import HashTally
 from transforms.hashes import ConvertedHash, HashFailure, convert_credential, plaintext_value
 from transforms.ids import fallback_email, keycloak_user_id
+from transforms.input_stream import (
+    DepthGuard,
+    InputReadError,
+    describe_head,
+    has_marker,
+    marker_problem,
+    open_input,
+)
 from transforms.otp import (
     OTP_CREDENTIAL_TYPES,
     REALM_POLICY_KEYS,
@@ -500,7 +507,8 @@ def map_user(
 
 
 def _open(path: str):
-    return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+    """UTF-8 text (BOM skipped, UTF-16/32 decoded), gzip checked, nesting cut at MAX_DEPTH."""
+    return open_input(path)
 
 
 def _first_line(err: BaseException) -> str:
@@ -527,7 +535,7 @@ def _scan(path: str) -> _TopLevel:
     name = os.path.basename(path)
     try:
         with _open(path) as handle:
-            events = ijson.parse(handle, buf_size=64 * 1024)
+            events = ijson.parse(DepthGuard(handle), buf_size=64 * 1024)
             try:
                 first = next(events, None)
             except ijson.JSONError as err:
@@ -537,7 +545,9 @@ def _scan(path: str) -> _TopLevel:
             if first is None:
                 raise RealmInputError(f"{name}: the file is empty")
             if first[1] not in ("start_array", "start_map"):
-                raise RealmInputError(f"{name}: not a Keycloak realm export (expected a JSON object)")
+                raise RealmInputError(
+                    f"{name}: not a Keycloak realm export (expected a JSON object): {_describe(path)}"
+                )
             if first[1] == "start_map":
                 top = _TopLevel(array=False)
                 expect_users = False
@@ -555,14 +565,38 @@ def _scan(path: str) -> _TopLevel:
         # A multi-realm export: read again for the realm names (the C backend skips the rest).
         # Keycloak writes `realm` in every realm, so the list lines up with the array items.
         with _open(path) as handle:
-            realms = [r if isinstance(r, str) else "" for r in ijson.items(handle, "item.realm")]
+            realms = [r if isinstance(r, str) else "" for r in ijson.items(DepthGuard(handle), "item.realm")]
         return _TopLevel(array=True, has_users=True, realms=realms)
     except ijson.JSONError as err:
-        raise RealmInputError(f"{name}: not valid JSON ({_first_line(err)})") from None
+        raise RealmInputError(f"{name}: not valid JSON ({_first_line(err)}): {_describe(path)}") from None
     except (OSError, ValueError) as err:
         if isinstance(err, RealmInputError):
             raise
         raise RealmInputError(f"cannot read {path}: {_first_line(err)}") from None
+
+
+def _describe(path: str) -> str:
+    """What the file's first bytes look like (transforms/input_stream.py ``describe_head``)."""
+    try:
+        with _open(path) as handle:
+            return describe_head(handle.read(4096))
+    except OSError as err:
+        return _first_line(err)
+
+
+def _missing_parts(paths: Sequence[str]) -> list[str]:
+    """The ``<realm>-users-N.json`` names a split export's numbering skips (0 to the highest N)."""
+    numbers: dict[tuple[str, str, str], set[int]] = {}
+    for path in paths:
+        match = _SPLIT_NAME.match(os.path.basename(path))
+        if match and match.group("n") is not None:
+            base = path[: len(path) - len(os.path.basename(path))]
+            suffix = ".json.gz" if path.endswith(".gz") else ".json"
+            numbers.setdefault((base, match.group("realm"), suffix), set()).add(int(match.group("n")))
+    missing = []
+    for (base, realm, suffix), found in sorted(numbers.items()):
+        missing += [f"{base}{realm}-users-{n}{suffix}" for n in range(max(found)) if n not in found]
+    return missing
 
 
 def _match(pattern: str) -> list[str]:
@@ -601,11 +635,14 @@ def _sort_key(path: str) -> tuple[str, int, int, str]:
     return (match.group("realm"), 1 if users_n is not None else 0, int(users_n or 0), path)
 
 
-def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmSource]:
+def plan_realm_sources(
+    realm: str, realm_name: str | None = None, allow_missing_parts: bool = False
+) -> list[RealmSource]:
     """The files (and realms) to read for ``--realm``/``--realm-name``, in sort-key order.
 
     Raises RealmInputError when nothing matches, a file is not a realm export, several realms
-    are present without ``realm_name``, or no file holds a ``users`` array.
+    are present without ``realm_name``, no file holds a ``users`` array, or (unless
+    ``allow_missing_parts``) the numbering of a split export's ``<realm>-users-N.json`` has a gap.
     """
     paths = _expand(realm)
     if len(paths) == 1:
@@ -615,6 +652,17 @@ def plan_realm_sources(realm: str, realm_name: str | None = None) -> list[RealmS
             base = paths[0][: len(paths[0]) - len(os.path.basename(paths[0]))]
             paths += _match(f"{base}{match.group('realm')}-users-*.json")
     paths.sort(key=_sort_key)
+    missing = _missing_parts(paths)
+    if missing and not allow_missing_parts:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise RealmInputError(
+            f"{realm}: the split export has a gap: {missing[0]} is missing{more}; "
+            "--allow-missing-parts reads the parts that are there"
+        )
+    if missing:
+        _LOGGER.warning(
+            "split export: %d part(s) missing, e.g. %s (--allow-missing-parts)", len(missing), missing[0]
+        )
 
     candidates: list[tuple[str, int | None, str]] = []  # (path, array item, realm name)
     without_users: list[str] = []
@@ -670,7 +718,8 @@ def _only_item(events: Iterable[tuple[str, str, Any]], item: int) -> Iterator[tu
 
 
 def iter_users(source: RealmSource, handle) -> Iterator[Any]:
-    """Stream the users of ``source`` from an open binary ``handle``."""
+    """Stream the users of ``source`` from an open binary ``handle`` (wrap it in a
+    ``DepthGuard`` first: ijson's memory grows with the square of the nesting depth)."""
     if source.item is None:
         return ijson.items(handle, "users.item", use_float=True, buf_size=_IJSON_BUF)
     events = _only_item(ijson.parse(handle, buf_size=_IJSON_BUF), source.item)
@@ -697,11 +746,34 @@ class _ReadRealmFileFn(beam.DoFn):
         try:
             # no_gc: many small dicts per chunk, and the cyclic GC would rescan them all.
             with no_gc(), _open(source.path) as handle:
-                users = iter_users(source, handle)
+                if handle.encoding:
+                    counts[f"inputs.decoded.{handle.encoding}"] += 1
+                guard = DepthGuard(handle)
+                users = iter_users(source, guard)
+                seen_cuts = 0
                 while True:
                     try:
                         user = next(users)
                     except StopIteration:
+                        break
+                    except InputReadError as err:  # a .gz cut short or damaged
+                        detail = (
+                            f"{_first_line(err)}; {position} users were read before it, "
+                            "the rest of the file was not read"
+                        )
+                        _LOGGER.error("%s", detail)
+                        counts["keycloak.unreadable_files"] += 1
+                        counts[f"inputs.partial.{source.index}"] += position
+                        yield beam.pvalue.TaggedOutput(
+                            _DEAD,
+                            dead_letter(
+                                (source.index, position),
+                                Reason.UNREADABLE_INPUT,
+                                detail,
+                                FILE_SOURCE,
+                                {"file": source.path, "position": position},
+                            ),
+                        )
                         break
                     except (ijson.JSONError, ValueError) as err:  # ValueError: bad UTF-8, numbers
                         # Nothing after a syntax error can be located reliably: one dead letter
@@ -723,9 +795,23 @@ class _ReadRealmFileFn(beam.DoFn):
                             ),
                         )
                         break
-                    dead = self._one(
-                        user, (source.index, position), parts, counts, source.realm, source.otp_policy
-                    )
+                    dead: tuple[tuple[int, int], bytes] | None
+                    marker = has_marker(user) if guard.cut > seen_cuts else None
+                    if marker is not None:
+                        seen_cuts += 1
+                        counts["keycloak.users_read"] += 1
+                        reason, detail = marker_problem(marker)
+                        dead = dead_letter(
+                            (source.index, position),
+                            reason,
+                            f"user {position}: {detail}",
+                            SOURCE,
+                            {"file": source.path, "position": position},
+                        )
+                    else:
+                        dead = self._one(
+                            user, (source.index, position), parts, counts, source.realm, source.otp_policy
+                        )
                     position += 1
                     if dead is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead)

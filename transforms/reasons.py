@@ -33,6 +33,8 @@ class Reason:
     MISSING_PASSWORD_HASH = "missing-password-hash"
     PROFILE_REJECTED = "profile-rejected"
     UNREADABLE_INPUT = "unreadable-input"
+    # A record nested deeper than transforms/input_stream.py MAX_DEPTH (docs/inputs.md).
+    TOO_DEEP = "too-deep"
     # Keycloak realms (docs/source-schemas.md#keycloak).
     UNSUPPORTED_HASH = "unsupported-hash"
     PLAINTEXT_PASSWORD = "plaintext-password"

@@ -214,8 +214,10 @@ def iter_export(handle: IO[bytes]) -> Iterator[tuple[int, str, Any, bool]]:
                 yield pos, field, builder.value, in_array
                 builder = None
     except ijson.JSONError as err:
-        if first is None:
+        if first is None and "premature EOF" in str(err):
             raise ExportFormatError("the document is empty") from None
+        if first is None:
+            raise ExportFormatError("not a JSON document") from None
         text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ExportFormatError(f"truncated or invalid JSON ({text})") from None
     if root is None:
