@@ -325,3 +325,20 @@ def test_a_sync_run_sends_only_requests_the_schema_accepts(tmp_path, capsys):
         assert "DeactivateUser" in sent or "LockUser" in sent
         assert server.v2_schema_problems == []
         assert not [status for path, status in server.requests if path.startswith("/v2/") and status >= 400]
+
+
+def test_a_hash_longer_than_the_call_takes_is_named_not_sent():
+    """The import takes a hash of any length, UpdateHumanUser one of at most 200 characters: the
+    rest of the user's changes still go, the password is noted and stays due."""
+    long_hash = "$pbkdf2-sha512$27500$" + "s" * 100 + "$" + "h" * 86
+    assert len(long_hash) > 200 and checker().check(
+        "PUT", UPDATE, {"password": {"hashedPassword": {"hash": long_hash}}}
+    ) == ["UpdateHumanUserRequest.password.hashedPassword.hash: at most 200 characters"]
+    old = state_record(DAY1, BASE_META, blocked=False, quick="day1")
+    entry = _day2(hashedPassword={"value": long_hash}, profile={"firstName": "Anne", "lastName": "Lee"})
+    kind, record, groups, calls, notes = compare_user(old, entry, BASE_META, blocked=False, quick="day2")
+    assert kind == "changed" and notes == ["password-too-long-not-applied"]
+    assert [c["call"] for c in calls] == ["UpdateHumanUser"] and "password" not in calls[0]["body"]
+    method, target, raw = call_path(UID, calls[0])
+    assert checker().check(method, target, json.loads(raw)) == []
+    assert record["f"]["password"] == old["f"]["password"]  # still due: named again next run
