@@ -7,7 +7,8 @@ field rules; origin in ``tests/data/README.md``). A body passes when
 1. it decodes strictly as ``ImportDataRequest`` with protobuf's own JSON parser (unknown keys,
    wrong types and bad enum names fail), and
 2. every field meets its ``validate.rules`` (lengths in runes and bytes, prefixes, e-mail form,
-   required messages, defined enums, duration ranges, constant bools, rules per repeated item),
+   required messages and oneofs, defined enums, duration ranges, constant bools, rules per
+   repeated item),
    read from the descriptors, not written out per field here, and
 3. no string holds NUL (ZITADEL's event store cannot keep one).
 
@@ -117,7 +118,20 @@ class SchemaChecker:
             )
         return self._rules_of[field.full_name]
 
+    def _oneof_required(self, oneof) -> bool:
+        """The oneof's ``validate.required`` (a bool option: one member must be set)."""
+        if oneof.full_name not in self._rules_of:
+            options = empty_pb2.Empty.FromString(oneof.GetOptions().SerializeToString())
+            self._rules_of[oneof.full_name] = any(
+                u.field_number == _VALIDATE_RULES and u.data for u in unknown_fields.UnknownFieldSet(options)
+            )
+        return self._rules_of[oneof.full_name]
+
     def _walk(self, message, path: str, problems: list[str]) -> None:
+        for oneof in message.DESCRIPTOR.oneofs:
+            if message.WhichOneof(oneof.name) is None and self._oneof_required(oneof):
+                names = " | ".join(f.json_name for f in oneof.fields)
+                problems.append(f"{path + '.' if path else ''}{oneof.name}: one of {names} required")
         for field in message.DESCRIPTOR.fields:
             oneof = field.containing_oneof
             if oneof is not None and message.WhichOneof(oneof.name) != field.name:

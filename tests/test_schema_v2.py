@@ -224,6 +224,12 @@ PROFILE = {"givenName": "Ann", "familyName": "Lee"}
             "DeactivateUserRequest: query parameter 'force' is not read by DeactivateUser",
         ),
         (
+            "POST",
+            "/v2/users",
+            {"queries": [{}]},
+            "ListUsersRequest.queries[0].query: one of userNameQuery | firstNameQuery",
+        ),
+        (
             "PATCH",
             f"/v2/users/{UID}",
             {},
@@ -246,6 +252,7 @@ PROFILE = {"givenName": "Ann", "familyName": "Lee"}
         "unknown-query",
         "body-on-delete",
         "query-on-body-rule",
+        "oneof-required",
         "no-route",
     ],
 )
