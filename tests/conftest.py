@@ -3,7 +3,9 @@
 Every import body a migrate run of the suite writes is checked against ZITADEL's published API
 schema (tests/schema_check.py): after each test for the bodies under its ``tmp_path``, and once
 at the end of the session for the rest of the session's temporary folder (module fixtures). A
-body that fails fails the test (or the session), naming the body and the rule.
+body that fails fails the test (or the session), naming the body and the rule. Likewise every
+user service v2 request a test server receives (tests/schema_check_v2.py): a test in which a
+server recorded a problem fails.
 
 The emulator is started once per session (Beam caches the credentials it finds per process, and
 each test gets a wiped storage with the bucket kept). Credentials: an authorized-user file whose
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,6 +88,21 @@ def _bodies_meet_zitadel_schema(request):
             pytest.fail("bodies refused by ZITADEL's schema:\n" + "\n".join(problems[:10]), pytrace=False)
 
 
+@pytest.fixture(autouse=True)
+def _v2_requests_meet_zitadel_schema():
+    """Every user service v2 request a test server received met ZITADEL's published schema
+    (tests/schema_check_v2.py; the server answered the others 400). A test that sends a wrong
+    request on purpose clears its server's ``v2_schema_problems`` once it has looked at them."""
+    yield
+    server_module = sys.modules.get("zitadel_server")  # no test server in this test's process yet
+    problems = server_module.take_v2_schema_problems() if server_module is not None else []
+    if problems:
+        pytest.fail(
+            "user service v2 requests refused by ZITADEL's schema:\n" + "\n".join(problems[:10]),
+            pytrace=False,
+        )
+
+
 def pytest_sessionfinish(session, exitstatus):
     base = (
         session.config._tmp_path_factory.getbasetemp()
@@ -103,6 +121,9 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(
         f"schema: {len(_SCHEMA_CHECKED)} import bodies checked against ZITADEL's published schema"
     )
+    v2 = sys.modules.get("schema_check_v2")
+    if v2 is not None and v2.checker.cache_info().currsize:
+        terminalreporter.write_line(f"schema: {v2.checker().checked} user service v2 requests checked")
 
 
 @pytest.fixture(scope="session")

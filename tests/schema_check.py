@@ -7,14 +7,17 @@ field rules; origin in ``tests/data/README.md``). A body passes when
 1. it decodes strictly as ``ImportDataRequest`` with protobuf's own JSON parser (unknown keys,
    wrong types and bad enum names fail), and
 2. every field meets its ``validate.rules`` (lengths in runes and bytes, prefixes, e-mail form,
-   required messages, defined enums, duration ranges), read from the descriptors, not written
-   out per field here, and
+   required messages and oneofs, defined enums, duration ranges, constant bools, rules per
+   repeated item),
+   read from the descriptors, not written out per field here, and
 3. no string holds NUL (ZITADEL's event store cannot keep one).
 
 Example::
 
     >>> SchemaChecker().check({"dataOrgs": {"orgs": []}, "timeout": "5m0s"})
     []
+
+The same rules check the user service v2 requests a scheduled sync sends (tests/schema_check_v2.py).
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory, unknown_fields
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    empty_pb2,
+    json_format,
+    message_factory,
+    unknown_fields,
+)
 from google.protobuf.descriptor import FieldDescriptor
 
 DESCRIPTOR_SET = Path(__file__).resolve().parent / "data" / "zitadel-admin-v1.binpb"
@@ -44,41 +54,84 @@ def _valid_email(value: str) -> bool:
     return 0 < len(host) <= 253 and all(_LABEL.match(label) for label in host.split("."))
 
 
-class SchemaChecker:
-    """Loads the descriptor set once; :meth:`check` returns readable problems (empty: valid)."""
+def option_extension(options: Any, number: int, message_class: Any) -> Any:
+    """Extension ``number`` of descriptor ``options`` parsed as ``message_class``, or None.
 
-    def __init__(self, path: Path = DESCRIPTOR_SET):
+    The options are read back as an empty message, so every field is unknown bytes whatever
+    extensions the process registered (a library that imports googleapis' ``annotations_pb2``
+    makes ``google.api.http`` a known extension of ``MethodOptions``).
+    """
+    parsed = empty_pb2.Empty.FromString(options.SerializeToString())
+    for unknown in unknown_fields.UnknownFieldSet(parsed):
+        if unknown.field_number == number:
+            return message_class.FromString(unknown.data)
+    return None
+
+
+class SchemaChecker:
+    """Loads a descriptor set once; :meth:`check` returns readable problems (empty: valid).
+
+    ``request`` names the message :meth:`check` decodes a body as; tests/schema_check_v2.py
+    reuses the rules on the user service v2 requests of another descriptor set.
+    """
+
+    def __init__(self, path: Path = DESCRIPTOR_SET, request: str = REQUEST):
         files = descriptor_pb2.FileDescriptorSet.FromString(path.read_bytes())
         self._pool = descriptor_pool.DescriptorPool()
         for file in files.file:
             self._pool.Add(file)
-        self._request = message_factory.GetMessageClass(self._pool.FindMessageTypeByName(REQUEST))
-        self._rules_class = message_factory.GetMessageClass(
-            self._pool.FindMessageTypeByName("validate.FieldRules")
-        )
+        self.request = request
+        self._classes: dict[str, Any] = {}
+        self._rules_class = self.message_class("validate.FieldRules")
         self._rules_of: dict[str, Any] = {}
+
+    def message_class(self, name: str) -> Any:
+        """The generated class of the message ``name`` (full name) of this descriptor set."""
+        if name not in self._classes:
+            self._classes[name] = message_factory.GetMessageClass(self._pool.FindMessageTypeByName(name))
+        return self._classes[name]
 
     def check(self, body: Any) -> list[str]:
         try:
-            message = json_format.ParseDict(body, self._request(), descriptor_pool=self._pool)
+            message = json_format.ParseDict(
+                body, self.message_class(self.request)(), descriptor_pool=self._pool
+            )
         except json_format.ParseError as err:
-            return [f"does not decode as {REQUEST}: {err}"]
+            return [f"does not decode as {self.request}: {err}"]
+        return self.problems(message)
+
+    def problems(self, message) -> list[str]:
+        """What breaks the ``validate.rules`` (or holds NUL) in a decoded ``message``."""
         problems: list[str] = []
         self._walk(message, "", problems)
         return problems
 
+    @property
+    def pool(self) -> descriptor_pool.DescriptorPool:
+        return self._pool
+
     def _rules(self, field: FieldDescriptor):
-        """The field's ``validate.rules`` (an extension this pool knows only as unknown bytes)."""
+        """The field's ``validate.rules``."""
         if field.full_name not in self._rules_of:
-            rules = None
-            options = descriptor_pb2.FieldOptions.FromString(field.GetOptions().SerializeToString())
-            for unknown in unknown_fields.UnknownFieldSet(options):
-                if unknown.field_number == _VALIDATE_RULES:
-                    rules = self._rules_class.FromString(unknown.data)
-            self._rules_of[field.full_name] = rules
+            self._rules_of[field.full_name] = option_extension(
+                field.GetOptions(), _VALIDATE_RULES, self._rules_class
+            )
         return self._rules_of[field.full_name]
 
+    def _oneof_required(self, oneof) -> bool:
+        """The oneof's ``validate.required`` (a bool option: one member must be set)."""
+        if oneof.full_name not in self._rules_of:
+            options = empty_pb2.Empty.FromString(oneof.GetOptions().SerializeToString())
+            self._rules_of[oneof.full_name] = any(
+                u.field_number == _VALIDATE_RULES and u.data for u in unknown_fields.UnknownFieldSet(options)
+            )
+        return self._rules_of[oneof.full_name]
+
     def _walk(self, message, path: str, problems: list[str]) -> None:
+        for oneof in message.DESCRIPTOR.oneofs:
+            if message.WhichOneof(oneof.name) is None and self._oneof_required(oneof):
+                names = " | ".join(f.json_name for f in oneof.fields)
+                problems.append(f"{path + '.' if path else ''}{oneof.name}: one of {names} required")
         for field in message.DESCRIPTOR.fields:
             oneof = field.containing_oneof
             if oneof is not None and message.WhichOneof(oneof.name) != field.name:
@@ -88,7 +141,7 @@ class SchemaChecker:
             rules = self._rules(field)
             if field.is_repeated:
                 if rules is not None and rules.WhichOneof("type") == "repeated":
-                    self._repeated(rules.repeated, value, where, problems)
+                    self._repeated(rules.repeated, field, value, where, problems)
                 if field.message_type is not None and field.message_type.GetOptions().map_entry:
                     continue  # map fields: none is in the import's schema with rules
                 for index, item in enumerate(value):
@@ -106,12 +159,15 @@ class SchemaChecker:
         elif field.type == FieldDescriptor.TYPE_STRING and "\x00" in value:
             problems.append(f"{where}: holds NUL")
 
-    def _repeated(self, rules, values, where: str, problems: list[str]) -> None:
+    def _repeated(self, rules, field: FieldDescriptor, values, where: str, problems: list[str]) -> None:
         for name, _ in rules.ListFields():
             if name.name == "min_items" and len(values) < rules.min_items:
                 problems.append(f"{where}: at least {rules.min_items} items")
             elif name.name == "max_items" and len(values) > rules.max_items:
                 problems.append(f"{where}: at most {rules.max_items} items")
+            elif name.name == "items":  # each item meets the item rules (scalars: e.g. keys[])
+                for index, item in enumerate(values):
+                    self._apply(rules.items, field, item, True, f"{where}[{index}]", problems)
             elif name.name not in ("min_items", "max_items"):
                 raise NotImplementedError(f"repeated rule {name.name} ({where})")
 
@@ -130,6 +186,9 @@ class SchemaChecker:
             self._enum(rules.enum, field, value, where, problems)
         elif kind == "duration":
             self._duration(rules.duration, value, present, where, problems)
+        elif kind == "bool":
+            if rules.bool.HasField("const") and value != rules.bool.const:
+                problems.append(f"{where}: must be {str(rules.bool.const).lower()}")
         elif kind is not None:
             raise NotImplementedError(f"{kind} rules ({where})")
 

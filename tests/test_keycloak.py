@@ -131,7 +131,14 @@ def test_map_user_phone_and_language_from_attributes():
 
 def test_attribute_metadata_single_and_multi_valued():
     entries, dropped = attribute_metadata(
-        {"dept": ["sales"], "groups": ["a", "b"], "empty": [], "x" * 201: ["v"]}
+        {
+            "dept": ["sales"],
+            "groups": ["a", "b"],
+            "empty": [],
+            "blank": [""],  # an empty value: ZITADEL refuses it (value at least 1 byte)
+            "bare": "",
+            "x" * 201: ["v"],
+        }
     )
     decoded = {e["key"]: base64.b64decode(e["value"]) for e in entries}
     assert decoded == {"dept": b"sales", "groups": b'["a","b"]'}

@@ -34,15 +34,17 @@ import socket
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
 import passwap_rules  # beside this file: passwap's parsing rules, also when run as a script
+import schema_check_v2
 from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
 
-__all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "main"]
+__all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "take_v2_schema_problems", "main"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -53,6 +55,20 @@ FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadli
 # Not among the random kinds (they cost a client timeout each): "hang" reads the request and never
 # answers, until the client gives up or ``Faults.hang_seconds`` pass.
 _ALL_KINDS = FAULT_KINDS + ("hang",)
+
+# Every server of the process, so the suite can collect what the v2 schema check recorded
+# (tests/conftest.py) without each test naming its servers.
+_LIVE: weakref.WeakSet[ZitadelServer] = weakref.WeakSet()
+
+
+def take_v2_schema_problems() -> list[str]:
+    """The schema problems every live server recorded since the last call (and forget them)."""
+    problems = []
+    for server in list(_LIVE):
+        problems += server.v2_schema_problems
+        server.v2_schema_problems.clear()
+    return problems
+
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -354,6 +370,8 @@ class ZitadelServer:
         self.issued_tokens: list[str] = []
         self.requests: list[tuple[str, int]] = []  # (path, status) of every answered request
         self.v2_requests: list[tuple[str, str, dict | None]] = []  # (method, path, body) of v2 calls
+        # What ZITADEL's published user service v2 schema refuses in those calls (check_v2_schema).
+        self.v2_schema_problems: list[str] = []
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -362,6 +380,7 @@ class ZitadelServer:
         self.gcs_imports: list[dict] = []
         self._detached: list[threading.Thread] = []
         self.v2 = UserServiceV2(self)
+        _LIVE.add(self)
 
     @property
     def url(self) -> str:
@@ -425,6 +444,18 @@ class ZitadelServer:
         return counts
 
     # --- endpoints ---------------------------------------------------------------------------
+    def check_v2_schema(self, method: str, target: str, body: dict | None) -> tuple[int, int, str] | None:
+        """The error to answer when a v2 request breaks ZITADEL's published schema (recorded in
+        ``v2_schema_problems``), or None. No route → 404 as the REST gateway answers; anything
+        else → 400 with gRPC code 3 (docs/sync.md#schema-check)."""
+        route, problems = schema_check_v2.checker().check_request(method, target, body)
+        if not problems:
+            return None
+        self.v2_schema_problems.extend(f"{method} {target}: {problem}" for problem in problems)
+        if route is None:
+            return 404, 5, "Not Found"
+        return 400, 3, "invalid " + "; ".join(problems)
+
     def import_data(self, request: dict, stop_after: int | None = None) -> dict:
         """Process an ImportDataRequest; raises _InvalidArgument or _DeadlineExceeded.
 
@@ -1009,6 +1040,10 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                     self._error(400, 3, "proto: syntax error (line 1:1): invalid JSON")
                     return
             server.v2_requests.append((method, self.path, body))
+            refusal = server.check_v2_schema(method, self.path, body)
+            if refusal is not None:
+                self._error(*refusal)
+                return
             try:
                 answer = server.v2.handle(method, self.path, body)
             except V2Error as err:

@@ -307,7 +307,9 @@ def attribute_metadata(attributes: Any) -> tuple[list[dict[str, str]], int]:
     """``attributes`` → ``[{key, value(base64)}]`` and how many were dropped for ZITADEL's limits.
 
     A single value is stored as its text, several values as a JSON list (Keycloak has no other
-    way to tell them apart, and a list round-trips). Empty attributes are skipped.
+    way to tell them apart, and a list round-trips). Empty attributes (no value, or one empty
+    text) are skipped: ZITADEL's metadata value is at least one byte, and one empty value would
+    fail the whole import request and the sync's ``SetUserMetadata`` call (docs/sync.md#schema-check).
     """
     if not isinstance(attributes, Mapping):
         return [], 0
@@ -322,6 +324,8 @@ def attribute_metadata(attributes: Any) -> tuple[list[dict[str, str]], int]:
             encoded = value.encode("utf-8", "surrogatepass")
         else:
             encoded = orjson.dumps(value)
+        if not encoded:
+            continue
         if not key or len(key) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
             dropped += 1
             continue

@@ -61,6 +61,9 @@ GROUPS = ("username", "profile", "email", "phone", "password", "idps", "metadata
 UPDATE_GROUPS = ("username", "profile", "email", "phone", "password")
 
 ACTIVE, INACTIVE, LOCKED = "", "inactive", "locked"
+# UpdateHumanUser's password.hashedPassword.hash and password.password: 1-200 characters in
+# ZITADEL's published schema (docs/sync.md#schema-check).
+MAX_PASSWORD = 200
 
 # Which state fields a confirmed call makes true (merge_confirmed).
 CALL_GROUPS: dict[str, tuple[str, ...]] = {
@@ -166,7 +169,9 @@ def plan_changes(
     """``(changed groups, calls, notes)`` that bring the target from ``old`` to ``new``.
 
     Notes name what cannot be carried to an existing user (``otp-not-applied``: the user service
-    has no call that sets a TOTP secret; ``password-removed-not-applied``: no call removes one).
+    has no call that sets a TOTP secret; ``password-removed-not-applied``: no call removes one;
+    ``password-too-long-not-applied``: the call takes a hash or password of at most 200
+    characters, where the import takes any, docs/sync.md#schema-check).
     E-mail and phone changes never make ZITADEL send a code: a verified address says
     ``isVerified``, an unverified one asks for ``returnCode`` (docs/sync.md#no-mail).
     """
@@ -200,7 +205,9 @@ def plan_changes(
     if "password" in groups:
         hashed = (user.get("hashedPassword") or {}).get("value")
         change_required = bool(user.get("passwordChangeRequired"))
-        if hashed:
+        if len(str(hashed or user.get("password") or "")) > MAX_PASSWORD:
+            notes.append("password-too-long-not-applied")
+        elif hashed:
             update["password"] = {"hashedPassword": {"hash": hashed, "changeRequired": change_required}}
         elif user.get("password"):
             update["password"] = {"password": {"password": user["password"], "changeRequired": True}}
@@ -272,7 +279,11 @@ def compare_user(
     if old.get("q") == quick and old.get("b", ACTIVE) == (INACTIVE if blocked else ACTIVE) and "g" not in old:
         return "unchanged", record, [], [], []
     groups, calls, notes = plan_changes(old, record, entry, metadata)
-    kept = {"otp-not-applied": "otp", "password-removed-not-applied": "password"}
+    kept = {
+        "otp-not-applied": "otp",
+        "password-removed-not-applied": "password",
+        "password-too-long-not-applied": "password",
+    }
     for note in notes:
         group = kept[note]
         record["f"][group] = (old.get("f") or {}).get(group)
