@@ -91,6 +91,12 @@ def install() -> None:
         return
     signal.signal(_POKE, _poked)
     signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP))
+    # Ignored as well: a blocked signal stays pending for the watcher's sigwait (Linux never
+    # discards a signal a thread blocks), and child processes inherit "ignored" through the
+    # shell Beam starts them with (dash clears the block, not an ignored disposition) and Python
+    # keeps it, so a Ctrl-C to the group cannot kill a worker half-way or make it print a traceback.
+    for signum in _STOP:
+        signal.signal(signum, signal.SIG_IGN)
     _state["installed"] = True
     threading.Thread(target=_watch, name="zitadel-beam-signals", daemon=True).start()
 
