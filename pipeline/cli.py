@@ -102,6 +102,22 @@ def _not_beam_import_noise(record: logging.LogRecord) -> bool:
     return "apitools not found" not in record.getMessage()
 
 
+# Beam logs a failing step's traceback (and, in multi-processing mode, relays the worker's) before
+# it raises the same error in the launcher, which reports it: as one line when it is a known cause
+# (a full disk, an interruption), as a traceback when it is a bug. The log copy is dropped.
+_BEAM_FAILURE_LOGGERS = (
+    "apache_beam.runners.common",
+    "apache_beam.runners.worker",
+    "apache_beam.runners.portability",
+)
+
+
+def _not_beam_failure_copy(record: logging.LogRecord) -> bool:
+    if record.levelno < logging.ERROR or not record.name.startswith(_BEAM_FAILURE_LOGGERS):
+        return True
+    return logging.getLogger().isEnabledFor(logging.INFO)  # -v shows them
+
+
 # What the one line of an interrupted command says was done and how to resume (pipeline/signals.py).
 _RESUME = {
     "migrate": "no manifest was written and the temporary files were removed; run the same command "
@@ -130,6 +146,8 @@ def _main(argv: list[str]) -> int:
     # that import would otherwise install its own handler and make basicConfig a no-op.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger().addFilter(_not_beam_import_noise)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_not_beam_failure_copy)
     emulator_credentials = prepare_emulator_credentials()
     try:
         parser = build_parser()

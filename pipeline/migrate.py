@@ -573,16 +573,41 @@ def relative_path(directory: str, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def run_pipeline(pipeline):
-    """Run and wait; a signal stops it (pipeline/signals.py), whatever the runner is doing."""
-    result = pipeline.run()
-    result.wait_until_finish()
+def run_pipeline(pipeline, work_dir: str | None = None):
+    """Run and wait; a signal stops it (pipeline/signals.py), whatever the runner is doing.
+
+    With a local ``work_dir``, stderr is captured in it while the pipeline runs (worker
+    processes print a failing step's traceback there) and shown afterwards unless the run ends
+    in a one-line report (a full disk, an interruption).
+    """
+    captured = os.path.join(work_dir, "stderr.txt") if work_dir and "://" not in work_dir else None
+    if captured and not signals.capture_stderr(captured):
+        captured = None
+    replay = True
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except BaseException as err:
+        replay = not (signals.received() or _no_space(err))
+        raise
+    finally:
+        if captured:
+            signals.restore_stderr(captured, replay)
     return result
 
 
 _NO_SPACE = re.compile(
-    r"\[Errno (28|27|122)\][^\n]*|No space left on device|File too large|Disk quota exceeded"
+    r"\[Errno (?:28|27|122)\][^\n\\\[\]'\"]*|No space left on device|File too large|Disk quota exceeded"
 )
+
+
+def _no_space(err: BaseException) -> str | None:
+    """The cause, when ``err`` is a full disk, a file-size limit or a quota (Beam wraps a worker's
+    OSError in a RuntimeError holding its text, so the text is searched too)."""
+    if isinstance(err, OSError) and err.errno in (27, 28, 122):
+        return f"[Errno {err.errno}] {err.strerror}"
+    found = _NO_SPACE.search(str(err).split("\n", 1)[0] + " " + repr(err)[:2000])
+    return found.group(0).strip() if found else None
 
 
 def raise_output_failure(err: BaseException, layout: OutputLayout) -> None:
@@ -593,15 +618,9 @@ def raise_output_failure(err: BaseException, layout: OutputLayout) -> None:
     """
     if isinstance(err, ConfigError) or signals.received():
         return
-    text = f"{err!r} {err}"
-    found = _NO_SPACE.search(text)
-    if not found and not (isinstance(err, OSError) and err.errno in (27, 28, 122)):
+    cause = _no_space(err)
+    if cause is None:
         return
-    cause = (
-        found.group(0).strip()
-        if found
-        else f"[Errno {getattr(err, 'errno', '')}] {getattr(err, 'strerror', '')}"
-    )
     raise ConfigError(
         f"--output {layout.output!r}: writing failed ({cause[:160]}): free space or raise the limit, then "
         "run again; nothing was kept (no manifest)"
@@ -633,7 +652,7 @@ def run_migration(
     try:
         pipeline = build_pipeline(add_source, common, layout, pipeline_args)
         started = time.monotonic()
-        result = run_pipeline(pipeline)
+        result = run_pipeline(pipeline, layout.tmp_dir)
         elapsed = time.monotonic() - started
         counts = counters_from_result(result)
         hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)

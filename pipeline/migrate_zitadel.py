@@ -306,7 +306,7 @@ def split_export(
         _LOGGER.info("planned %d bodies in %.1f s", len(plan.bodies), planned)
         elements = [b.element() for b in plan.bodies]
         pipeline = build_pipeline(elements, layout.tmp_dir, timeout, multiline, list(pipeline_args or []))
-        result = run_pipeline(pipeline)
+        result = run_pipeline(pipeline, layout.tmp_dir)
         beam_counts = counters_from_result(result)
         with signals.finishing():
             bodies, dead_count, dead_sha = finalize_outputs(run)

@@ -49,6 +49,8 @@ __all__ = [
     "set_resume_hint",
     "report",
     "exit_now",
+    "capture_stderr",
+    "restore_stderr",
     "DEADLINE",
 ]
 
@@ -126,13 +128,53 @@ def _silence_stderr() -> None:
     global _stderr_fd
     logging.disable(logging.CRITICAL)
     threading.excepthook = lambda args: None
-    try:
-        _stderr_fd = os.dup(2)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
-    except OSError:
-        _stderr_fd = None
+    with _lock:
+        try:
+            _stderr_fd = _state.pop("real_stderr", None) or os.dup(2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        except OSError:
+            _stderr_fd = None
+
+
+def capture_stderr(path: str) -> bool:
+    """Point fd 2 (this process's and every child's started from now on) at a new private file.
+
+    Beam's worker processes print a failing step's traceback straight to the stderr they
+    inherit, before the launcher gets the error; captured, it is shown after the run only when
+    the run did not end in a one-line report (:func:`restore_stderr`). False: not captured.
+    """
+    with _lock:
+        if _state["signal"] is not None or _state.get("real_stderr") is not None:
+            return False
+        sys.stderr.flush()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        real = os.dup(2)
+        os.dup2(fd, 2)
+        os.close(fd)
+        _state["real_stderr"] = real
+    return True
+
+
+def restore_stderr(path: str, replay: bool) -> None:
+    """Undo :func:`capture_stderr`; with ``replay``, copy what was captured to the real stderr."""
+    with _lock:
+        real = _state.pop("real_stderr", None)
+        if real is None:
+            return  # a signal took it over (stderr stays silenced; the one line goes there)
+        sys.stderr.flush()
+        os.dup2(real, 2)
+        os.close(real)
+    if replay:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return
+        if data:
+            sys.stderr.flush()
+            os.write(2, data)
 
 
 def _children(root: int) -> list[int]:
