@@ -760,6 +760,10 @@ def _report_and_push(
     if common.push_url:
         from transforms.push_engine import push_manifest
 
+        signals.set_resume_hint(
+            f"the bodies and {layout.manifest} are written and bodies the ledger records as done are "
+            f"kept; resume with zitadel-beam push --manifest={layout.manifest}"
+        )
         report = push_manifest(
             layout.manifest,
             common.push_url,

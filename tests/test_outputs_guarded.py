@@ -394,3 +394,32 @@ def test_disk_full_while_writing_is_one_line(tmp_path):
     assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr[-3000:]
     assert "No space left on device" in result.stderr
     assert (tmp_path / "left.txt").read_text() == ""  # inside the full folder: nothing left
+
+
+def test_a_link_in_the_push_ledger_is_replaced_never_written_through(tmp_path, capsys):
+    """The ledger is rewritten as push goes: a link at a ledger name becomes the ledger file; the
+    link's target is neither written nor chmod'ed."""
+    from zitadel_fixtures import write_manifest
+
+    lay_out(tmp_path)
+    manifest, ids = write_manifest(tmp_path / "out", users=4, bodies=2, metadata=False)
+    results = tmp_path / "out" / "importBody.results"
+    results.mkdir()
+    link(tmp_path, "out/importBody.results/body-00000.json")
+    token = tmp_path / "pat.txt"
+    token.write_text(PAT)
+    elsewhere = tree(tmp_path / "elsewhere")
+    server = ZitadelServer(tokens={PAT}).start()
+    try:
+        rc = main(
+            ["push", f"--url={server.url}", f"--manifest={manifest}", f"--token-file={token}", "--quiet"]
+        )
+        pushed = set(server.state.users)
+    finally:
+        server.stop()
+    assert rc == 0, capsys.readouterr().err
+    assert set(ids) <= pushed
+    ledger = results / "body-00000.json"
+    assert not ledger.is_symlink() and json.loads(ledger.read_text())["sha256"]
+    assert stat.S_IMODE(ledger.stat().st_mode) == 0o600
+    assert tree(tmp_path / "elsewhere") == elsewhere

@@ -78,8 +78,12 @@ def read_bytes(path: str) -> bytes:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Temp file + fsync + rename in the same folder: a kill leaves the old file or the new one."""
-    with open_private(path, fsync=True) as handle:
+    """Temp file + fsync + rename in the same folder: a kill leaves the old file or the new one.
+
+    For files a command rewrites as it goes (the push ledger, its dead-letter and verify lists): a
+    link at the name is replaced by the file, never written through, so a push never stops half-way.
+    """
+    with open_private(path, fsync=True, replace_link=True) as handle:
         handle.write(data)
 
 
@@ -208,19 +212,21 @@ class _PrivateFile:
             self.abort()
 
 
-def open_private(path: str, *, fsync: bool = False) -> BinaryIO:
+def open_private(path: str, *, fsync: bool = False, replace_link: bool = False) -> BinaryIO:
     """Open ``path`` for writing, privately and atomically (see the module docstring).
 
     Local: a fresh ``.<name>.*.tmp`` beside it (mode 0600, ``O_EXCL|O_NOFOLLOW``), renamed over
     ``path`` when closed without error, removed otherwise. A link or non-file at ``path`` is
-    refused (:class:`LinkRefused`). ``gs://``: Beam's ``FileSystems.create`` (objects appear
+    refused (:class:`LinkRefused`); with ``replace_link`` a link is replaced by the new file
+    (the rename swaps the name; the link's target is never opened). ``gs://``: Beam's ``FileSystems.create`` (objects appear
     whole when the upload completes; access is the bucket's IAM).
     """
     if is_gcs(path) or "://" in path:
         from apache_beam.io.filesystems import FileSystems
 
         return FileSystems.create(path, mime_type="application/json")
-    refuse_link(path)
+    if not (replace_link and os.path.islink(path)):
+        refuse_link(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, mode=0o700, exist_ok=True)
     # mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, a name nobody else has.
