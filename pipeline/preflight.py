@@ -273,6 +273,7 @@ def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
     if results:
         for name in ("body-00000.json", "push-dead-letter.ndjson", "verify-missing.ndjson"):
             outputs[f"--results (its {name})"] = os.path.join(results, name)
+        outputs["--results (its lock)"] = results.rstrip("/") + ".lock"
     if command == ("push",) and getattr(known_args, "body", None):
         first = known_args.body[0]
         stem = os.path.splitext(posixpath.basename(first))[0]

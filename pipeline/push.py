@@ -23,7 +23,8 @@ from pipeline.errors import ConfigError
 from pipeline.gcs_import import run_gcs_push
 from pipeline.options import add_credential_arguments, add_gcs_arguments, credentials_from_args
 from transforms.hash_policy import load_policy
-from transforms.manifest import write_body_manifest
+from transforms.locks import acquire_lock
+from transforms.manifest import default_results_dir, load_manifest, write_body_manifest
 from transforms.push_engine import TIMEOUT_MARGIN, push_manifest
 
 __all__ = ["add_arguments", "run"]
@@ -60,6 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default: the body's timeout + {TIMEOUT_MARGIN:.0f} s)",
     )
     parser.add_argument("--verify", action="store_true", help="run verify when the push is done")
+    parser.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="remove another push's lock on this ledger (only when that push is certainly gone)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     parser.add_argument(
         "--zitadel-config",
@@ -81,11 +87,20 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     if bool(known_args.manifest) == bool(known_args.body):
         raise ConfigError("give either --manifest or --body (one or more)")
     manifest_path = known_args.manifest or write_body_manifest(known_args.body)
+    results = known_args.results or default_results_dir(load_manifest(manifest_path))
+    # One push per ledger: two at once would send the same bodies and race on its records.
+    with acquire_lock(
+        results.rstrip("/") + ".lock", what=f"push --results={results}", break_lock=known_args.break_lock
+    ):
+        return _push(known_args, manifest_path, results)
+
+
+def _push(known_args: argparse.Namespace, manifest_path: str, results: str) -> int:
     report = push_manifest(
         manifest_path,
         known_args.url,
         credentials_from_args(known_args),
-        results_dir=known_args.results,
+        results_dir=results,
         concurrency=known_args.concurrency,
         max_attempts=known_args.max_attempts,
         request_timeout=known_args.request_timeout,

@@ -160,6 +160,22 @@ def test_migrate_takes_over_a_stale_lock_and_break_lock_breaks_a_live_one(tmp_pa
     assert not lock.exists()
 
 
+def test_a_second_push_on_one_ledger_is_refused(tmp_path, capsys):
+    from zitadel_fixtures import PAT, write_manifest
+
+    manifest, _ = write_manifest(tmp_path / "out", users=4, bodies=2)
+    token = tmp_path / "pat.txt"
+    token.write_text(PAT)
+    before = tree(tmp_path)
+    with acquire_lock(
+        str(tmp_path / "out/importBody.results.lock"), what="push --results=out/importBody.results"
+    ):
+        rc = main(["push", "--url=http://127.0.0.1:9", f"--manifest={manifest}", f"--token-file={token}"])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and f"pid {os.getpid()}" in err and "--break-lock" in err, err
+        assert {k: v for k, v in tree(tmp_path).items() if k != "out/importBody.results.lock"} == before
+
+
 def test_two_concurrent_runs_on_one_output(tmp_path):
     """A second run while the first is converting is refused at once; the first ends intact."""
     inputs = tmp_path / "in"

@@ -210,6 +210,7 @@ def test_push_stops_and_resumes(server, tmp_path, signum, to_group):
     assert {k: v for k, v in tree(tmp_path / "bodies").items() if not k.startswith("importBody.results")} == (
         bodies_before
     )
+    assert not (tmp_path / "bodies" / "importBody.results.lock").exists()
     server.faults.per_user_delay = 0.0
     again = subprocess.run(
         [sys.executable, "-m", "pipeline", *args],
