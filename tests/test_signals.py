@@ -261,3 +261,33 @@ def test_server_commands_stop_cleanly(server, tmp_path, command, path, signum):
         assert after == {**before, "move": "dir"}  # the (empty) work folder; no lock, no export
     else:
         assert after == before
+
+
+def test_a_main_thread_that_does_not_return_is_ended_at_the_deadline(tmp_path):
+    """The watcher's fallback: the main thread stays inside a block that defers the interruption
+    (pipeline/signals.py finishing()) for longer than the deadline; the registered clean-up still
+    runs, the line is printed and the process ends, before 5 s."""
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import os, sys, time\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from pipeline import signals\n"
+        "from transforms.files import private_workdir, register_cleanup, remove_workdir\n"
+        "signals.install()\n"
+        "signals.set_resume_hint('nothing kept; run it again')\n"
+        f"work = private_workdir({str(tmp_path / 'out' / 'importBody.json')!r})\n"
+        "open(os.path.join(work, 'spill.pkl'), 'wb').write(b'hash')\n"
+        "register_cleanup(lambda: remove_workdir(work))\n"
+        "print('ready', flush=True)\n"
+        "with signals.finishing():\n"
+        "    time.sleep(60)\n"
+    )
+    (tmp_path / "out").mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    rc, seconds, err = interrupt(proc, signal.SIGINT, to_group=True)
+    assert_stopped(rc, seconds, err, signal.SIGINT, "nothing kept")
+    assert seconds > 3.0  # it did wait for the block, up to the deadline
+    assert tree(tmp_path / "out") == {}
