@@ -149,6 +149,10 @@ def _main(argv: list[str]) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(_not_beam_failure_copy)
     emulator_credentials = prepare_emulator_credentials()
+    if emulator_credentials:  # also when a signal ends the process (pipeline/signals.py)
+        from transforms.files import register_cleanup
+
+        register_cleanup(emulator_credentials.restore)
     try:
         parser = build_parser()
         known_args, rest = parser.parse_known_args(argv)

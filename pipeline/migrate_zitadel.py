@@ -278,6 +278,7 @@ def split_export(
         write_manifest,
     )
     from pipeline.report import counters_from_result
+    from transforms.files import register_cleanup, unregister_cleanup
     from transforms.sinks import dead_shard_name, open_private
     from transforms.zitadel_export import ExportFormatError, plan_export
 
@@ -295,6 +296,7 @@ def split_export(
     layout = run.layout
     scratch = tempfile.mkdtemp(prefix="zitadel-beam-plan-")
     os.chmod(scratch, 0o700)
+    scratch_cleanup = register_cleanup(lambda: shutil.rmtree(scratch, ignore_errors=True))
     started = time.monotonic()
     try:
         with (
@@ -335,6 +337,7 @@ def split_export(
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        unregister_cleanup(scratch_cleanup)
     run.close()
     return SplitResult(
         layout.manifest,

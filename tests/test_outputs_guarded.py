@@ -178,7 +178,44 @@ REFUSED: list[Case] = [
         ],
         ["--results", "--body"],
     ),
+    (
+        "export-output-is-the-token-file",
+        lambda r: (r / "in/pat.txt").write_text(PAT),
+        lambda r: [
+            "export",
+            "--url=http://127.0.0.1:9",
+            f"--token-file={r / 'in/pat.txt'}",
+            f"--output={r / 'in/pat.txt'}",
+        ],
+        ["--output", "--token-file"],
+    ),
+    (
+        "copy-work-dir-holds-the-key-file",
+        lambda r: (r / "in/export.json").write_text("{}"),
+        lambda r: [
+            "copy",
+            "--source-url=http://127.0.0.1:9",
+            "--target-url=http://127.0.0.1:9",
+            f"--source-key-file={r / 'in/export.json'}",
+            f"--work-dir={r / 'in'}",
+        ],
+        ["--work-dir", "--source-key-file"],
+    ),
     # Links at output names: refused by name, never written through, the target never chmod'ed.
+    (
+        "migrate-zitadel-link-at-manifest",
+        lambda r: (
+            (r / "in/export.json").write_text('{"orgs": []}'),
+            link(r, "out/importBody.manifest.json"),
+        ),
+        lambda r: [
+            "migrate",
+            "zitadel",
+            f"--export={r / 'in/export.json'}",
+            f"--output={r / 'out/importBody.json'}",
+        ],
+        ["symbolic link", "manifest"],
+    ),
     (
         "link-at-manifest",
         lambda r: link(r, "out/importBody.manifest.json"),
