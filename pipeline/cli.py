@@ -26,6 +26,7 @@ from pipeline import signals
 from pipeline.errors import ConfigError
 from pipeline.gcs_env import prepare_emulator_credentials
 from pipeline.preflight import check_inputs_read_only, check_paths
+from transforms.files import register_cleanup, unregister_cleanup
 
 __all__ = ["main", "build_parser"]
 
@@ -149,10 +150,8 @@ def _main(argv: list[str]) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(_not_beam_failure_copy)
     emulator_credentials = prepare_emulator_credentials()
-    if emulator_credentials:  # also when a signal ends the process (pipeline/signals.py)
-        from transforms.files import register_cleanup
-
-        register_cleanup(emulator_credentials.restore)
+    # Also when a signal ends the process (pipeline/signals.py).
+    cleanup = register_cleanup(emulator_credentials.restore) if emulator_credentials else 0
     try:
         parser = build_parser()
         known_args, rest = parser.parse_known_args(argv)
@@ -180,6 +179,7 @@ def _main(argv: list[str]) -> int:
     finally:
         if emulator_credentials:
             emulator_credentials.restore()
+            unregister_cleanup(cleanup)
 
 
 if __name__ == "__main__":
