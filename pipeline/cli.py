@@ -22,9 +22,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from pipeline import signals
 from pipeline.errors import ConfigError
 from pipeline.gcs_env import prepare_emulator_credentials
-from pipeline.preflight import check_paths
+from pipeline.preflight import check_inputs_read_only, check_paths
+from transforms.files import register_cleanup, unregister_cleanup
 
 __all__ = ["main", "build_parser"]
 
@@ -101,33 +103,83 @@ def _not_beam_import_noise(record: logging.LogRecord) -> bool:
     return "apitools not found" not in record.getMessage()
 
 
+# Beam logs a failing step's traceback (and, in multi-processing mode, relays the worker's) before
+# it raises the same error in the launcher, which reports it: as one line when it is a known cause
+# (a full disk, an interruption), as a traceback when it is a bug. The log copy is dropped.
+_BEAM_FAILURE_LOGGERS = (
+    "apache_beam.runners.common",
+    "apache_beam.runners.worker",
+    "apache_beam.runners.portability",
+)
+
+
+def _not_beam_failure_copy(record: logging.LogRecord) -> bool:
+    if record.levelno < logging.ERROR or not record.name.startswith(_BEAM_FAILURE_LOGGERS):
+        return True
+    return logging.getLogger().isEnabledFor(logging.INFO)  # -v shows them
+
+
+# What the one line of an interrupted command says was done and how to resume (pipeline/signals.py).
+_RESUME = {
+    "migrate": "no manifest was written and the temporary files were removed; run the same command "
+    "again to start over",
+    "push": "bodies the ledger records as done are kept; run the same command again to resume",
+    "verify": "nothing was written; run the same command again",
+    "export": "no export was written; run the same command again",
+    "copy": "the export, bodies and ledger finished so far are kept; run the same command again to resume",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        # The process's entry point (console script, python -m pipeline): signals stop it cleanly.
+        # Called with arguments (tests, embedding), the caller's signal handling is left alone.
+        signals.install()
     argv = list(sys.argv[1:] if argv is None else argv)
+    code = _main(argv)
+    if signals.received():
+        signals.exit_now(code)
+    return code
+
+
+def _main(argv: list[str]) -> int:
     # Configure logging before the commands import Beam: a root-logger warning logged during
     # that import would otherwise install its own handler and make basicConfig a no-op.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger().addFilter(_not_beam_import_noise)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_not_beam_failure_copy)
     emulator_credentials = prepare_emulator_credentials()
+    # Also when a signal ends the process (pipeline/signals.py).
+    cleanup = register_cleanup(emulator_credentials.restore) if emulator_credentials else 0
     try:
         parser = build_parser()
         known_args, rest = parser.parse_known_args(argv)
         logging.getLogger().setLevel(logging.INFO if known_args.verbose else logging.WARNING)
+        signals.set_resume_hint(_RESUME.get(known_args._path[0], "run the same command again"))
         check_paths(known_args, rest)  # before anything slow: a remote runner needs gs:// paths
+        check_inputs_read_only(known_args)  # before anything is read: inputs are never written
         if known_args._path in _BEAM_COMMANDS:
             _check_beam_args(rest)
         elif rest:
             raise ConfigError(f"unrecognized arguments: {' '.join(rest)}")
         module = importlib.import_module(known_args._module)
         return int(module.run(known_args, rest) or 0)
-    except ConfigError as err:
-        print(f"zitadel-beam: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("zitadel-beam: interrupted", file=sys.stderr)
-        return 130
+    except BaseException as err:
+        if signals.received():  # whatever the runner turned the interruption into
+            signals.report()
+            return signals.exit_code()
+        if isinstance(err, ConfigError):
+            print(f"zitadel-beam: error: {err}", file=sys.stderr)
+            return 2
+        if isinstance(err, KeyboardInterrupt):
+            print("zitadel-beam: interrupted", file=sys.stderr)
+            return 130
+        raise
     finally:
         if emulator_credentials:
             emulator_credentials.restore()
+            unregister_cleanup(cleanup)
 
 
 if __name__ == "__main__":

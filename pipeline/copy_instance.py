@@ -25,10 +25,12 @@ verify found them all, 1 otherwise, 2 for configuration errors.
 from __future__ import annotations
 
 import argparse
+import os
 import posixpath
 import sys
 
 from pipeline.errors import ConfigError
+from pipeline.migrate import batch_size_type
 from pipeline.migrate_zitadel import split_export
 from pipeline.options import (
     add_export_selection_arguments,
@@ -39,12 +41,14 @@ from pipeline.options import (
 from transforms.admin_api import connect
 from transforms.files import check_gcs_reachable, exists, join
 from transforms.instance_moves import check_machine_users, export_document, export_request, split_is_current
+from transforms.locks import acquire_lock
 from transforms.push_engine import push_manifest
 
 __all__ = ["add_arguments", "run"]
 
 EXPORT_NAME = "export.json"
 BODY_NAME = "importBody.json"
+LOCK_NAME = "copy.lock"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--re-export", action="store_true", help="export again even if the work dir has one")
     parser.add_argument(
-        "--batch-size", type=int, default=5000, help="at most this many users per body (default 5000)"
+        "--batch-size",
+        type=batch_size_type,
+        default=5000,
+        help="at most this many users per body (default 5000)",
     )
     parser.add_argument(
         "--timeout", default="5m0s", help="server-side timeout of each import body (default 5m0s)"
@@ -71,6 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=1, help="bodies imported at once (default 1)")
     parser.add_argument("--results", help="push ledger folder (default <work-dir>/importBody.results)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="remove another run's lock on this --work-dir (only when that run is certainly gone)",
+    )
     for side in ("source", "target"):
         add_side_credential_arguments(parser, side)
 
@@ -78,19 +90,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args
     args = known_args
-    if args.concurrency < 1 or args.batch_size < 1:
-        raise ConfigError("--concurrency and --batch-size must be at least 1")
-    timeout = flag_duration("--timeout", args.timeout)
-    source_creds, target_creds = credentials_for(args, "source"), credentials_for(args, "target")
+    if args.concurrency < 1:
+        raise ConfigError("--concurrency must be at least 1")
     work = args.work_dir.rstrip("/") or "."
     check_gcs_reachable([work])
-    export = join(work, EXPORT_NAME)
-    output = join(work, BODY_NAME)
-    manifest = join(work, "importBody.manifest.json")
+    return _copy(args, work)
+
+
+def _copy(args: argparse.Namespace, work: str) -> int:
+    timeout = flag_duration("--timeout", args.timeout)
+    source_creds, target_creds = credentials_for(args, "source"), credentials_for(args, "target")
     # Both instances answer (and accept the credentials) before anything is exported.
     source = connect(args.source_url, source_creds)
     target = connect(args.target_url, target_creds)
+    if not work.startswith("gs://"):
+        os.makedirs(work, mode=0o700, exist_ok=True)
+    with acquire_lock(join(work, LOCK_NAME), what=f"copy --work-dir={work}", break_lock=args.break_lock):
+        return _copy_locked(args, work, source, target, target_creds, timeout)
 
+
+def _copy_locked(args: argparse.Namespace, work: str, source, target, target_creds, timeout: str) -> int:
+    export = join(work, EXPORT_NAME)
+    output = join(work, BODY_NAME)
+    manifest = join(work, "importBody.manifest.json")
     if exists(export) and not args.re_export:
         print(f"copy: 1/4 export: reusing {export} (--re-export to fetch it again)")
     else:

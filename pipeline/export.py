@@ -27,7 +27,9 @@ import argparse
 from pipeline.errors import ConfigError
 from pipeline.options import add_credential_arguments, add_export_selection_arguments, credentials_from_args
 from transforms.admin_api import connect
+from transforms.files import check_local_outputs
 from transforms.instance_moves import export_document, export_request
+from transforms.locks import acquire_lock, lock_path_for
 
 __all__ = ["add_arguments", "run"]
 
@@ -46,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", default="30m0s", help="server-side timeout of the export, a Go duration (default 30m0s)"
     )
     add_credential_arguments(parser)
+    parser.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="remove another run's lock on this --output (only when that run is certainly gone)",
+    )
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
@@ -62,6 +69,16 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         known_args.service_account,
     )
     client = connect(known_args.url, credentials_from_args(known_args))
-    summary = export_document(client, request, known_args.output)
+    if not known_args.output:
+        summary = export_document(client, request, None)
+        print(summary.text())
+        return 0
+    check_local_outputs({"--output": known_args.output})
+    with acquire_lock(
+        lock_path_for(known_args.output),
+        what=f"export --output={known_args.output}",
+        break_lock=known_args.break_lock,
+    ):
+        summary = export_document(client, request, known_args.output)
     print(summary.text())
     return 0

@@ -28,11 +28,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pipeline import signals
 from pipeline.errors import ConfigError
 from pipeline.preflight import check_written, spill_dir
 from pipeline.report import counters_from_result, dead_letter_totals, not_carried_fields, summary_table
 from transforms.durations import normalise_duration
-from transforms.files import check_gcs_reachable, check_local_outputs
+from transforms.files import check_gcs_reachable, check_local_outputs, remove_workdir
 from transforms.manifest import MANIFEST_VERSION
 
 __all__ = [
@@ -49,6 +50,15 @@ __all__ = [
     "make_pipeline",
     "prepare_tmp",
     "finalize_outputs",
+    "finalize_passwordless",
+    "open_outputs",
+    "RunOutputs",
+    "run_pipeline",
+    "write_manifest",
+    "raise_output_failure",
+    "planned_outputs",
+    "batch_size_type",
+    "MAX_BATCH_SIZE",
     "delete_tree",
     "relative_path",
     "MANIFEST_VERSION",
@@ -77,9 +87,35 @@ def add_output_arguments(
         help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)",
     )
     parser.add_argument("--multiline", action="store_true", help=multiline_help)
-    parser.add_argument("--batch-size", type=int, default=5000, help=batch_help)
+    parser.add_argument("--batch-size", type=batch_size_type, default=5000, help=batch_help)
     parser.add_argument("--dead-letter", default=None, help=dead_letter_help)
     parser.add_argument("--strict", action="store_true", help="exit 1 if anything was dead-lettered")
+    add_break_lock_argument(parser)
+
+
+MAX_BATCH_SIZE = 5000  # users per body: what the hosted endpoint imports within its 5-minute timeout
+
+
+def batch_size_type(text: str) -> int:
+    """``--batch-size``: an integer in 1...MAX_BATCH_SIZE (argparse turns the error into one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (1...{MAX_BATCH_SIZE})") from None
+    if not 1 <= value <= MAX_BATCH_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"{text} is outside 1...{MAX_BATCH_SIZE} (users per body; the hosted import endpoint "
+            f"takes about {MAX_BATCH_SIZE} within its 5-minute timeout, docs/zitadel-import-api.md)"
+        )
+    return value
+
+
+def add_break_lock_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="remove another run's lock on this output (only when that run is certainly gone)",
+    )
 
 
 def add_hash_arguments(parser: argparse.ArgumentParser) -> None:
@@ -157,11 +193,6 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
         default="5%",
         help="refuse a run that would deactivate or delete more users than this (a count, or a "
         "percentage of the users in the state; default 5%%)",
-    )
-    group.add_argument(
-        "--break-lock",
-        action="store_true",
-        help="take over the state's lock held by a run that is gone (another host, or a crash)",
     )
 
 
@@ -252,8 +283,6 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         timeout = normalise_duration(args.timeout)
     except ValueError as err:
         raise ConfigError(f"--timeout: {err}") from None
-    if args.batch_size < 1:
-        raise ConfigError("--batch-size must be at least 1")
     policy = hash_policy_from_args(args)
     fallback = getattr(args, "email_fallback", None)
     if fallback is not None:
@@ -393,40 +422,163 @@ def build_pipeline(
 
 
 def prepare_tmp(tmp_dir: str) -> None:
+    """A gs:// work folder (remote runners: one per run id under --temp_location) starts empty."""
     from apache_beam.io.filesystems import FileSystems
 
-    if FileSystems.exists(tmp_dir):
+    if "://" in tmp_dir and FileSystems.exists(tmp_dir):
         delete_tree(tmp_dir)
-    if "://" not in tmp_dir:
-        os.makedirs(tmp_dir, mode=0o700, exist_ok=True)
 
 
 def delete_tree(path: str) -> None:
+    """Remove a run's work folder: local ones through ``remove_workdir`` (never into a link)."""
+    if "://" not in path:
+        remove_workdir(path)
+        return
     from apache_beam.io.filesystems import FileSystems
 
     matched = FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list
     if matched:
         FileSystems.delete([m.path for m in matched])
-    if "://" not in path and os.path.isdir(path):
-        os.rmdir(path)
 
 
-def finalize_outputs(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
-    """Rename temporary bodies to final names, assemble the dead-letter file; return bodies."""
+def planned_outputs(output: str, dead_letter: str | None) -> dict[str, str]:
+    """Label → path of everything a migrate run on ``output`` may write (for the input check)."""
+    from transforms.files import WORKDIR_MARK
+    from transforms.locks import lock_path_for
+
+    layout = output_layout(output, dead_letter)
+    folder, name = posixpath.split(output)
+    work = f".{name}{WORKDIR_MARK}0a1b2c3d/spill.pkl"
+    return {
+        "--output": layout.output,
+        "--output (its numbered bodies)": layout.numbered(1, 2),
+        "--dead-letter": layout.dead_letter,
+        "--output (its manifest)": layout.manifest,
+        "--output (its passwordless list)": passwordless_path(layout),
+        "--output (its lock)": lock_path_for(output),
+        "--output (its work folder)": posixpath.join(folder, work) if folder else work,
+        "--output (its push ledger)": f"{layout.stem}.results/body-00000.json",
+        "--output (its change files)": f"{layout.stem}.changes-00001-of-00002.ndjson",
+    }
+
+
+def passwordless_path(layout: OutputLayout) -> str:
+    return f"{layout.stem}.passwordless.ndjson"
+
+
+def _existing_bodies(layout: OutputLayout) -> list[str]:
+    """Files at the names a run's bodies take (the single body and any numbered one)."""
+    pattern = f"{layout.stem}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]{layout.ext}"
+    if "://" in layout.output:
+        from apache_beam.io.filesystems import FileSystems
+
+        found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+        return sorted(found + ([layout.output] if FileSystems.exists(layout.output) else []))
+    import glob
+
+    found = glob.glob(glob.escape(layout.stem) + pattern[len(layout.stem) :])
+    return sorted(found + ([layout.output] if os.path.lexists(layout.output) else []))
+
+
+@dataclasses.dataclass
+class RunOutputs:
+    """What a migrate run holds while it runs: its lock, its work folder, the files it may replace.
+
+    ``close()`` removes the work folder (only what the run created) and releases the lock; it is
+    also registered as the clean-up of an interrupted run (pipeline/signals.py).
+    """
+
+    layout: OutputLayout
+    lock: Any
+    owned: dict[str, str | None]
+    _token: int = 0
+
+    def check_replaceable(self, paths: list[str]) -> None:
+        from transforms.guards import check_owned
+
+        check_owned(paths, self.owned, {self.layout.dead_letter: "--dead-letter"})
+
+    def remove_work(self) -> None:
+        try:
+            delete_tree(self.layout.tmp_dir)
+        except FileNotFoundError:
+            pass
+
+    def close(self) -> None:
+        from transforms.files import unregister_cleanup
+
+        try:
+            self.remove_work()
+        finally:
+            self.lock.release()
+            unregister_cleanup(self._token)
+
+
+def open_outputs(
+    layout: OutputLayout, pipeline_args: list[str], *, command: str, break_lock: bool
+) -> RunOutputs:
+    """Before a migrate run reads anything: outputs writable, the lock taken, every file already at
+    an output name the earlier run's own, and a private work folder made. ConfigError otherwise."""
+    from transforms.files import private_workdir, register_cleanup
+    from transforms.guards import check_owned, owned_digests, previous_manifest
+    from transforms.locks import acquire_lock, lock_path_for
+
+    check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
+    lock = acquire_lock(
+        lock_path_for(layout.output), what=f"{command} --output={layout.output}", break_lock=break_lock
+    )
+    try:
+        owned = owned_digests(previous_manifest(layout.manifest), layout.manifest)
+        existing = _existing_bodies(layout) + [layout.dead_letter, passwordless_path(layout)]
+        check_owned(existing, owned, {layout.dead_letter: "--dead-letter"})
+        tmp = spill_dir(pipeline_args, "")
+        if not tmp and "://" in layout.output:
+            import uuid
+
+            from transforms.files import WORKDIR_MARK
+
+            folder, name = posixpath.split(layout.output)
+            tmp = f"{folder}/.{name}{WORKDIR_MARK}{uuid.uuid4().hex[:12]}"  # a new name per run
+        if tmp:
+            prepare_tmp(tmp)
+        else:
+            try:
+                tmp = private_workdir(layout.output)
+            except OSError as err:
+                raise ConfigError(
+                    f"--output {layout.output!r}: cannot create a work folder beside it ({err.strerror or err})"
+                ) from None
+        run = RunOutputs(dataclasses.replace(layout, tmp_dir=tmp), lock, owned)
+    except BaseException:
+        lock.release()
+        raise
+    run._token = register_cleanup(run.close)
+    return run
+
+
+def finalize_outputs(run: RunOutputs) -> tuple[list[dict[str, Any]], int, str]:
+    """Rename temporary bodies to final names, assemble the dead-letter file.
+
+    Returns the bodies, the dead-letter count and the dead-letter file's sha256. A file at a
+    body's name is replaced or deleted only when the earlier run's manifest names it with a
+    sha256 that still matches (checked again here, right before).
+    """
+    import hashlib
+
     from apache_beam.io.filesystems import FileSystems
 
     from transforms.bodies import parse_body_temp_name
     from transforms.sinks import DEAD_SHARDS, dead_shard_name, open_private
 
+    layout = run.layout
     tmp = layout.tmp_dir
     found = FileSystems.match([FileSystems.join(tmp, "body-*")])[0].metadata_list
     parsed = sorted((parse_body_temp_name(posixpath.basename(m.path)), m.path) for m in found)
     total = len(parsed)
     finals = [layout.output] if total == 1 else [layout.numbered(i + 1, total) for i in range(total)]
-    stale_pattern = f"{layout.stem}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]{layout.ext}"
-    stale = [m.path for m in FileSystems.match([stale_pattern])[0].metadata_list if m.path not in finals]
-    if total != 1 and FileSystems.exists(layout.output):
-        stale.append(layout.output)
+    existing = _existing_bodies(layout)
+    run.check_replaceable(existing + [layout.dead_letter])
+    stale = [path for path in existing if path not in finals]
     if stale:
         FileSystems.delete(stale)
     if parsed:
@@ -437,6 +589,7 @@ def finalize_outputs(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
         for ((_, users, digest), _), final in zip(parsed, finals, strict=True)
     ]
     count = 0
+    digest = hashlib.sha256()
     with open_private(layout.dead_letter) as out:
         for shard in range(DEAD_SHARDS):
             path = FileSystems.join(tmp, dead_shard_name(shard))
@@ -445,20 +598,27 @@ def finalize_outputs(layout: OutputLayout) -> tuple[list[dict[str, Any]], int]:
             with FileSystems.open(path) as handle:
                 for line in handle:
                     out.write(line)
+                    digest.update(line)
                     count += 1
-    delete_tree(tmp)
-    return bodies, count
+    return bodies, count, digest.hexdigest()
 
 
-def finalize_passwordless(layout: OutputLayout) -> tuple[str, int]:
+def finalize_passwordless(run: RunOutputs) -> tuple[str, int, str | None]:
     """Join the run's passwordless listings (transforms/hash_metrics.py) into
-    ``<stem>.passwordless.ndjson`` (mode 0600); repeats from retried bundles are dropped."""
+    ``<stem>.passwordless.ndjson`` (mode 0600); repeats from retried bundles are dropped.
+
+    Returns the path, the count and the file's sha256 (None when there is no list: an earlier
+    run's list, checked to be that run's own, is deleted, as it would be wrong for this one)."""
+    import hashlib
+
     from apache_beam.io.filesystems import FileSystems
 
     from transforms.hash_metrics import PASSWORDLESS_PREFIX
     from transforms.sinks import open_private
 
-    path = f"{layout.stem}.passwordless.ndjson"
+    layout = run.layout
+    path = passwordless_path(layout)
+    run.check_replaceable([path])
     found = sorted(
         m.path
         for m in FileSystems.match([FileSystems.join(layout.tmp_dir, PASSWORDLESS_PREFIX + "*")])[
@@ -467,9 +627,10 @@ def finalize_passwordless(layout: OutputLayout) -> tuple[str, int]:
     )
     if not found:
         if FileSystems.exists(path):
-            FileSystems.delete([path])  # an earlier run's list would be wrong for this one
-        return path, 0
+            FileSystems.delete([path])
+        return path, 0, None
     seen: set[bytes] = set()
+    digest = hashlib.sha256()
     with open_private(path) as out:
         for part in found:
             with FileSystems.open(part) as handle:
@@ -477,7 +638,18 @@ def finalize_passwordless(layout: OutputLayout) -> tuple[str, int]:
                     if line not in seen:
                         seen.add(line)
                         out.write(line)
-    return path, len(seen)
+                        digest.update(line)
+    return path, len(seen), digest.hexdigest()
+
+
+def write_manifest(path: str, manifest: Mapping[str, Any]) -> None:
+    """The manifest goes last, whole or not at all (temp name + rename, mode 0600)."""
+    import orjson
+
+    from transforms.sinks import open_private
+
+    with open_private(path, fsync=True) as handle:
+        handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def relative_path(directory: str, path: str) -> str:
@@ -485,6 +657,60 @@ def relative_path(directory: str, path: str) -> str:
         return posixpath.basename(path) if posixpath.dirname(path) == directory else path
     rel = os.path.relpath(path, directory or ".")
     return path if rel.startswith("..") else rel
+
+
+def run_pipeline(pipeline, work_dir: str | None = None):
+    """Run and wait; a signal stops it (pipeline/signals.py), whatever the runner is doing.
+
+    With a local ``work_dir``, stderr is captured in it while the pipeline runs (worker
+    processes print a failing step's traceback there) and shown afterwards unless the run ends
+    in a one-line report (a full disk, an interruption).
+    """
+    captured = os.path.join(work_dir, "stderr.txt") if work_dir and "://" not in work_dir else None
+    if captured and not signals.capture_stderr(captured):
+        captured = None
+    replay = True
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except BaseException as err:
+        replay = not (signals.received() or _no_space(err))
+        raise
+    finally:
+        if captured:
+            signals.restore_stderr(captured, replay)
+    return result
+
+
+_NO_SPACE = re.compile(
+    r"\[Errno (?:28|27|122)\][^\n\\\[\]'\"]*|No space left on device|File too large|Disk quota exceeded"
+)
+
+
+def _no_space(err: BaseException) -> str | None:
+    """The cause, when ``err`` is a full disk, a file-size limit or a quota (Beam wraps a worker's
+    OSError in a RuntimeError holding its text, so the text is searched too)."""
+    if isinstance(err, OSError) and err.errno in (27, 28, 122):
+        return f"[Errno {err.errno}] {err.strerror}"
+    found = _NO_SPACE.search(str(err).split("\n", 1)[0] + " " + repr(err)[:2000])
+    return found.group(0).strip() if found else None
+
+
+def raise_output_failure(err: BaseException, layout: OutputLayout) -> None:
+    """A full disk (or a file-size or quota limit) while writing: one ConfigError line, no traceback.
+
+    Beam reports a worker's OSError as a RuntimeError holding its traceback text, so the text is
+    searched as well as the exception itself.
+    """
+    if isinstance(err, ConfigError) or signals.received():
+        return
+    cause = _no_space(err)
+    if cause is None:
+        return
+    raise ConfigError(
+        f"--output {layout.output!r}: writing failed ({cause[:160]}): free space or raise the limit, then "
+        "run again; nothing was kept (no manifest)"
+    ) from None
 
 
 def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> list[str]:
@@ -507,10 +733,10 @@ def run_migration(**kwargs: Any) -> int:
     common: CommonArgs = kwargs["common"]
     if not common.state:
         return _run_migration(**kwargs)
-    from transforms.sync_state import StateLock, StateStore
+    from transforms.sync_state import acquire_state_lock
 
     check_gcs_reachable([common.state])
-    with StateLock(StateStore(common.state), f"migrate {kwargs['source_name']}", common.break_lock):
+    with acquire_state_lock(common.state, f"migrate {kwargs['source_name']}", common.break_lock):
         return _run_migration(**kwargs)
 
 
@@ -537,15 +763,10 @@ def _run_migration(
     ``input_names`` (file index → path) names the input files the readers counted as cut
     (``inputs.partial.<index>``): without ``--allow-partial`` the run exits 1 and pushes nothing.
     """
-    import orjson
-
-    from transforms.hash_report import hash_manifest, hash_ranges_from_result, hash_summary
-    from transforms.sinks import open_private
+    from transforms.hash_report import hash_manifest, hash_ranges_from_result
 
     layout = output_layout(common.output, common.dead_letter)
-    layout = dataclasses.replace(layout, tmp_dir=spill_dir(pipeline_args, layout.tmp_dir))
     check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
-    check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
     sync = None
     if common.state:
         from transforms.sync import SyncOptions
@@ -553,7 +774,6 @@ def _run_migration(
 
         if sync_source is None:
             raise ConfigError(f"--state: migrate {source_name} cannot sync (auth0 and keycloak can)")
-        check_gcs_reachable([common.state])
         store = StateStore(common.state)
         pointer = store.read_pointer()
         sync_options = SyncOptions(
@@ -564,102 +784,162 @@ def _run_migration(
             include_blocked=bool(sync_source.get("include_blocked")),
             realm=sync_source.get("realm"),
         )
-        max_removals = removal_limit(common.max_removals, int((pointer or {}).get("users", 0)))
+        users_in_state = int((pointer or {}).get("users", 0))
+        max_removals = removal_limit(common.max_removals, users_in_state)
         sync = (sync_options, store.shard_paths(pointer))
+    run = open_outputs(layout, pipeline_args, command=f"migrate {source_name}", break_lock=common.break_lock)
+    layout = run.layout
     try:
-        prepare_tmp(layout.tmp_dir)
-    except OSError as err:
-        raise ConfigError(
-            f"--output {common.output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})"
-        ) from None
-    pipeline = build_pipeline(add_source, common, layout, pipeline_args, sync)
-    started = time.monotonic()
-    try:
-        result = pipeline.run()
-        result.wait_until_finish()
+        pipeline = build_pipeline(add_source, common, layout, pipeline_args, sync)
+        started = time.monotonic()
+        result = run_pipeline(pipeline, layout.tmp_dir)
         elapsed = time.monotonic() - started
         counts = counters_from_result(result)
         hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)
+        holds, invariant_text = invariant(counts)
         sync_fields: dict[str, Any] = {}
         if sync is not None:
-            from transforms.changes import finalize_changes, sync_manifest
-
             removals = counts.get("sync.removals", 0)
             if removals > max_removals:
                 raise ConfigError(
                     f"--max-removals: refused: this run would deactivate or delete {removals:,} users, "
                     f"more than the limit of {max_removals:,} ({common.max_removals} of "
-                    f"{int((pointer or {}).get('users', 0)):,} users in the state); check the export, "
-                    "or raise --max-removals"
+                    f"{users_in_state:,} users in the state); check the export, or raise --max-removals"
                 )
-            changes = finalize_changes(layout.tmp_dir, layout.stem, posixpath.dirname(layout.manifest))
-            sync_fields = {
-                "sync": sync_manifest(counts, store.root, pointer, common.on_removed, max_removals, changes)
-            }
-        passwordless_path, passwordless_count = finalize_passwordless(layout)
-        bodies, dead_count = finalize_outputs(layout)
-    except BaseException:
-        # Spill files and temporary bodies hold password hashes: don't leave them behind.
-        delete_tree(layout.tmp_dir)
-        raise
-    holds, invariant_text = invariant(counts)
-    manifest_dir = posixpath.dirname(layout.manifest)
-    manifest = {
-        "version": MANIFEST_VERSION,
-        "tool": "zitadel-beam",
-        "source": source_name,
-        "org_id": common.org_id,
-        "timeout": common.timeout,
-        "batch_size": common.batch_size,
-        "bodies": bodies,
-        "dead_letter": {"path": relative_path(manifest_dir, layout.dead_letter), "count": dead_count},
-        "counts": counts,
-        "dead_letters_by_reason": dead_letter_totals(counts),
-        "invariant": {"holds": holds, "text": invariant_text},
-        "seconds": round(elapsed, 3),
-        **hash_fields,
-        **not_carried_fields(counts),
-        "passwordless": {"path": relative_path(manifest_dir, passwordless_path), "count": passwordless_count},
-        # Users without e-mail given --email-fallback's address; users given a derived id.
-        "email_fallback": counts.get("notes.email-fallback", 0),
-        "derived_ids": counts.get("notes.derived-id", 0),
-        "control_chars_removed": counts.get("notes.control-chars-removed", 0),
-        **(extra_manifest or {}),
-        **sync_fields,
-    }
-    with open_private(layout.manifest) as handle:
-        handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        with signals.finishing():
+            if sync is not None:
+                from transforms.changes import finalize_changes, sync_manifest
 
+                changes = finalize_changes(
+                    layout.tmp_dir, layout.stem, posixpath.dirname(layout.manifest), run.check_replaceable
+                )
+                sync_fields = {
+                    "sync": sync_manifest(
+                        counts, store.root, pointer, common.on_removed, max_removals, changes
+                    )
+                }
+            passwordless, passwordless_count, passwordless_sha = finalize_passwordless(run)
+            bodies, dead_count, dead_sha = finalize_outputs(run)
+            manifest_dir = posixpath.dirname(layout.manifest)
+            manifest = {
+                "version": MANIFEST_VERSION,
+                "tool": "zitadel-beam",
+                "source": source_name,
+                "org_id": common.org_id,
+                "timeout": common.timeout,
+                "batch_size": common.batch_size,
+                "bodies": bodies,
+                "dead_letter": {
+                    "path": relative_path(manifest_dir, layout.dead_letter),
+                    "count": dead_count,
+                    "sha256": dead_sha,
+                },
+                "counts": counts,
+                "dead_letters_by_reason": dead_letter_totals(counts),
+                "invariant": {"holds": holds, "text": invariant_text},
+                "seconds": round(elapsed, 3),
+                **hash_fields,
+                **not_carried_fields(counts),
+                "passwordless": {
+                    "path": relative_path(manifest_dir, passwordless),
+                    "count": passwordless_count,
+                    **({"sha256": passwordless_sha} if passwordless_sha else {}),
+                },
+                # Users without e-mail given --email-fallback's address; users given a derived id.
+                "email_fallback": counts.get("notes.email-fallback", 0),
+                "derived_ids": counts.get("notes.derived-id", 0),
+                "control_chars_removed": counts.get("notes.control-chars-removed", 0),
+                **(extra_manifest or {}),
+                **sync_fields,
+            }
+            write_manifest(layout.manifest, manifest)
+    except BaseException as err:
+        run.close()  # spill files and temporary bodies hold password hashes: never left behind
+        raise_output_failure(err, layout)
+        raise
+    run.remove_work()
+    try:
+        return _report_and_push(
+            _Finished(
+                source_name,
+                common,
+                layout,
+                counts,
+                hash_fields,
+                holds,
+                invariant_text,
+                bodies,
+                dead_count,
+                elapsed,
+                passwordless,
+                passwordless_count,
+                sync_fields.get("sync"),
+            ),
+            summary_lines,
+            input_names or {},
+        )
+    finally:
+        run.close()  # the lock is held until the push (if any) is done
+
+
+@dataclasses.dataclass(frozen=True)
+class _Finished:
+    """What a finished migrate run reports (and pushes)."""
+
+    source_name: str
+    common: CommonArgs
+    layout: OutputLayout
+    counts: dict[str, int]
+    hash_fields: dict[str, Any]
+    holds: bool
+    invariant_text: str
+    bodies: list[dict[str, Any]]
+    dead_count: int
+    elapsed: float
+    passwordless_path: str
+    passwordless_count: int
+    sync: dict[str, Any] | None
+
+
+def _report_and_push(
+    done: _Finished,
+    summary_lines: Callable[[Mapping[str, int]], list[tuple[str, Any]]],
+    input_names: Mapping[int, str],
+) -> int:
+    from transforms.hash_report import hash_summary
+
+    common, layout, counts, bodies = done.common, done.layout, done.counts, done.bodies
     lines = summary_lines(counts)
-    if sync is not None:
+    if done.sync is not None:
         from transforms.changes import sync_summary_lines
 
         lines += sync_summary_lines(counts)
     lines += [
         ("", ""),
         ("bodies written", len(bodies)),
-        ("dead letters written", dead_count),
-        ("seconds", f"{elapsed:.1f}"),
+        ("dead letters written", done.dead_count),
+        ("seconds", f"{done.elapsed:.1f}"),
     ]
-    print(summary_table(f"zitadel-beam migrate {source_name}: summary", lines))
-    if hash_summary(hash_fields):
-        print(hash_summary(hash_fields))
-    print(f"accounting: {invariant_text} [{'ok' if holds else 'BROKEN'}]")
+    print(summary_table(f"zitadel-beam migrate {done.source_name}: summary", lines))
+    if hash_summary(done.hash_fields):
+        print(hash_summary(done.hash_fields))
+    print(f"accounting: {done.invariant_text} [{'ok' if done.holds else 'BROKEN'}]")
     print(f"manifest: {layout.manifest}")
     if bodies:
         print(f"bodies: {bodies[0]['path']}" + (f" ... {bodies[-1]['path']}" if len(bodies) > 1 else ""))
-    if dead_count:
+    if done.dead_count:
         print(f"dead letters: {layout.dead_letter}")
-    for change in sync_fields.get("sync", {}).get("changes", []):
+    for change in (done.sync or {}).get("changes", []):
         print(f"changes: {change['path']} ({change['users']} users, {change['calls']} calls)")
-    if passwordless_count:
+    if done.passwordless_count:
         print(
-            f"imported without password ({passwordless_count}, for password-reset mails): {passwordless_path}"
+            f"imported without password ({done.passwordless_count}, for password-reset mails): "
+            f"{done.passwordless_path}"
         )
     sys.stdout.flush()
-    if not holds or check_written(layout.manifest):
+    if not done.holds or check_written(layout.manifest):
         return 3
-    partial = partial_input_lines(counts, input_names or {})
+    partial = partial_input_lines(counts, input_names)
     if partial:
         for line in partial:
             print(f"zitadel-beam: {line}", file=sys.stderr)
@@ -668,6 +948,10 @@ def _run_migration(
     if common.push_url:
         from transforms.push_engine import push_manifest
 
+        signals.set_resume_hint(
+            f"the bodies and {layout.manifest} are written and bodies the ledger records as done are "
+            f"kept; resume with zitadel-beam push --manifest={layout.manifest}"
+        )
         report = push_manifest(
             layout.manifest,
             common.push_url,
@@ -682,7 +966,7 @@ def _run_migration(
         if not report.ok:
             print(f"zitadel-beam: push: {report.failure_line()}", file=sys.stderr)
             return 1
-    if common.strict and dead_count:
-        print(f"zitadel-beam: --strict: {dead_count} record(s) dead-lettered", file=sys.stderr)
+    if common.strict and done.dead_count:
+        print(f"zitadel-beam: --strict: {done.dead_count} record(s) dead-lettered", file=sys.stderr)
         return 1
     return 0

@@ -45,9 +45,10 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
+from pipeline import signals
 from pipeline.errors import ConfigError
-from pipeline.migrate import add_output_arguments
-from pipeline.preflight import check_written, spill_dir
+from pipeline.migrate import MAX_BATCH_SIZE, add_output_arguments
+from pipeline.preflight import check_written
 from transforms.durations import normalise_duration
 from transforms.files import size
 from transforms.hash_metrics import HASH_COUNTER
@@ -94,6 +95,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         dead_letter=known_args.dead_letter,
         multiline=known_args.multiline,
         pipeline_args=pipeline_args,
+        break_lock=known_args.break_lock,
     )
     print(result.summary())
     _print_hash_report(result.manifest, policy)
@@ -269,6 +271,7 @@ def split_export(
     dead_letter: str | None = None,
     multiline: bool = False,
     pipeline_args: list[str] | None = None,
+    break_lock: bool = False,
 ) -> SplitResult:
     """Plan, render and finalize; writes the manifest. Raises ConfigError (one line) on bad input.
 
@@ -278,16 +281,16 @@ def split_export(
     from apache_beam.io.filesystems import FileSystems
 
     from pipeline.migrate import (
-        MANIFEST_VERSION,
         check_gcs_reachable,
-        check_local_outputs,
-        delete_tree,
         finalize_outputs,
+        open_outputs,
         output_layout,
-        prepare_tmp,
-        relative_path,
+        raise_output_failure,
+        run_pipeline,
+        write_manifest,
     )
     from pipeline.report import counters_from_result
+    from transforms.files import register_cleanup, unregister_cleanup
     from transforms.sinks import dead_shard_name, open_private
     from transforms.zitadel_export import ExportFormatError, plan_export
 
@@ -295,22 +298,17 @@ def split_export(
         timeout = normalise_duration(timeout)
     except ValueError as err:
         raise ConfigError(f"--timeout: {err}") from None
-    if batch_size < 1:
-        raise ConfigError("--batch-size must be at least 1")
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise ConfigError(f"--batch-size {batch_size} is outside 1...{MAX_BATCH_SIZE}")
     if not output or output.endswith("/"):
         raise ConfigError(f"--output {output!r} must name a file")
     layout = output_layout(output, dead_letter)
-    layout = dataclasses.replace(layout, tmp_dir=spill_dir(list(pipeline_args or []), layout.tmp_dir))
     check_gcs_reachable([export, layout.output, layout.dead_letter])
-    check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
-    try:
-        prepare_tmp(layout.tmp_dir)
-    except OSError as err:
-        raise ConfigError(
-            f"--output {output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})"
-        ) from None
+    run = open_outputs(layout, list(pipeline_args or []), command="migrate zitadel", break_lock=break_lock)
+    layout = run.layout
     scratch = tempfile.mkdtemp(prefix="zitadel-beam-plan-")
     os.chmod(scratch, 0o700)
+    scratch_cleanup = register_cleanup(lambda: shutil.rmtree(scratch, ignore_errors=True))
     started = time.monotonic()
     try:
         with (
@@ -322,24 +320,58 @@ def split_export(
         _LOGGER.info("planned %d bodies in %.1f s", len(plan.bodies), planned)
         elements = [b.element() for b in plan.bodies]
         pipeline = build_pipeline(elements, layout.tmp_dir, timeout, multiline, list(pipeline_args or []))
-        result = pipeline.run()
-        result.wait_until_finish()
+        result = run_pipeline(pipeline, layout.tmp_dir)
         beam_counts = counters_from_result(result)
-        bodies, dead_count = finalize_outputs(layout)
+        with signals.finishing():
+            bodies, dead_count, dead_sha = finalize_outputs(run)
+            manifest = _manifest(
+                plan,
+                bodies,
+                beam_counts,
+                export,
+                layout,
+                timeout,
+                batch_size,
+                dead_count,
+                dead_sha,
+                started,
+                planned,
+            )
+            write_manifest(layout.manifest, manifest)
     except ExportFormatError as err:
-        delete_tree(layout.tmp_dir)
+        run.close()
         text = str(err)
         if text == "not a JSON document":  # say what it is instead (docs/inputs.md)
             text += ": " + _describe_export(export)
         raise ConfigError(f"--export {export}: {text}") from None
-    except OSError as err:
-        delete_tree(layout.tmp_dir)
-        raise ConfigError(f"--export {export}: cannot read ({err.strerror or err})") from None
-    except BaseException:
-        delete_tree(layout.tmp_dir)  # segments hold password hashes: don't leave them behind
+    except BaseException as err:
+        run.close()  # segments hold password hashes: don't leave them behind
+        raise_output_failure(err, layout)
+        if isinstance(err, OSError):
+            raise ConfigError(f"--export {export}: cannot read ({err.strerror or err})") from None
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        unregister_cleanup(scratch_cleanup)
+    run.close()
+    return SplitResult(
+        layout.manifest,
+        manifest["bodies"],
+        manifest["counts"],
+        plan.dead_by_reason,
+        dead_count,
+        layout.dead_letter,
+        manifest["invariant"]["holds"],
+        manifest["invariant"]["text"],
+        manifest["seconds"],
+    )
+
+
+def _manifest(
+    plan, bodies, beam_counts, export, layout, timeout, batch_size, dead_count, dead_sha, started, planned
+) -> dict[str, Any]:
+    from pipeline.migrate import MANIFEST_VERSION, relative_path
+
     elapsed = time.monotonic() - started
     export_bytes = size(export)
     if len(bodies) != len(plan.bodies):
@@ -371,7 +403,11 @@ def split_export(
         "timeout": timeout,
         "batch_size": batch_size,
         "bodies": bodies,
-        "dead_letter": {"path": relative_path(manifest_dir, layout.dead_letter), "count": dead_count},
+        "dead_letter": {
+            "path": relative_path(manifest_dir, layout.dead_letter),
+            "count": dead_count,
+            "sha256": dead_sha,
+        },
         "counts": counts,
         "dead_letters_by_reason": {"zitadel-export": plan.dead_by_reason},
         "invariant": {"holds": holds, "text": invariant},
@@ -379,16 +415,4 @@ def split_export(
         "plan_seconds": round(planned, 3),
         **hash_manifest({HASH_COUNTER + v: n for v, n in plan.hash_counts.items()}, plan.hash_ranges, None),
     }
-    with open_private(layout.manifest) as handle:
-        handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
-    return SplitResult(
-        layout.manifest,
-        bodies,
-        counts,
-        plan.dead_by_reason,
-        dead_count,
-        layout.dead_letter,
-        holds,
-        invariant,
-        elapsed,
-    )
+    return manifest

@@ -38,6 +38,7 @@ __all__ = [
     "run_id",
     "spill_dir",
     "check_written",
+    "check_inputs_read_only",
     "dataflow_client_installed",
 ]
 
@@ -203,3 +204,98 @@ def check_written(manifest_path: str) -> int:
         file=sys.stderr,
     )
     return 3
+
+
+# argparse dest → flag of every file a command reads (data, credentials, configuration).
+INPUT_FLAGS = {
+    "users": "--users",
+    "passwords": "--passwords",
+    "mfa": "--mfa",
+    "realm": "--realm",
+    "export": "--export",
+    "manifest": "--manifest",
+    "body": "--body",
+    "zitadel_config": "--zitadel-config",
+    "token_file": "--token-file",
+    "client_secret_file": "--client-secret-file",
+    "key_file": "--key-file",
+    "service_account": "--service-account",
+    **{
+        f"{side}_{name}": f"--{side}-{name.replace('_', '-')}"
+        for side in ("source", "target")
+        for name in ("token_file", "client_secret_file", "key_file")
+    },
+}
+
+
+def _inputs(known_args: argparse.Namespace) -> dict[str, list[str]]:
+    import os
+
+    inputs: dict[str, list[str]] = {}
+    for dest, flag in INPUT_FLAGS.items():
+        value = getattr(known_args, dest, None)
+        given = value if isinstance(value, list) else [value]
+        values = [str(v) for v in given if v and str(v).strip().lower() not in _NO_FILE]
+        if values:
+            inputs[flag] = values
+    if known_args._path == ("migrate", "auth0") and getattr(known_args, "passwords", None) is None:
+        if os.path.exists("./passwords.json"):  # zitadel-tools' default (pipeline/migrate_auth0.py)
+            inputs["--passwords"] = ["./passwords.json"]
+    return inputs
+
+
+def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
+    import os
+    import posixpath
+
+    from transforms.locks import lock_path_for
+
+    command = known_args._path
+    outputs: dict[str, str] = {}
+    if command[0] == "migrate":
+        from pipeline.migrate import planned_outputs
+
+        outputs.update(planned_outputs(known_args.output, known_args.dead_letter))
+        state = getattr(known_args, "state", None)
+        if state:  # the sync state (docs/sync.md#state): its pointer, shards and lock
+            join = posixpath.join if "://" in state else os.path.join
+            outputs["--state (its pointer)"] = join(state, "CURRENT.json")
+            outputs["--state (its shards)"] = join(state, "gen-000001", "part-00000.ndjson.gz")
+            outputs["--state (its lock)"] = join(state, "LOCK")
+    elif command == ("export",) and known_args.output:
+        outputs["--output"] = known_args.output
+        outputs["--output (its lock)"] = lock_path_for(known_args.output)
+    elif command == ("copy",):
+        work = known_args.work_dir.rstrip("/") or "."
+        for name in ("export.json", "importBody.json", "importBody-00001-of-00002.json"):
+            outputs[f"--work-dir (its {name})"] = posixpath.join(work, name)
+        outputs["--work-dir (its manifest)"] = posixpath.join(work, "importBody.manifest.json")
+        outputs["--work-dir (its lock)"] = posixpath.join(work, "copy.lock")
+    results = getattr(known_args, "results", None)
+    if not results and command in (("push",), ("verify",)) and getattr(known_args, "manifest", None):
+        manifest = known_args.manifest
+        stem = manifest[: -len(".manifest.json")] if manifest.endswith(".manifest.json") else manifest
+        results = stem + ".results" if "://" not in stem else posixpath.basename(stem) + ".results"
+    if results:
+        for name in (
+            "body-00000.json",
+            "push-dead-letter.ndjson",
+            "verify-missing.ndjson",
+            "changes-ledger-g000000.ndjson",
+            "changes-dead-letter.ndjson",
+        ):
+            outputs[f"--results (its {name})"] = os.path.join(results, name)
+        outputs["--results (its lock)"] = results.rstrip("/") + ".lock"
+    if command == ("push",) and getattr(known_args, "body", None):
+        first = known_args.body[0]
+        stem = os.path.splitext(posixpath.basename(first))[0]
+        outputs["--body (its push manifest)"] = f"{stem}.push.manifest.json"
+    return outputs
+
+
+def check_inputs_read_only(known_args: argparse.Namespace) -> None:
+    """ConfigError (one line naming both flags) when something a command would write is one of
+    its inputs, or would be read as one (transforms/guards.py)."""
+    from transforms.guards import check_inputs_untouched
+
+    check_inputs_untouched(_inputs(known_args), _outputs(known_args))

@@ -24,7 +24,8 @@ from pipeline.errors import ConfigError
 from pipeline.gcs_import import run_gcs_push
 from pipeline.options import add_credential_arguments, add_gcs_arguments, credentials_from_args
 from transforms.hash_policy import load_policy
-from transforms.manifest import write_body_manifest
+from transforms.locks import acquire_lock
+from transforms.manifest import default_results_dir, load_manifest, write_body_manifest
 from transforms.push_engine import TIMEOUT_MARGIN, push_manifest
 
 __all__ = ["add_arguments", "run"]
@@ -65,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"byte (default: the body's timeout + {TIMEOUT_MARGIN:.0f} s)",
     )
     parser.add_argument("--verify", action="store_true", help="run verify when the push is done")
+    parser.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="remove another push's lock on this ledger, or on the sync state (docs/sync.md), "
+        "only when that run is certainly gone",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     parser.add_argument(
         "--zitadel-config",
@@ -72,11 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the target's config YAML: warn before sending when its password verifiers or "
         "limits do not cover the manifest's hashes (default: ZITADEL's defaults)",
-    )
-    parser.add_argument(
-        "--break-lock",
-        action="store_true",
-        help="take over the sync state's lock held by a run that is gone (docs/sync.md)",
     )
     add_credential_arguments(parser)
     add_gcs_arguments(parser)
@@ -88,44 +90,31 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         return run_gcs_push(known_args)
     if known_args.concurrency < 1 or known_args.max_attempts < 1:
         raise ConfigError("--concurrency and --max-attempts must be at least 1")
-    if known_args.request_timeout is not None and not 0 < known_args.request_timeout <= 86400:
-        raise ConfigError("--request-timeout must be more than 0 and at most 86400 seconds")
     if bool(known_args.manifest) == bool(known_args.body):
         raise ConfigError("give either --manifest or --body (one or more)")
     manifest_path = known_args.manifest or write_body_manifest(known_args.body)
-    lock = _state_lock(manifest_path, known_args.break_lock)
-    try:
-        report = _push(known_args, manifest_path)
-    finally:
-        if lock is not None:
-            lock.release()
-    print(report.table())
-    if report.verify is not None:
-        print(report.verify.table())
-    if not report.ok:  # the table is on stdout; stderr gets the one line that says why
-        print(f"zitadel-beam: push: {report.failure_line()}", file=sys.stderr)
-    return 0 if report.ok else 1
+    manifest = load_manifest(manifest_path)
+    results = known_args.results or default_results_dir(manifest)
+    # One push per ledger: two at once would send the same bodies and race on its records.
+    with acquire_lock(
+        results.rstrip("/") + ".lock", what=f"push --results={results}", break_lock=known_args.break_lock
+    ):
+        sync = manifest.raw.get("sync")
+        if not isinstance(sync, dict):
+            return _push(known_args, manifest_path, results)
+        # A sync run's manifest commits its state: hold the state's lock too (docs/sync.md#state).
+        from transforms.sync_state import acquire_state_lock
+
+        with acquire_state_lock(str(sync["state"]), "push", known_args.break_lock):
+            return _push(known_args, manifest_path, results)
 
 
-def _state_lock(manifest_path: str, break_lock: bool):
-    """A manifest of a sync run commits its state: hold the state's lock (docs/sync.md#state)."""
-    from transforms.manifest import load_manifest
-    from transforms.sync_state import StateLock, StateStore
-
-    sync = load_manifest(manifest_path).raw.get("sync")
-    if not isinstance(sync, dict):
-        return None
-    lock = StateLock(StateStore(str(sync["state"])), "push", break_lock)
-    lock.acquire()
-    return lock
-
-
-def _push(known_args: argparse.Namespace, manifest_path: str):
-    return push_manifest(
+def _push(known_args: argparse.Namespace, manifest_path: str, results: str) -> int:
+    report = push_manifest(
         manifest_path,
         known_args.url,
         credentials_from_args(known_args),
-        results_dir=known_args.results,
+        results_dir=results,
         concurrency=known_args.concurrency,
         max_attempts=known_args.max_attempts,
         request_timeout=known_args.request_timeout,
@@ -133,3 +122,9 @@ def _push(known_args: argparse.Namespace, manifest_path: str):
         verify=known_args.verify,
         hash_policy=load_policy(known_args.zitadel_config, os.environ),
     )
+    print(report.table())
+    if report.verify is not None:
+        print(report.verify.table())
+    if not report.ok:  # the table is on stdout; stderr gets the one line that says why
+        print(f"zitadel-beam: push: {report.failure_line()}", file=sys.stderr)
+    return 0 if report.ok else 1

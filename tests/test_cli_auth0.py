@@ -635,7 +635,11 @@ def test_custom_dead_letter_path(tmp_path):
     assert rc == 0
     assert [json.loads(line)["reason"] for line in dead.read_text().splitlines()] == [Reason.MALFORMED_JSON]
     assert stat.S_IMODE(os.stat(dead).st_mode) == 0o600
-    assert manifest["dead_letter"] == {"path": str(dead), "count": 1}
+    assert manifest["dead_letter"] == {
+        "path": str(dead),
+        "count": 1,
+        "sha256": hashlib.sha256(dead.read_bytes()).hexdigest(),
+    }
     assert not output.with_name("importBody.dead-letter.ndjson").exists()
 
 
@@ -789,16 +793,16 @@ def test_realworld_management_api_profiles(data_dir, tmp_path):
     assert manifest["counts"]["auth0.profiles_read"] == len(profiles) == len(written) + len(reasons)
 
 
-def test_existing_outputs_become_private(tmp_path, capsys):
+def test_earlier_outputs_are_replaced_private(tmp_path, capsys):
+    """An earlier run's own files (named in its manifest, sha256 unchanged) are replaced, mode 0600;
+    files at those names that no manifest names are refused in tests/test_outputs_guarded.py."""
     out = tmp_path / "out"
-    out.mkdir()
-    for name in ("importBody.json", "importBody.manifest.json", "importBody.dead-letter.ndjson"):
-        (out / name).write_text("old")
-        os.chmod(out / name, 0o644)
     profiles, passwords, _ = plain_users(2)
-    rc, output, manifest = migrate(
-        tmp_path, write_ndjson(tmp_path / "u.json", profiles), write_ndjson(tmp_path / "p.json", passwords)
-    )
+    users, pws = write_ndjson(tmp_path / "u.json", profiles), write_ndjson(tmp_path / "p.json", passwords)
+    assert migrate(tmp_path, users, pws)[0] == 0
+    for name in ("importBody.json", "importBody.manifest.json", "importBody.dead-letter.ndjson"):
+        os.chmod(out / name, 0o644)
+    rc, output, manifest = migrate(tmp_path, users, pws)
     assert rc == 0 and json.loads(output.read_bytes())["dataOrgs"]["orgs"][0]["orgId"] == "123"
     for name in ("importBody.json", "importBody.manifest.json", "importBody.dead-letter.ndjson"):
         assert stat.S_IMODE(os.stat(out / name).st_mode) == 0o600, name

@@ -80,7 +80,12 @@ def test_gcs_round_trip(gcs_emulator, capsys):
         ("auth0-password", Reason.ORPHAN_PASSWORD),
         ("auth0-profile", Reason.MALFORMED_JSON),
     ]
-    assert manifest["dead_letter"] == {"path": "importBody.dead-letter.ndjson", "count": 2}
+    dead_bytes = bucket.blob("out/importBody.dead-letter.ndjson").download_as_bytes()
+    assert manifest["dead_letter"] == {
+        "path": "importBody.dead-letter.ndjson",
+        "count": 2,
+        "sha256": hashlib.sha256(dead_bytes).hexdigest(),
+    }
     counts = manifest["counts"]
     assert counts["auth0.profiles_read"] == 12 == counts["users_written"] + 1
     # no temporary objects left behind

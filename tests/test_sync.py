@@ -416,41 +416,27 @@ def test_verify_reads_the_changes_back_and_names_a_user_whose_change_did_not_arr
 
 
 def test_a_second_run_on_the_same_state_is_refused_and_a_stale_lock_is_taken_over(night, capsys):
+    import socket
+    import time
+
     hashes = hash_pool(1)
     profiles, passwords = [_profile(1)], [_password(1, hashes[0])]
     assert night.run(profiles, passwords) == 0
     lock = night.state / "LOCK"
     # A live holder on this host (our own pid stands for "another run"): refused, one line.
-    lock.write_text(
-        json.dumps(
-            {
-                "pid": os.getpid(),
-                "host": __import__("socket").gethostname(),
-                "started": 0,
-                "command": "migrate auth0",
-                "token": "x",
-            }
-        )
-    )
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "token": "x"}
+    lock.write_text(json.dumps({**holder, "what": "migrate auth0 --state=elsewhere"}))
     capsys.readouterr()
     assert night.run(profiles, passwords) == 2
     err = capsys.readouterr().err.strip()
-    assert "in use by migrate auth0" in err and "--break-lock" in err and len(err.splitlines()) == 1
+    assert (
+        "held by another run (migrate auth0" in err and "--break-lock" in err and len(err.splitlines()) == 1
+    )
     assert lock.exists()  # not ours: left alone
     assert night.run(profiles, passwords, "--break-lock") == 0
     assert not lock.exists()
     # A holder whose process is gone (same host) is stale: taken over without a flag.
-    lock.write_text(
-        json.dumps(
-            {
-                "pid": 2**22 + 12345,
-                "host": __import__("socket").gethostname(),
-                "started": 0,
-                "command": "push",
-                "token": "y",
-            }
-        )
-    )
+    lock.write_text(json.dumps({**holder, "pid": 2**22 + 12345, "what": "push"}))
     assert night.run(profiles, passwords) == 0
     assert not lock.exists()
 
@@ -458,7 +444,8 @@ def test_a_second_run_on_the_same_state_is_refused_and_a_stale_lock_is_taken_ove
 def test_state_on_gcs_emulator_syncs_and_locks(gcs_emulator, tmp_path):
     from conftest import GCS_BUCKET
 
-    from transforms.sync_state import StateLock, StateStore
+    from transforms.locks import LockHeld
+    from transforms.sync_state import StateStore, acquire_state_lock
 
     token_file = tmp_path / "token"
     token_file.write_text(PAT)
@@ -482,9 +469,9 @@ def test_state_on_gcs_emulator_syncs_and_locks(gcs_emulator, tmp_path):
         # A second holder is refused while the first holds the lock object. (The race of two
         # creates is settled by if_generation_match=0 on Cloud Storage; gcp-storage-emulator
         # ignores preconditions, so only the sequential case is tested here.)
-        with StateLock(StateStore(state), "first"):
-            with pytest.raises(Exception, match="in use by first"):
-                StateLock(StateStore(state), "second").acquire()
+        with acquire_state_lock(state, "first"):
+            with pytest.raises(LockHeld, match="held by another run"):
+                acquire_state_lock(state, "second")
         assert not gcs_emulator.blob("sync/acme/LOCK").exists()
 
 

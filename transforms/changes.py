@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
-__all__ = ["finalize_changes", "sync_manifest", "sync_summary_lines", "change_file_name"]
+__all__ = [
+    "finalize_changes",
+    "existing_change_files",
+    "sync_manifest",
+    "sync_summary_lines",
+    "change_file_name",
+]
 
 
 def change_file_name(stem: str, index: int, total: int) -> str:
@@ -32,8 +38,27 @@ def _relative(directory: str, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def finalize_changes(tmp_dir: str, stem: str, manifest_dir: str) -> list[dict[str, Any]]:
-    """Rename the change shards to their final names; return their manifest entries."""
+def existing_change_files(stem: str) -> list[str]:
+    """Files at the names a run's change files take (any ``<stem>.changes-N-of-M.ndjson``)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    pattern = f"{stem}.changes-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].ndjson"
+    if "://" in stem:
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    import glob
+
+    return sorted(glob.glob(glob.escape(stem) + pattern[len(stem) :]))
+
+
+def finalize_changes(
+    tmp_dir: str, stem: str, manifest_dir: str, check_replaceable: Callable[[list[str]], None]
+) -> list[dict[str, Any]]:
+    """Rename the change shards to their final names; return their manifest entries.
+
+    An earlier run's change files are replaced or deleted only when ``check_replaceable`` (the
+    run's guard: the earlier manifest names them with a sha256 that still matches) allows it;
+    left in place they would be applied twice.
+    """
     from apache_beam.io.filesystems import FileSystems
 
     from transforms.sync import CHANGE_PREFIX
@@ -43,10 +68,11 @@ def finalize_changes(tmp_dir: str, stem: str, manifest_dir: str) -> list[dict[st
     )
     total = len(found)
     finals = [change_file_name(stem, i + 1, total) for i in range(total)]
-    pattern = f"{stem}.changes-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].ndjson"
-    stale = [m.path for m in FileSystems.match([pattern])[0].metadata_list if m.path not in finals]
+    existing = existing_change_files(stem)
+    check_replaceable(existing)
+    stale = [path for path in existing if path not in finals]
     if stale:
-        FileSystems.delete(stale)  # an earlier run's changes would be applied twice
+        FileSystems.delete(stale)
     entries = []
     for path, final in zip(found, finals, strict=True):
         with FileSystems.open(path, compression_type="uncompressed") as handle:

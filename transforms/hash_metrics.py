@@ -74,9 +74,11 @@ class HashTally:
         if self.passwordless and self.tmp_dir is not None:
             from apache_beam.io.filesystems import FileSystems
 
+            from transforms.files import open_private
+
             # One file per bundle (unique name); the launcher joins them and drops repeats that
             # a retried bundle may have written.
             path = FileSystems.join(self.tmp_dir, f"{PASSWORDLESS_PREFIX}{uuid.uuid4().hex}.ndjson")
-            with FileSystems.create(path) as handle:
+            with open_private(path) as handle:
                 handle.write(b"".join(self.passwordless))
             self.passwordless.clear()

@@ -1,7 +1,8 @@
 """Writing outputs that hold password hashes: private files, dead-letter shards, final renames.
 
-Local files are created with mode 0600 (they carry hashes); ``gs://`` objects go through Beam's
-FileSystems, where access is the bucket's IAM. The dead-letter shards and the final file keep a
+Local files are created with mode 0600 under a fresh name and renamed into place, never through a
+link (``transforms/files.py`` ``open_private``); ``gs://`` objects go through Beam's FileSystems,
+where access is the bucket's IAM. The dead-letter shards and the final file keep a
 deterministic order (input order within a shard, shards in order).
 
 Example::
@@ -12,14 +13,13 @@ Example::
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Iterator
-from typing import IO
 
 import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
+from transforms.files import open_private
 from transforms.records import NAMESPACE, DeadLetter, SortKey, no_gc
 
 __all__ = [
@@ -37,18 +37,6 @@ DEAD_SHARDS = 8
 
 def is_local(path: str) -> bool:
     return "://" not in path
-
-
-def open_private(path: str) -> IO[bytes]:
-    """Open ``path`` for writing; a local file gets mode 0600 from the start (not after)."""
-    if is_local(path):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_CREAT
-        return os.fdopen(fd, "wb")
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.create(path, mime_type="application/json")
 
 
 def dead_shard_name(shard: int) -> str:

@@ -40,7 +40,6 @@ from transforms.files import is_gcs
 
 __all__ = [
     "StateStore",
-    "StateLock",
     "POINTER_NAME",
     "STATE_VERSION",
     "STATE_PARTITIONS",
@@ -241,141 +240,12 @@ class StateStore:
                     os.rmdir(folder)
 
 
-class StateLock:
-    """One run per state: a ``LOCK`` object beside the pointer, naming its owner.
+def acquire_state_lock(root: str, what: str, break_lock: bool = False):
+    """One run per state: ``transforms/locks.py``'s lock at ``<state>/LOCK`` (local or gs://),
+    naming its holder; ``LockHeld`` (one line, exit 2) when another run holds it."""
+    from transforms.locks import acquire_lock
 
-    Local: created with ``O_CREAT|O_EXCL`` (never through a link). gs://: uploaded with
-    ``if_generation_match=0``, so of two runs exactly one creates it. A lock of this host whose
-    process is gone is stale and taken over; any other needs ``--break-lock`` (the message says
-    so). Release removes the lock only while it is still this run's.
-    """
-
-    NAME = "LOCK"
-
-    def __init__(self, store: StateStore, command: str, break_lock: bool = False) -> None:
-        self._store = store
-        self._command = command
-        self._break = break_lock
-        self._path = store.path(self.NAME)
-        self._generation: int | None = None
-        self._token = f"{os.getpid()}-{time.time_ns()}"
-
-    def _content(self) -> bytes:
-        import socket
-
-        return orjson.dumps(
-            {
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "started": time.time(),
-                "command": self._command,
-                "token": self._token,
-            }
-        )
-
-    def __enter__(self) -> StateLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def _refusal(self, holder: Mapping[str, Any]) -> ConfigError:
-        age = max(0, int(time.time() - float(holder.get("started") or time.time())))
-        return ConfigError(
-            f"--state {self._store.root!r} is in use by {holder.get('command', 'another run')} (pid "
-            f"{holder.get('pid')} on {holder.get('host')}, started {age // 60} min {age % 60} s ago); "
-            "if that run is gone, add --break-lock"
-        )
-
-    def _stale(self, holder: Mapping[str, Any]) -> bool:
-        import socket
-
-        if holder.get("host") != socket.gethostname():
-            return False
-        try:
-            os.kill(int(holder.get("pid") or 0), 0)
-        except ProcessLookupError:
-            return True
-        except (PermissionError, ValueError, OverflowError):
-            return False
-        return False
-
-    def acquire(self) -> None:
-        for _ in range(2):
-            holder = self._try_create()
-            if holder is None:
-                return
-            if self._break or self._stale(holder):
-                _LOGGER.warning(
-                    "breaking the state lock of pid %s on %s", holder.get("pid"), holder.get("host")
-                )
-                self._remove(None)
-                continue
-            raise self._refusal(holder)
-        raise self._refusal(self._read_holder() or {})
-
-    def _read_holder(self) -> dict[str, Any] | None:
-        raw = self._store._read(self._path)
-        if raw is None:
-            return None
-        try:
-            holder = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return {"command": "an unknown run"}
-        return holder if isinstance(holder, dict) else {"command": "an unknown run"}
-
-    def _try_create(self) -> dict[str, Any] | None:
-        """None when this run now holds the lock, else the holder's content."""
-        data = self._content()
-        if is_gcs(self._path):
-            from google.api_core.exceptions import PreconditionFailed
-
-            holder = self._read_holder()
-            if holder is not None:
-                return holder
-            blob = self._blob()
-            try:
-                # Of two runs racing past the read, Cloud Storage lets exactly one create it.
-                blob.upload_from_string(data, if_generation_match=0)
-            except PreconditionFailed:
-                return self._read_holder() or {"command": "another run"}
-            self._generation = blob.generation
-            return None
-        os.makedirs(self._store.root, mode=0o700, exist_ok=True)
-        try:
-            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            return self._read_holder() or {"command": "another run"}
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        return None
-
-    def _blob(self):
-        import google.cloud.storage
-
-        bucket, _, name = self._path[len("gs://") :].partition("/")
-        return google.cloud.storage.Client().bucket(bucket).blob(name)
-
-    def _remove(self, generation: int | None) -> None:
-        if is_gcs(self._path):
-            from google.api_core.exceptions import NotFound, PreconditionFailed
-
-            try:
-                if generation is None:
-                    self._blob().delete()
-                else:
-                    self._blob().delete(if_generation_match=generation)
-            except (NotFound, PreconditionFailed):
-                pass
-            return
-        try:
-            os.unlink(self._path)
-        except FileNotFoundError:
-            pass
-
-    def release(self) -> None:
-        holder = self._read_holder()
-        if holder is None or holder.get("token") != self._token:
-            return  # broken by another run: not ours to remove
-        self._remove(self._generation)
+    store = StateStore(root)
+    if not is_gcs(store.root):
+        os.makedirs(store.root, mode=0o700, exist_ok=True)
+    return acquire_lock(store.path("LOCK"), what=f"{what} --state={store.root}", break_lock=break_lock)
