@@ -333,11 +333,13 @@ def test_keycloak_legacy_layout_and_realm_policy(tmp_path, name):
 def test_keycloak_split_export_takes_the_policy_of_its_realm_file(tmp_path):
     realm, source = _source_users(KC / "realm-otp-policy-sha256.json")
     users = realm.pop("users")
-    (tmp_path / "sha256realm-realm.json").write_text(json.dumps(realm))
-    (tmp_path / "sha256realm-users-0.json").write_text(json.dumps({"realm": "sha256realm", "users": users}))
-    (source_file,) = plan_realm_sources(str(tmp_path))
+    export = tmp_path / "export"  # outputs go beside it: a run never writes into its --realm folder
+    export.mkdir()
+    (export / "sha256realm-realm.json").write_text(json.dumps(realm))
+    (export / "sha256realm-users-0.json").write_text(json.dumps({"realm": "sha256realm", "users": users}))
+    (source_file,) = plan_realm_sources(str(export))
     assert source_file.otp_policy == OtpPolicy(algorithm="HmacSHA256")
-    code, manifest, written, _ = _migrate_keycloak(tmp_path / "run", tmp_path)
+    code, manifest, written, _ = _migrate_keycloak(tmp_path / "run", export)
     assert code == 0 and manifest["second_factors_not_carried"] == {"keycloak.otp.algorithm-HmacSHA256": 1}
     assert "otpCode" not in written["kim"] and "otpCode" in written["lou"]
     alone = tmp_path / "alone"
