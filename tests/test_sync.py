@@ -209,27 +209,17 @@ def test_change_files_are_private_listed_and_reviewable_before_push(night, tmp_p
     # Nothing was sent yet: the target still holds day 1.
     assert night.server.state.users["auth0|000000000000000000000001"][1]["profile"]["lastName"] == "Family1"
     # push applies it and commits.
-    rc = main(
-        [
-            "push",
-            f"--url={night.server.url}",
-            f"--manifest={tmp_path / 'out' / 'importBody.manifest.json'}",
-            f"--token-file={night.token_file}",
-            "--quiet",
-        ]
-    )
-    assert rc == 0
+    push = [
+        "push",
+        f"--url={night.server.url}",
+        f"--manifest={tmp_path / 'out' / 'importBody.manifest.json'}",
+        f"--token-file={night.token_file}",
+        "--quiet",
+    ]
+    assert main(push) == 0
     assert night.server.state.users["auth0|000000000000000000000001"][1]["profile"]["lastName"] == "Changed"
     # A second push of the same manifest is refused: the state moved on.
-    rc = main(
-        [
-            "push",
-            f"--url={night.server.url}",
-            f"--manifest={tmp_path / 'out' / 'importBody.manifest.json'}",
-            f"--token-file={night.token_file}",
-            "--quiet",
-        ]
-    )
+    rc = main(push)
     assert rc == 2
 
 

@@ -1017,16 +1017,23 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 - stdlib naming
             self._v2("GET")
 
-        def _v2(self, method: str) -> None:
-            """User service v2 (tests/zitadel_user_v2.py); faults match by path prefix."""
+        def _read_and_fault(self) -> tuple[bytes, str | None, bool]:
+            """The request's body and its fault; ``True`` when a fault already answered it."""
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             fault = server.faults.next_fault(self.path)
             if fault == "hang":
                 self._hang()
-                return
+                return raw, fault, True
             if fault in ("429", "502", "503", "504", "drop"):
                 self._pre_fault(fault)
+                return raw, fault, True
+            return raw, fault, False
+
+        def _v2(self, method: str) -> None:
+            """User service v2 (tests/zitadel_user_v2.py); faults match by path prefix."""
+            raw, fault, answered = self._read_and_fault()
+            if answered:
                 return
             if not self._authorised():
                 return
@@ -1063,14 +1070,8 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if self.path.startswith("/v2/"):
                 self._v2("POST")
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            fault = server.faults.next_fault(self.path)
-            if fault == "hang":
-                self._hang()
-                return
-            if fault in ("429", "502", "503", "504", "drop"):
-                self._pre_fault(fault)
+            raw, fault, answered = self._read_and_fault()
+            if answered:
                 return
             wrong = server.faults.answer_for(self.path)
             if wrong is not None:

@@ -29,7 +29,6 @@ import os
 import posixpath
 import re
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -43,6 +42,7 @@ from transforms.files import is_gcs, write_atomic
 from transforms.hash_policy import HashPolicy
 from transforms.hash_report import warn_uncovered
 from transforms.manifest import BodyRef, Manifest, default_results_dir, load_manifest, read_body
+from transforms.progress import LiveLine
 from transforms.verify_engine import verify_manifest
 
 __all__ = [
@@ -235,34 +235,16 @@ class Ledger:
 
 
 # --- progress ---------------------------------------------------------------------------------
-class _Progress:
+class _Progress(LiveLine):
     """A live line on stderr: bodies done/total, users created, failures, rate, ETA."""
 
     def __init__(
         self, manifest: Manifest, stream: TextIO, enabled: bool, interval: float | None = None
     ) -> None:
+        super().__init__(stream, enabled, "push-progress", interval)
         self._total_bodies = len(manifest.bodies)
         self._total_users = manifest.total_users
-        self._stream = stream
-        self._enabled = enabled
-        self._tty = enabled and hasattr(stream, "isatty") and stream.isatty()
-        self._interval = interval or (0.5 if self._tty else 10.0)
-        self._lock = threading.Lock()
-        self._start = time.monotonic()
         self.bodies_done = self.created = self.present = self.failed = self.skipped_users = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="push-progress", daemon=True)
-
-    def __enter__(self) -> _Progress:
-        if self._enabled:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._enabled:
-            self._thread.join()
-            self._emit(final=True)
 
     def body_done(self, result: BodyResult) -> None:
         # Users of a body that was sent were counted as its answers came in.
@@ -279,27 +261,12 @@ class _Progress:
 
     def line(self) -> str:
         with self._lock:
-            elapsed = max(time.monotonic() - self._start, 1e-6)
             done = self.created + self.present + self.failed
-            rate = done / elapsed
-            left = max(self._total_users - done - self.skipped_users, 0)
-            eta = f"{int(left / rate) // 60}:{int(left / rate) % 60:02d}" if rate > 0 else "?"
+            rate, eta = self.rate_and_eta(done, max(self._total_users - done - self.skipped_users, 0))
             return (
                 f"push: bodies {self.bodies_done}/{self._total_bodies}  created {self.created}  "
                 f"present {self.present}  failed {self.failed}  {rate:,.0f} users/s  ETA {eta}"
             )
-
-    def _emit(self, final: bool = False) -> None:
-        text = self.line()
-        if self._tty:
-            self._stream.write("\r" + text + ("\n" if final else ""))
-        else:
-            self._stream.write(text + "\n")
-        self._stream.flush()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._emit()
 
 
 # --- sending one body -------------------------------------------------------------------------

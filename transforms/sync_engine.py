@@ -43,6 +43,7 @@ from transforms.admin_api import AdminClient
 from transforms.errors import ConfigError
 from transforms.files import read_bytes, resolve
 from transforms.manifest import Manifest
+from transforms.progress import LiveLine
 from transforms.records import partition_of
 from transforms.sync_records import call_path, merge_confirmed, quick_digest, state_record
 from transforms.sync_state import StateStore
@@ -231,27 +232,12 @@ class _Stop:
         self.reason: str | None = None
 
 
-class _Progress:
+class _Progress(LiveLine):
+    """A live line on stderr: users done/total, calls sent, failures, rate, ETA."""
+
     def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
+        super().__init__(stream, enabled and total > 0, "sync-progress")
         self.total, self.done, self.failed, self.calls = total, 0, 0, 0
-        self._stream, self._enabled = stream, enabled
-        self._tty = enabled and hasattr(stream, "isatty") and stream.isatty()
-        self._interval = 0.5 if self._tty else 10.0
-        self._lock = threading.Lock()
-        self._start = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="sync-progress", daemon=True)
-
-    def __enter__(self) -> _Progress:
-        if self._enabled and self.total:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._enabled and self.total:
-            self._thread.join()
-            self._emit(final=True)
 
     def add(self, result: ChangeResult, calls: int) -> None:
         with self._lock:
@@ -261,23 +247,11 @@ class _Progress:
 
     def line(self) -> str:
         with self._lock:
-            elapsed = max(time.monotonic() - self._start, 1e-6)
-            rate = self.done / elapsed
-            left = max(self.total - self.done, 0)
-            eta = f"{int(left / rate) // 60}:{int(left / rate) % 60:02d}" if rate > 0 else "?"
+            rate, eta = self.rate_and_eta(self.done, max(self.total - self.done, 0))
             return (
                 f"changes: users {self.done}/{self.total}  calls {self.calls}  failed {self.failed}  "
                 f"{rate:,.1f} users/s  ETA {eta}"
             )
-
-    def _emit(self, final: bool = False) -> None:
-        text = self.line()
-        self._stream.write(("\r" + text + ("\n" if final else "")) if self._tty else text + "\n")
-        self._stream.flush()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._emit()
 
 
 class _Abort(Exception):
