@@ -351,8 +351,13 @@ def build_pipeline(
     layout: OutputLayout,
     pipeline_args: list[str],
     sync: tuple[Any, Mapping[int, str]] | None = None,
+    defined_roles: list | None = None,
 ):
     """Build (and return, not run) the pipeline: source → bodies + dead letters.
+
+    A source with roles (``--project-id``) also returns ``'roles'``; with ``defined_roles`` (the
+    roles the export defines), ``transforms.grants.ResolveRoles`` turns them into the catalogue
+    and the case-collision losers the bodies leave out (docs/roles.md).
 
     With ``sync`` (``(SyncOptions, state shard paths)``), the source's users are compared with
     the state first (transforms/sync.py): only new users reach the bodies.
@@ -375,7 +380,12 @@ def build_pipeline(
             options, shards, layout.tmp_dir
         )
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
-    bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
+    role_losers = None
+    if "roles" in source:
+        from transforms.grants import ResolveRoles
+
+        role_losers = source["roles"] | "Roles" >> ResolveRoles(defined_roles or [], layout.tmp_dir)
+    bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir, role_losers)
     dead = (source["dead"], bodies["dead"]) | "AllDeadLetters" >> beam.Flatten()
     _ = dead | "DeadLetters" >> WriteDeadLetterShards(layout.tmp_dir)
     return pipeline
@@ -479,6 +489,36 @@ def relative_path(directory: str, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def _write_authorizations(
+    common: CommonArgs,
+    layout: OutputLayout,
+    roles: Any,
+    catalogue: list,
+    bodies: list[dict[str, Any]],
+    counts: dict[str, int],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Write ``<stem>.authorizations<ext>`` and list it first; every user body comes ``after`` it."""
+    import hashlib
+
+    from transforms.grants import authorizations_body, authorizations_fields
+    from transforms.sinks import open_private
+
+    data = authorizations_body(common.org_id, common.timeout, roles, catalogue, common.multiline)
+    path = f"{layout.stem}.authorizations{layout.ext}"
+    with open_private(path) as handle:
+        handle.write(data)
+    first = {
+        "path": relative_path(posixpath.dirname(layout.manifest), path),
+        "users": 0,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "after": [],
+        "kind": "authorizations",
+    }
+    shifted = [{**b, "after": [0] + [a + 1 for a in b["after"]]} for b in bodies]
+    counts["bodies_written"] = counts.get("bodies_written", 0) + 1
+    return [first] + shifted, authorizations_fields(counts, roles, len(catalogue))
+
+
 def run_migration(**kwargs: Any) -> int:
     """Run a migration (``_run_migration``); with ``--state``, hold the state's lock throughout,
     push included, so that two runs on one state cannot interleave (docs/sync.md#state)."""
@@ -503,6 +543,8 @@ def _run_migration(
     invariant: Callable[[Mapping[str, int]], tuple[bool, str]],
     extra_manifest: Mapping[str, Any] | None = None,
     sync_source: Mapping[str, Any] | None = None,
+    roles: Any = None,
+    defined_roles: list | None = None,
 ) -> int:
     """Run the pipeline, finalize the outputs, write the manifest, print the summary.
 
@@ -547,7 +589,7 @@ def _run_migration(
         raise ConfigError(
             f"--output {common.output!r}: cannot create {layout.tmp_dir!r} ({err.strerror or err})"
         ) from None
-    pipeline = build_pipeline(add_source, common, layout, pipeline_args, sync)
+    pipeline = build_pipeline(add_source, common, layout, pipeline_args, sync, defined_roles)
     started = time.monotonic()
     try:
         result = pipeline.run()
@@ -572,12 +614,24 @@ def _run_migration(
                 "sync": sync_manifest(counts, store.root, pointer, common.on_removed, max_removals, changes)
             }
         passwordless_path, passwordless_count = finalize_passwordless(layout)
+        if roles is not None:  # the authorizations body, first in the manifest (docs/roles.md)
+            from transforms.grants import read_catalogue
+
+            catalogue = read_catalogue(layout.tmp_dir)
         bodies, dead_count = finalize_outputs(layout)
+        authorizations: dict[str, Any] = {}
+        if roles is not None:
+            bodies, authorizations = _write_authorizations(common, layout, roles, catalogue, bodies, counts)
+        elif counts.get("roles.users_holding"):
+            authorizations = {"users_holding_roles": counts["roles.users_holding"]}
     except BaseException:
         # Spill files and temporary bodies hold password hashes: don't leave them behind.
         delete_tree(layout.tmp_dir)
         raise
     holds, invariant_text = invariant(counts)
+    if roles is not None:
+        holds = holds and authorizations["invariant"]["holds"]
+        invariant_text += "; " + authorizations["invariant"]["text"]
     manifest_dir = posixpath.dirname(layout.manifest)
     manifest = {
         "version": MANIFEST_VERSION,
@@ -601,11 +655,15 @@ def _run_migration(
         "control_chars_removed": counts.get("notes.control-chars-removed", 0),
         **(extra_manifest or {}),
         **sync_fields,
+        **({"authorizations": authorizations} if authorizations else {}),
     }
     with open_private(layout.manifest) as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
 
     lines = summary_lines(counts)
+    from transforms.grants import summary_lines as role_lines
+
+    lines += role_lines(counts, roles)
     if sync is not None:
         from transforms.changes import sync_summary_lines
 

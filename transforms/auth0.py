@@ -724,6 +724,7 @@ class _JoinPartitionFn(beam.DoFn):
                     PROFILE_SOURCE,
                     item[9],
                     orjson.dumps(companions) if companions else b"",
+                    (),  # grants (records.EncodedRow)
                 )
             )
         if rows:
