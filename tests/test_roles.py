@@ -449,3 +449,119 @@ def test_server_enforces_role_and_grant_rules(zitadel):
         ("user_grant", "123_p1_u1", "Errors.UserGrant.AlreadyExists"),
         ("user_grant", "123_p1_ghost", "Errors.User.NotFound"),
     ]
+
+
+# --------------------------------------------------------------------------- migrate auth0
+
+AUTH0 = DATA / "realworld" / "auth0"
+
+
+def _run_auth0(tmp_path: Path, *args: str) -> tuple[int, dict | None]:
+    output = tmp_path / "out" / "importBody.json"
+    code = main(["migrate", "auth0", "--org=123", f"--output={output}", "--passwords=none", *args])
+    manifest = tmp_path / "out" / "importBody.manifest.json"
+    return code, (json.loads(manifest.read_text()) if manifest.exists() else None)
+
+
+def _profile(n: int, **extra) -> dict:
+    out = {
+        "user_id": f"auth0|{n}",
+        "email": f"p{n}@example.com",
+        "email_verified": True,
+        "given_name": f"G{n}",
+        "family_name": f"F{n}",
+    }
+    out.update(extra)
+    return out
+
+
+def test_auth0_roles_from_the_realworld_profiles(tmp_path):
+    users = AUTH0 / "clerk-auth0-users-api-shape.json"
+    code, manifest = _run_auth0(
+        tmp_path,
+        f"--users={users}",
+        "--project-id=p1",
+        "--create-project=App",
+        "--roles-from=app_metadata.roles",
+    )
+    assert code == 0 and manifest is not None
+    profiles = json.loads(users.read_bytes())
+    written = {
+        u["userId"] for b in _bodies(tmp_path, manifest)[1:] for u in b["dataOrgs"]["orgs"][0]["humanUsers"]
+    }
+    want = {
+        p["user_id"]: {"p1": sorted(set(p["app_metadata"]["roles"]))}
+        for p in profiles
+        if p["user_id"] in written and p.get("app_metadata", {}).get("roles")
+    }
+    assert want and _grants(_bodies(tmp_path, manifest)[1:]) == want
+    roles = _bodies(tmp_path, manifest)[0]["dataOrgs"]["orgs"][0]["projectRoles"]
+    assert {r["roleKey"] for r in roles} == {k for v in want.values() for k in v["p1"]}
+    assert manifest["authorizations"]["invariant"]["holds"]
+
+
+def test_auth0_roles_file_and_profile_path_are_united(tmp_path):
+    profiles = [
+        _profile(1, app_metadata={"authorization": {"roles": ["Admin", "reader"]}}),
+        _profile(2, app_metadata={"authorization": {"roles": ["admin"]}}),  # collides with Admin
+        _profile(3),
+        _profile(4, blocked=True, app_metadata={"authorization": {"roles": ["reader"]}}),
+        _profile(5, app_metadata={"authorization": {"roles": ["r" * 201, "writer"]}}),
+    ]
+    users = tmp_path / "users.json"
+    users.write_bytes(b"\n".join(orjson.dumps(p) for p in profiles))
+    records = [
+        {"user_id": "auth0|1", "roles": [{"name": "writer"}, "reader"]},
+        {"user_id": "auth0|3", "roles": ["reader"]},
+        {"user_id": "auth0|4", "roles": ["writer"]},  # its profile is blocked: dead-lettered
+        {"user_id": "auth0|99", "roles": ["reader"]},  # no such user
+        {"roles": ["reader"]},  # no user_id
+    ]
+    roles_file = tmp_path / "roles.ndjson"
+    roles_file.write_bytes(b"\n".join(orjson.dumps(r) for r in records))
+    code, manifest = _run_auth0(
+        tmp_path,
+        f"--users={users}",
+        "--project-id=p1",
+        "--roles-from=app_metadata.authorization.roles",
+        f"--roles-file={roles_file}",
+    )
+    assert code == 0 and manifest is not None
+    assert _grants(_bodies(tmp_path, manifest)[1:]) == {
+        "auth0|1": {"p1": ["Admin", "reader", "writer"]},
+        "auth0|3": {"p1": ["reader"]},
+        "auth0|5": {"p1": ["writer"]},
+    }
+    auth = manifest["authorizations"]
+    assert auth["invariant"]["holds"], auth
+    assert auth["skipped"]["key-case-collision"] == 1
+    assert auth["skipped"]["key-too-long"] == 1
+    assert auth["skipped"]["user-dead-lettered"] == 2  # user 4's reader and writer
+    reasons = sorted(
+        (d["source"], d["reason"])
+        for d in map(
+            json.loads, (tmp_path / "out" / "importBody.dead-letter.ndjson").read_text().splitlines()
+        )
+        if d["source"] == "auth0-roles"
+    )
+    assert reasons == [
+        ("auth0-roles", "missing-user-id"),
+        ("auth0-roles", "profile-rejected"),
+        ("auth0-roles", "unknown-user"),
+    ]
+    assert (
+        manifest["invariant"]["holds"]
+        and "role records 5 = joined 2 + dead-lettered 3" in manifest["invariant"]["text"]
+    )
+
+
+def test_auth0_without_project_id_counts_users_holding_roles(tmp_path, capsys):
+    code, manifest = _run_auth0(tmp_path, f"--users={AUTH0 / 'clerk-auth0-users-api-shape.json'}")
+    assert code == 0 and manifest is not None
+    assert manifest["authorizations"]["users_holding_roles"] == manifest["counts"]["users_written"] > 0
+    assert "--project-id carries them" in capsys.readouterr().out
+
+
+def test_auth0_project_id_needs_a_roles_source(tmp_path, capsys):
+    code, _ = _run_auth0(tmp_path, f"--users={AUTH0 / 'clerk-auth0-users-api-shape.json'}", "--project-id=p1")
+    assert code == 2 and "--roles-from" in capsys.readouterr().err
