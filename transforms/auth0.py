@@ -206,6 +206,7 @@ class _ParseUnitFn(beam.DoFn):
         self._options = options
         self._tmp_dir = tmp_dir
         self._route_mfa = route_mfa
+        self._roles_path = tuple(options.roles_from.split(".")) if options.roles_from else ()
 
     def setup(self):
         self._read = {k: _counter(name) for k, name in _READ_COUNTERS.items()}
@@ -456,8 +457,10 @@ class _ParseUnitFn(beam.DoFn):
                         problem, entry_json, notes, name_key = bad_key, b"", (), ""
                     elif metadata:
                         meta_json = orjson.dumps([{"id": user_id, **m} for m in metadata])[1:-1]
-        roles = profile_roles(profile, opts.roles_from)
-        if roles and problem is None and opts.roles_project is None:
+        roles: tuple[str, ...] = ()
+        if opts.roles_project is not None:
+            roles = profile_roles(profile, self._roles_path)
+        elif problem is None and holds_roles(profile):
             self._counts["roles.users_holding"] += 1  # the summary's hint (docs/roles.md)
         return (
             sortkey[0],
@@ -470,7 +473,7 @@ class _ParseUnitFn(beam.DoFn):
             meta_json,
             notes,
             raw,
-            roles if opts.roles_project is not None else (),
+            roles,
         )
 
 
@@ -783,18 +786,31 @@ class _JoinPartitionFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(_ROLES, roles.publish())
 
 
-def profile_roles(profile: dict[str, Any], path: str | None) -> tuple[str, ...]:
-    """The role names at ``path`` (dotted, e.g. ``app_metadata.roles``) of a profile, sorted and
-    unique. Without a path: the two usual places (``app_metadata.roles`` and
-    ``app_metadata.authorization.roles``), for the summary's hint only."""
-    paths = [path] if path else ["app_metadata.roles", "app_metadata.authorization.roles"]
-    names: set[str] = set()
-    for dotted in paths:
-        value: Any = profile
-        for part in dotted.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        names.update(role_names(value))
-    return tuple(sorted(names))
+def profile_roles(profile: dict[str, Any], path: tuple[str, ...]) -> tuple[str, ...]:
+    """The role names at ``path`` (``--roles-from`` split at dots, e.g. ``("app_metadata",
+    "roles")``) of a profile, sorted and unique; () when there is no list there."""
+    value: Any = profile
+    for part in path:
+        if type(value) is not dict:
+            return ()
+        value = value.get(part)
+    if type(value) is not list or not value:
+        return ()
+    if all(type(v) is str for v in value):  # the usual shape: a list of names
+        return tuple(sorted(set(value)))
+    return tuple(sorted(set(role_names(value))))
+
+
+def holds_roles(profile: dict[str, Any]) -> bool:
+    """Without ``--project-id``: roles at ``app_metadata.roles`` or
+    ``app_metadata.authorization.roles`` (the summary's hint only)."""
+    app = profile.get("app_metadata")
+    if type(app) is not dict:
+        return False
+    if app.get("roles"):
+        return True
+    auth = app.get("authorization")
+    return type(auth) is dict and bool(auth.get("roles"))
 
 
 def _role_record(
@@ -819,33 +835,32 @@ class _JoinRoles:
     def __init__(self, project: str | None):
         self._project = project
         self._counts: collections.Counter[str] = collections.Counter()
-        self._held: set[tuple[str, str, str, str]] = set()
+        self._keys: set[str] = set()
 
-    def user(self, item: _ProfileItem, records: Iterable[_MfaItem], dead: bool) -> tuple:
+    def user(self, item: _ProfileItem, records: Sequence[_MfaItem], dead: bool) -> tuple:
         if self._project is None:
             return ()
-        names = set(item[10])
-        for record in records:
-            names.update(record[4])
-            if not dead:
-                self._counts["auth0.role_records_joined"] += 1
+        names: Any = item[10]  # sorted and unique
+        if records:
+            names = set(names)
+            for record in records:
+                names.update(record[4])
+                if not dead:
+                    self._counts["auth0.role_records_joined"] += 1
         if not names:
             return ()
-        outcomes: collections.Counter[str] = collections.Counter()
-        grants = grants_from_names(names, self._project, outcomes)
-        for name, value in outcomes.items():
-            self._counts["roles." + name] += value
+        grants = grants_from_names(names, self._project, self._counts)
         if dead:
             self._counts["roles.skipped.user-dead-lettered"] += sum(len(k) for _, k in grants)
             return ()
-        for project, keys in grants:
-            self._held.update((project, key, display_name(None, key), "") for key in keys)
+        for _, keys in grants:
+            self._keys.update(keys)
         return grants
 
     def publish(self) -> list[tuple[str, str, str, str]]:
         for name, value in self._counts.items():
             _counter(name).inc(value)
-        return sorted(self._held)
+        return sorted((self._project or "", key, display_name(None, key), "") for key in self._keys)
 
 
 def _email_of(entry_json: bytes) -> str | None:

@@ -111,18 +111,20 @@ def role_names(value: Any) -> list[str]:
 
 
 def grants_from_names(
-    names: Iterable[str], project_id: str, outcomes: collections.Counter[str] | None = None
+    names: Iterable[str], project_id: str, counts: collections.Counter[str] | None = None
 ) -> Grants:
-    """Role names of one project (Auth0) → grants; skips counted into ``outcomes``."""
-    keys: set[str] = set()
-    for name in set(names):
-        problem = key_problem(name)
-        if outcomes is not None:
-            outcomes["assigned"] += 1
-            if problem is not None:
-                outcomes["skipped." + problem] += 1
-        if problem is None:
-            keys.add(name)
+    """Role names of one project (Auth0) → grants; outcomes counted into ``counts`` under
+    ``roles.`` (``assigned``, ``skipped.<reason>``). A tuple must hold each name once (what
+    ``auth0.profile_roles`` gives); other iterables may repeat a name."""
+    unique = names if isinstance(names, (set, frozenset, tuple)) else set(names)
+    keys = [n for n in unique if 0 < len(n) <= MAX_KEY and "\x00" not in n and n.strip()]
+    if counts is not None:
+        counts[COUNTER_PREFIX + "assigned"] += len(unique)
+        if len(keys) != len(unique):
+            for name in unique:
+                problem = key_problem(name)
+                if problem is not None:
+                    counts[COUNTER_PREFIX + "skipped." + problem] += 1
     return ((project_id, tuple(sorted(keys))),) if keys else ()
 
 
