@@ -565,3 +565,16 @@ def test_auth0_without_project_id_counts_users_holding_roles(tmp_path, capsys):
 def test_auth0_project_id_needs_a_roles_source(tmp_path, capsys):
     code, _ = _run_auth0(tmp_path, f"--users={AUTH0 / 'clerk-auth0-users-api-shape.json'}", "--project-id=p1")
     assert code == 2 and "--roles-from" in capsys.readouterr().err
+
+
+def test_a_rerun_writes_the_same_bytes_and_state_is_refused(tmp_path, capsys):
+    users = [user(i, realmRoles=["admin"] if i % 2 else ["viewer", "ghost"]) for i in range(12)]
+    realm = tmp_path / "realm.json"
+    realm.write_bytes(orjson.dumps(realm_doc(users)))
+    args = [f"--realm={realm}", "--project-id=p1", "--create-project=A", "--batch-size=5"]
+    code, first = _run(tmp_path, *args)
+    code_again, again = _run(tmp_path, *args)
+    assert code == code_again == 0 and first is not None and again is not None
+    assert [b["sha256"] for b in first["bodies"]] == [b["sha256"] for b in again["bodies"]]
+    code, _ = _run(tmp_path, *args, f"--state={tmp_path / 'state'}")
+    assert code == 2 and "--project-id with --state" in capsys.readouterr().err

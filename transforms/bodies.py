@@ -167,27 +167,45 @@ class _BodyWriterFn(beam.DoFn):
 
 
 class _GrantTally:
-    """The grants of one partition's rows: collision losers removed, written and skipped counted."""
+    """The grants of one partition's rows: collision losers removed, written and skipped counted.
+
+    Users share few role combinations, so each grant's JSON after the user id is rendered once
+    per combination (measured: rendering was most of the per-user cost of roles)."""
 
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
+        self._tails: dict[tuple, tuple[bytes, int, int]] = {}
+        self._users = self._grants = self._keys = 0
 
     def items(self, row: EncodedRow, role_losers: frozenset) -> bytes:
-        kept, removed = filter_grants(row[10], role_losers)
-        if removed:
+        grants = row[10]
+        if role_losers:
+            grants, removed = filter_grants(grants, role_losers)
             self.counts["roles.skipped.key-case-collision"] += removed
-        if kept:
-            self.counts["authorizations.users_with_roles"] += 1
-            self.counts["authorizations.grants"] += len(kept)
-            self.counts["authorizations.keys_carried"] += sum(len(keys) for _, keys in kept)
-        return grant_items(row[2], kept)
+            if not grants:
+                return b""
+        tail = self._tails.get(grants)
+        if tail is None:
+            rendered = grant_items("", grants)  # '{"userId":"","projectId":...}' per grant
+            tail = (rendered, len(grants), sum(len(keys) for _, keys in grants))
+            if len(self._tails) < 10_000:
+                self._tails[grants] = tail
+        self._users += 1
+        self._grants += tail[1]
+        self._keys += tail[2]
+        user = b'{"userId":' + orjson.dumps(row[2])
+        return tail[0].replace(b'{"userId":""', user) if tail[1] > 1 else user + tail[0][12:]
 
     def dead_lettered(self, row: EncodedRow) -> None:
         self.counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in row[10])
 
     def publish(self) -> None:
+        self.counts["authorizations.users_with_roles"] += self._users
+        self.counts["authorizations.grants"] += self._grants
+        self.counts["authorizations.keys_carried"] += self._keys
         for name, value in self.counts.items():
-            Metrics.counter(NAMESPACE, name).inc(value)
+            if value:
+                Metrics.counter(NAMESPACE, name).inc(value)
 
 
 class _ChunkPartitionFn(_BodyWriterFn):

@@ -55,6 +55,7 @@ from transforms.records import (
     pack_rows,
     partition_of,
 )
+from transforms.roles import direct_roles_beyond_builtin
 from transforms.spill import write_spill
 from transforms.validate import (
     MAX_METADATA_KEY,
@@ -767,8 +768,6 @@ class _ReadRealmFileFn(beam.DoFn):
         self, user: Mapping[str, Any], counts: collections.Counter[str], dead: bool = False, realm: str = ""
     ) -> tuple:
         """The user's grants (transforms/roles.py); its role outcomes counted under ``roles.``."""
-        from transforms.roles import direct_roles_beyond_builtin
-
         if self._roles is None:
             if direct_roles_beyond_builtin(user, realm):
                 counts["roles.users_holding"] += 1
