@@ -207,6 +207,7 @@ class _ParseUnitFn(beam.DoFn):
         self._tmp_dir = tmp_dir
         self._route_mfa = route_mfa
         self._roles_path = tuple(options.roles_from.split(".")) if options.roles_from else ()
+        self._role_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def setup(self):
         self._read = {k: _counter(name) for k, name in _READ_COUNTERS.items()}
@@ -460,6 +461,8 @@ class _ParseUnitFn(beam.DoFn):
         roles: tuple[str, ...] = ()
         if opts.roles_project is not None:
             roles = profile_roles(profile, self._roles_path)
+            # One object per role combination: pickle then writes each combination once per blob.
+            roles = self._role_sets.setdefault(roles, roles) if len(self._role_sets) < 10_000 else roles
         elif problem is None and holds_roles(profile):
             self._counts["roles.users_holding"] += 1  # the summary's hint (docs/roles.md)
         return (
@@ -836,11 +839,26 @@ class _JoinRoles:
         self._project = project
         self._counts: collections.Counter[str] = collections.Counter()
         self._keys: set[str] = set()
+        self._cache: dict[tuple, tuple[tuple, tuple[tuple[str, int], ...]]] = {}
 
     def user(self, item: _ProfileItem, records: Sequence[_MfaItem], dead: bool) -> tuple:
         if self._project is None:
             return ()
         names: Any = item[10]  # sorted and unique
+        if not records and not dead:
+            # The common case: --roles-from only. One result per role combination (shared by
+            # the rows, so the rows' pickle holds each combination once).
+            cached = self._cache.get(names)
+            if cached is None:
+                outcomes: collections.Counter[str] = collections.Counter()
+                cached = (grants_from_names(names, self._project, outcomes), tuple(outcomes.items()))
+                for _, keys in cached[0]:
+                    self._keys.update(keys)
+                if len(self._cache) < 10_000:
+                    self._cache[names] = cached
+            for name, value in cached[1]:
+                self._counts[name] += value
+            return cached[0]
         if records:
             names = set(names)
             for record in records:
