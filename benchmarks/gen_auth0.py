@@ -68,6 +68,9 @@ LOCALES = ["en", "en-US", "de-CH", "fr-FR", "ja", "pt-BR", None, None]
 HASH_SEED_COUNT = 8
 
 
+ROLES = ["member", "admin", "editor", "viewer", "billing", "support", "auditor", "owner"]
+
+
 def _hashes() -> list[str]:
     import bcrypt
 
@@ -78,6 +81,8 @@ def _hashes() -> list[str]:
 
 def generate(n: int, out_dir: str, seed: int = 42) -> dict[str, int]:
     rng = random.Random(seed)
+    # Roles from their own generator, so the rest of the data is the same as before they were added.
+    role_rng = random.Random(seed + 1)
     hashes = _hashes()
     os.makedirs(out_dir, exist_ok=True)
     stats = {"profiles": 0, "passwords": 0}
@@ -117,7 +122,8 @@ def generate(n: int, out_dir: str, seed: int = 42) -> dict[str, int]:
                     "plan": rng.choice(["free", "pro", "team"]),
                     "newsletter": rng.random() < 0.3,
                 },
-                "app_metadata": {"roles": ["member"]},
+                # One to three roles each (benchmarks/run.py --roles carries them: docs/roles.md).
+                "app_metadata": {"roles": role_rng.sample(ROLES, role_rng.randint(1, 3))},
             }
             locale = rng.choice(LOCALES)
             if locale:

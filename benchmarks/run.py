@@ -12,6 +12,8 @@ each:
 - ``baseline``: benchmarks/baseline_<source>.py, the plain single-process converter;
 - ``single``: ``zitadel-beam migrate auth0`` on the FnApiRunner, in-process;
 - ``multi``: the same with ``--direct_running_mode=multi_processing --direct_num_workers=2``;
+- with ``--roles`` (Auth0): ``<mode>+roles``, the same run carrying every user's
+  ``app_metadata.roles`` as project roles and grants (``--project-id``, docs/roles.md);
 - with ``--before DIR`` (another checkout of this project, e.g. ``git worktree add DIR <commit>``):
   ``single@before`` / ``multi@before``, the same commands run from that checkout's code with this
   checkout's interpreter, interleaved with the others, so a change is measured before and after
@@ -125,7 +127,13 @@ def input_size(files: list[str]) -> int:
 
 
 def commands(
-    source: str, files: list[str], work: str, modes: list[str], baseline: bool, before: str | None = None
+    source: str,
+    files: list[str],
+    work: str,
+    modes: list[str],
+    baseline: bool,
+    before: str | None = None,
+    roles: bool = False,
 ) -> dict[str, tuple[str, list[str]]]:
     """Each run's name → (working directory, command)."""
     if source == "auth0":
@@ -164,6 +172,24 @@ def commands(
                     *extra,
                 ],
             )
+        if roles:
+            out[mode + "+roles"] = (
+                ROOT,
+                [
+                    PY,
+                    "-m",
+                    "pipeline",
+                    "migrate",
+                    source,
+                    "--org=123",
+                    *inputs,
+                    f"--output={work}/{mode}+roles/importBody.json",
+                    "--project-id=2873423",
+                    "--create-project=Benchmark",
+                    "--roles-from=app_metadata.roles",
+                    *extra,
+                ],
+            )
     return out
 
 
@@ -186,6 +212,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument(
+        "--roles",
+        action="store_true",
+        help="auth0: also run each mode carrying the users' roles as grants (<mode>+roles)",
+    )
+    parser.add_argument(
         "--before",
         metavar="DIR",
         help="another checkout of this project: also run its code (runs named <mode>@before)",
@@ -197,7 +228,13 @@ def main() -> None:
         size_mb = input_size(files) / 2**20
         work = os.path.join(HERE, "results", f"{args.source}-{n}")
         cmds = commands(
-            args.source, files, work, args.modes, not (args.no_baseline or args.split), args.before
+            args.source,
+            files,
+            work,
+            args.modes,
+            not (args.no_baseline or args.split),
+            args.before,
+            args.roles and args.source == "auth0",
         )
         runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
@@ -225,7 +262,8 @@ def main() -> None:
         for name, values in runs.items():
             wall = statistics.median(w for w, _ in values)
             rss = statistics.median(r for _, r in values)
-            same = digests[name] == digests[reference]
+            # A +roles run writes one more body (the authorizations) and grants: not comparable.
+            same = digests[name] == digests[reference] if not name.endswith("+roles") else "n/a"
             print(
                 f"{name:<14}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}"
             )

@@ -388,8 +388,13 @@ def build_pipeline(
     layout: OutputLayout,
     pipeline_args: list[str],
     sync: tuple[Any, Mapping[int, str]] | None = None,
+    defined_roles: list | None = None,
 ):
     """Build (and return, not run) the pipeline: source → bodies + dead letters.
+
+    A source with roles (``--project-id``) also returns ``'roles'``; with ``defined_roles`` (the
+    roles the export defines), ``transforms.grants.ResolveRoles`` turns them into the catalogue
+    and the case-collision losers the bodies leave out (docs/roles.md).
 
     With ``sync`` (``(SyncOptions, state shard paths)``), the source's users are compared with
     the state first (transforms/sync.py): only new users reach the bodies.
@@ -412,7 +417,12 @@ def build_pipeline(
             options, shards, layout.tmp_dir, dead=source["dead"]
         )
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
-    bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
+    role_losers = None
+    if "roles" in source:
+        from transforms.grants import ResolveRoles
+
+        role_losers = source["roles"] | "Roles" >> ResolveRoles(defined_roles or [], layout.tmp_dir)
+    bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir, role_losers)
     dead = (source["dead"], bodies["dead"]) | "AllDeadLetters" >> beam.Flatten()
     _ = dead | "DeadLetters" >> WriteDeadLetterShards(layout.tmp_dir)
     return pipeline
@@ -727,6 +737,38 @@ def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> 
     return lines
 
 
+def _write_authorizations(
+    run: RunOutputs,
+    common: CommonArgs,
+    roles: Any,
+    catalogue: list,
+    bodies: list[dict[str, Any]],
+    counts: dict[str, int],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Write ``<stem>.authorizations<ext>`` and list it first; every user body comes ``after`` it."""
+    import hashlib
+
+    from transforms.grants import authorizations_body, authorizations_fields
+    from transforms.sinks import open_private
+
+    layout = run.layout
+    data = authorizations_body(common.org_id, common.timeout, roles, catalogue, common.multiline)
+    path = f"{layout.stem}.authorizations{layout.ext}"
+    run.check_replaceable([path])  # an earlier run's own file only (transforms/guards.py)
+    with open_private(path) as handle:
+        handle.write(data)
+    first = {
+        "path": relative_path(posixpath.dirname(layout.manifest), path),
+        "users": 0,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "after": [],
+        "kind": "authorizations",
+    }
+    shifted = [{**b, "after": [0] + [a + 1 for a in b["after"]]} for b in bodies]
+    counts["bodies_written"] = counts.get("bodies_written", 0) + 1
+    return [first] + shifted, authorizations_fields(counts, roles, len(catalogue))
+
+
 def run_migration(**kwargs: Any) -> int:
     """Run a migration (``_run_migration``); with ``--state``, hold the state's lock throughout,
     push included, so that two runs on one state cannot interleave (docs/sync.md#state)."""
@@ -752,6 +794,8 @@ def _run_migration(
     extra_manifest: Mapping[str, Any] | None = None,
     sync_source: Mapping[str, Any] | None = None,
     input_names: Mapping[int, str] | None = None,
+    roles: Any = None,
+    defined_roles: list | None = None,
 ) -> int:
     """Run the pipeline, finalize the outputs, write the manifest, print the summary.
 
@@ -790,7 +834,7 @@ def _run_migration(
     run = open_outputs(layout, pipeline_args, command=f"migrate {source_name}", break_lock=common.break_lock)
     layout = run.layout
     try:
-        pipeline = build_pipeline(add_source, common, layout, pipeline_args, sync)
+        pipeline = build_pipeline(add_source, common, layout, pipeline_args, sync, defined_roles)
         started = time.monotonic()
         result = run_pipeline(pipeline, layout.tmp_dir)
         elapsed = time.monotonic() - started
@@ -819,7 +863,18 @@ def _run_migration(
                     )
                 }
             passwordless, passwordless_count, passwordless_sha = finalize_passwordless(run)
+            if roles is not None:  # the authorizations body, first in the manifest (docs/roles.md)
+                from transforms.grants import read_catalogue
+
+                catalogue = read_catalogue(layout.tmp_dir)
             bodies, dead_count, dead_sha = finalize_outputs(run)
+            authorizations: dict[str, Any] = {}
+            if roles is not None:
+                bodies, authorizations = _write_authorizations(run, common, roles, catalogue, bodies, counts)
+                holds = holds and authorizations["invariant"]["holds"]
+                invariant_text += "; " + authorizations["invariant"]["text"]
+            elif counts.get("roles.users_holding"):
+                authorizations = {"users_holding_roles": counts["roles.users_holding"]}
             manifest_dir = posixpath.dirname(layout.manifest)
             manifest = {
                 "version": MANIFEST_VERSION,
@@ -851,6 +906,7 @@ def _run_migration(
                 "control_chars_removed": counts.get("notes.control-chars-removed", 0),
                 **(extra_manifest or {}),
                 **sync_fields,
+                **({"authorizations": authorizations} if authorizations else {}),
             }
             write_manifest(layout.manifest, manifest)
     except BaseException as err:
@@ -874,6 +930,7 @@ def _run_migration(
                 passwordless,
                 passwordless_count,
                 sync_fields.get("sync"),
+                roles,
             ),
             summary_lines,
             input_names or {},
@@ -899,6 +956,7 @@ class _Finished:
     passwordless_path: str
     passwordless_count: int
     sync: dict[str, Any] | None
+    roles: Any  # transforms.roles.RoleSettings with --project-id, else None
 
 
 def _report_and_push(
@@ -910,6 +968,10 @@ def _report_and_push(
 
     common, layout, counts, bodies = done.common, done.layout, done.counts, done.bodies
     lines = summary_lines(counts)
+    if done.roles is not None or counts.get("roles.users_holding"):
+        from transforms.grants import summary_lines as role_lines
+
+        lines += role_lines(counts, done.roles)
     if done.sync is not None:
         from transforms.changes import sync_summary_lines
 

@@ -27,6 +27,7 @@ from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import count_prefix, shared_summary_lines
+from pipeline.role_options import add_role_arguments, role_settings
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant", "RESERVED_ALIASES"]
 
@@ -69,6 +70,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="import users blocked in Auth0 (the import API cannot carry the blocked state)",
     )
     add_common_arguments(parser)
+    add_role_arguments(parser, "auth0")
+    roles = parser.add_argument_group("roles and grants (docs/roles.md)")
+    roles.add_argument(
+        "--roles-from",
+        metavar="PATH",
+        default=None,
+        help="dotted path into each profile holding a list of role names, e.g. app_metadata.roles "
+        "or app_metadata.authorization.roles (needs --project-id)",
+    )
+    roles.add_argument(
+        "--roles-file",
+        metavar="FILE",
+        default=None,
+        help='NDJSON (or array; path or glob) of {"user_id": ..., "roles": [name or {"name": ...}]}, '
+        "joined on user_id; with --roles-from a user's roles are the union (needs --project-id)",
+    )
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
@@ -111,6 +128,12 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
             f"; {read} = OTP written {with_otp:,} + not importable {not_importable:,}"
             f" + dead-lettered {dead_mfa:,}"
         )
+    role_records = counts.get("auth0.role_records_read", 0)
+    if role_records:  # --roles-file (docs/roles.md): joined to a profile, or a dead letter
+        joined = counts.get("auth0.role_records_joined", 0)
+        dead_roles = count_prefix(counts, "dead_letter.auth0-roles.")
+        holds = holds and role_records == joined + dead_roles
+        text += f"; role records {role_records:,} = joined {joined:,} + dead-lettered {dead_roles:,}"
     return holds, text
 
 
@@ -177,7 +200,13 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)
     password_pattern = _password_pattern(known_args.passwords)
-    patterns = {"--users": known_args.users, "--passwords": password_pattern, "--mfa": known_args.mfa}
+    roles = role_settings(known_args)
+    patterns = {
+        "--users": known_args.users,
+        "--passwords": password_pattern,
+        "--mfa": known_args.mfa,
+        "--roles-file": known_args.roles_file,
+    }
     patterns = {flag: value for flag, value in patterns.items() if value}
     # Before matching: a gs:// match with Cloud Storage unreachable retries for ~120 s.
     check_gcs_reachable(
@@ -191,6 +220,13 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         mfa = (
             fileio.match_inputs([known_args.mfa], len(profiles) + len(passwords), "--mfa")
             if known_args.mfa
+            else []
+        )
+        role_files = (
+            fileio.match_inputs(
+                [known_args.roles_file], len(profiles) + len(passwords) + len(mfa), "--roles-file"
+            )
+            if known_args.roles_file
             else []
         )
     except FileNotFoundError as err:
@@ -218,11 +254,18 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         on_unsupported_hash=common.on_unsupported_hash,
         idp_map=idp_map,
         email_fallback=common.email_fallback,
+        roles_project=roles.project_id if roles is not None else None,
+        roles_from=known_args.roles_from,
     )
+    if roles is not None and not known_args.roles_from and not known_args.roles_file:
+        raise ConfigError(
+            "--project-id: say where Auth0 keeps the roles: --roles-from=app_metadata.roles and/or "
+            "--roles-file=FILE (docs/roles.md)"
+        )
 
     def add_source(pipeline, tmp_dir: str):
         return pipeline | "ReadAuth0" >> ReadAuth0Users(
-            profiles, passwords, options, NUM_PARTITIONS, tmp_dir, mfa
+            profiles, passwords, options, NUM_PARTITIONS, tmp_dir, mfa, role_files
         )
 
     return run_migration(
@@ -235,4 +278,6 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         invariant=invariant,
         sync_source={"include_blocked": known_args.include_blocked, "realm": None},
         input_names={f.index: f.path for f in profiles + passwords + mfa},
+        roles=roles,
+        defined_roles=[],
     )

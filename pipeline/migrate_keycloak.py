@@ -26,6 +26,7 @@ from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import count_prefix, shared_summary_lines
+from pipeline.role_options import add_role_arguments, role_settings
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
 
@@ -67,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser, "Keycloak federatedIdentities of identity-provider ALIAS (e.g. google, corp-saml)"
     )
     add_common_arguments(parser)
+    add_role_arguments(parser, "keycloak")
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
@@ -157,8 +159,20 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         idp_map=idp_map,
     )
 
+    roles_settings = role_settings(known_args)
+    model = None
+    if roles_settings is not None:  # roles and groups → project roles and grants (docs/roles.md)
+        from transforms.roles import load_keycloak_roles
+
+        try:
+            model = load_keycloak_roles(known_args.realm, known_args.realm_name, roles_settings)
+        except ValueError as err:
+            raise ConfigError(f"--realm: {err}") from None
+
     def add_source(pipeline, tmp_dir: str):
-        return pipeline | "ReadKeycloak" >> ReadKeycloakUsers(sources, options, NUM_PARTITIONS, tmp_dir)
+        return pipeline | "ReadKeycloak" >> ReadKeycloakUsers(
+            sources, options, NUM_PARTITIONS, tmp_dir, roles=model
+        )
 
     return run_migration(
         source_name="keycloak",
@@ -171,6 +185,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         extra_manifest={"realm_files": [s.path for s in sources]},
         sync_source={"include_blocked": known_args.include_disabled, "realm": _realm_name(sources)},
         input_names={s.index: s.path for s in sources},
+        roles=roles_settings,
+        defined_roles=model.defined_entries() if model is not None else None,
     )
 
 

@@ -317,6 +317,10 @@ class _State:
         self.machines: dict[str, tuple[str, dict]] = {}  # userId -> (orgId, AddMachineUserRequest)
         self.org_fields: dict[str, dict[str, Any]] = {}  # orgId -> org-level field -> value / items
         self.projects: dict[str, str] = {}  # projectId -> owning orgId
+        # projectId -> lower-cased key -> key: ZITADEL's role keys are unique without case.
+        self.project_roles: dict[str, dict[str, str]] = {}
+        # (orgId, userId, projectId, projectGrantId) -> grant id: at most one grant per user and project.
+        self.user_grants: dict[tuple[str, str, str, str], str] = {}
         self.project_grants: dict[str, tuple[str, str, str]] = {}  # grantId -> (owner, project, granted org)
         self.user_records: dict[str, list[dict]] = {}  # orgId -> [{"field", "item"}] (grants, members, links)
         # User service v2 (tests/zitadel_user_v2.py): active | initial | inactive | locked | removed.
@@ -633,11 +637,16 @@ class ZitadelServer:
     _NOT_ORG_LEVEL = {"orgId", "org", "humanUsers", "machineUsers", "userMetadata", "projectGrants"}
 
     def _import_org_fields(self, org_id: str, org: dict, errors: list[dict]) -> None:
-        """Org-level resources: stored as given; projects are registered (grants check them)."""
+        """Org-level resources: stored as given; projects are registered (grants check them), and
+        project roles after them (a role needs its project; keys are unique without case)."""
         with self.state.lock:
             stored = self.state.org_fields.setdefault(org_id, {})
-            for field, value in org.items():
+            fields = sorted(org.items(), key=lambda kv: kv[0] == "projectRoles")
+            for field, value in fields:
                 if field in self._NOT_ORG_LEVEL or field in self._USER_RECORDS:
+                    continue
+                if field == "projectRoles" and isinstance(value, list):
+                    self._import_project_roles(org_id, value, stored.setdefault(field, []), errors)
                     continue
                 if not isinstance(value, list):
                     stored[field] = value
@@ -656,9 +665,62 @@ class ZitadelServer:
                             )
                             continue
                         self.state.projects[project_id] = org_id
+                        self.state.emit(
+                            "project.added",
+                            project_id,
+                            "project",
+                            org_id,
+                            {"name": (item.get("project") or {}).get("name")},
+                        )
                     if item in items:
                         continue
                     items.append(item)
+
+    def _import_project_roles(self, org_id: str, roles: list, items: list, errors: list[dict]) -> None:
+        """Like ZITADEL's AddProjectRole (called with the lock held)."""
+        for item in roles:
+            project_id, key = str(item.get("projectId", "")), str(item.get("roleKey", ""))
+            ident = f"{project_id}_{key}"
+            if self.state.projects.get(project_id) != org_id:
+                errors.append(
+                    {
+                        "type": "project_role",
+                        "id": ident,
+                        "message": "ID=COMMA-VCnwD Message=Errors.Project.NotFound",
+                    }
+                )
+                continue
+            known = self.state.project_roles.setdefault(project_id, {})
+            if key.lower() in known:
+                errors.append(
+                    {
+                        "type": "project_role",
+                        "id": ident,
+                        "message": "ID=V3-DKcYh Message=Errors.Project.Role.AlreadyExists",
+                    }
+                )
+                continue
+            known[key.lower()] = key
+            items.append(item)
+            self.state.emit(
+                "project.role.added",
+                project_id,
+                "project",
+                org_id,
+                {"key": key, "displayName": item.get("displayName"), "group": item.get("group")},
+            )
+
+    def _user_grant_problem(self, org_id: str, item: dict) -> str | None:
+        """A grant's roles must exist in its project, exactly; one grant per user and project."""
+        project_id = str(item.get("projectId", ""))
+        roles = self.state.project_roles.get(project_id, {})
+        for key in item.get("roleKeys") or []:
+            if roles.get(str(key).lower()) != key:
+                return "ID=COMMAND-mm9F4 Message=Errors.Project.Role.NotFound"
+        unique = (org_id, str(item.get("userId", "")), project_id, str(item.get("projectGrantId") or ""))
+        if unique in self.state.user_grants:
+            return "ID=V3-DKcYh Message=Errors.UserGrant.AlreadyExists"
+        return None
 
     def _import_machines(self, org_id: str, org: dict, errors: list[dict]) -> list[str]:
         created = []
@@ -725,6 +787,8 @@ class ZitadelServer:
                 for item in org.get(field) or []:
                     user_id = str(item.get(id_key, ""))
                     ident = f"{user_id}_{item.get('projectId') or item.get('idpId') or org_id}"
+                    if field == "userGrants":  # ZITADEL's import id of a user grant
+                        ident = f"{org_id}_{item.get('projectId')}_{user_id}"
                     stored = self.state.user_records.setdefault(org_id, [])
                     if user_id not in self.state.users and user_id not in self.state.machines:
                         errors.append(
@@ -752,6 +816,10 @@ class ZitadelServer:
                                 "message": "ID=PROJECT-8fn2s Message=Errors.Project.Grant.NotFound",
                             }
                         )
+                    elif field == "userGrants" and self._user_grant_problem(org_id, item) is not None:
+                        errors.append(
+                            {"type": kind, "id": ident, "message": self._user_grant_problem(org_id, item)}
+                        )
                     elif {"field": field, "item": item} in stored:
                         errors.append(
                             {
@@ -763,12 +831,24 @@ class ZitadelServer:
                     else:
                         stored.append({"field": field, "item": item})
                         if field == "userGrants":
+                            grant_id = f"grant-{secrets.token_hex(6)}"
+                            unique = (
+                                org_id,
+                                user_id,
+                                str(item.get("projectId", "")),
+                                str(item.get("projectGrantId") or ""),
+                            )
+                            self.state.user_grants[unique] = grant_id
                             self.state.emit(
                                 "user.grant.added",
-                                user_id,
+                                grant_id,
                                 "usergrant",
                                 org_id,
-                                {"projectId": item.get("projectId")},
+                                {
+                                    "userId": user_id,
+                                    "projectId": item.get("projectId"),
+                                    "roleKeys": list(item.get("roleKeys") or []),
+                                },
                             )
 
     def _import_detached(self, request: dict, gcs: dict) -> dict:

@@ -73,6 +73,7 @@ from transforms.records import (
     partition_of,
     user_name_key,
 )
+from transforms.roles import display_name, grants_from_names, role_names
 from transforms.spill import load_blob, write_spill
 from transforms.validate import (
     Reason,
@@ -107,23 +108,29 @@ PROFILE_SOURCE = "auth0-profile"
 PASSWORD_SOURCE = "auth0-password"
 CUSTOM_HASH_SOURCE = "auth0-custom-hash"
 MFA_SOURCE = "auth0-mfa"
+ROLE_SOURCE = "auth0-roles"  # --roles-file records (docs/roles.md)
 # Kinds of parsed items. CUSTOM_HASHES are the bulk-import schema's ``custom_password_hash``
 # (carried by a profile, joined like a password record, so that one accounting covers both);
 # ROUTES are ``user_id → partition`` items that take MFA records to their profile's partition.
 PROFILES, PASSWORDS, CUSTOM_HASHES, MFA, ROUTES = 0, 1, 2, 3, 4
+# ROLE_RECORDS: --roles-file lines, routed by user_id like MFA records (docs/roles.md).
+ROLE_RECORDS = 5
 _SOURCES = {
     PROFILES: PROFILE_SOURCE,
     PASSWORDS: PASSWORD_SOURCE,
     CUSTOM_HASHES: CUSTOM_HASH_SOURCE,
     MFA: MFA_SOURCE,
+    ROLE_RECORDS: ROLE_SOURCE,
 }
 _READ_COUNTERS = {
     PROFILES: "auth0.profiles_read",
     PASSWORDS: "auth0.passwords_read",
     CUSTOM_HASHES: "auth0.custom_hashes_read",
     MFA: "auth0.mfa_read",
+    ROLE_RECORDS: "auth0.role_records_read",
 }
 _DEAD = "dead"
+_ROLES = "roles"
 _ROUTES = "routes"
 # Counters of a profile's embedded hash that was not used and has no line of its own (it is part
 # of the profile's line, or the profile was written with a newer password record's hash).
@@ -147,6 +154,9 @@ class Auth0Options:
     on_unsupported_hash: str = "dead-letter"
     # --email-fallback TEMPLATE ({username}, {id}): the address of profiles without one (unverified).
     email_fallback: str | None = None
+    # Roles (docs/roles.md): --project-id, and --roles-from's dotted path into each profile.
+    roles_project: str | None = None
+    roles_from: str | None = None
 
     @property
     def drop_bad_hashes(self) -> bool:
@@ -177,8 +187,10 @@ class _PlanUnitsFn(beam.DoFn):
 # Password: (file_index, position, email_key, oid, date, hash, raw, kind, target): ``kind`` is
 #           PASSWORDS or CUSTOM_HASHES; ``target`` the sortkey of the profile carrying a custom
 #           hash (None for password records, which are matched by id and e-mail).
-# MFA (after routing): (file_index, position, target_file_index, target_position, secret, raw).
-_ProfileItem = tuple[int, int, str, str, str, Any, bytes, bytes, tuple, bytes]
+# MFA (after routing): (file_index, position, target_file_index, target_position, secret, raw);
+#           role records the same, with the sorted role names instead of the secret. Profiles
+#           end with their --roles-from role names (sorted tuple; () without --project-id).
+_ProfileItem = tuple[int, int, str, str, str, Any, bytes, bytes, tuple, bytes, tuple]
 _PasswordItem = tuple[int, int, str, str, str, str, bytes, int, Any]
 _MfaItem = tuple[int, int, int, int, str, bytes]
 
@@ -199,6 +211,8 @@ class _ParseUnitFn(beam.DoFn):
         self._options = options
         self._tmp_dir = tmp_dir
         self._route_mfa = route_mfa
+        self._roles_path = tuple(options.roles_from.split(".")) if options.roles_from else ()
+        self._role_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def setup(self):
         self._read = {k: _counter(name) for k, name in _READ_COUNTERS.items()}
@@ -241,6 +255,13 @@ class _ParseUnitFn(beam.DoFn):
                     continue
                 if raw is None:
                     raw = orjson.dumps(value)
+                if kind == ROLE_RECORDS:
+                    problem = _role_record(sortkey, value, raw, routes, self._partitions)
+                    if problem is not None:
+                        yield beam.pvalue.TaggedOutput(
+                            _DEAD, dead_letter(sortkey, problem[0], problem[1], source, orjson.Fragment(raw))
+                        )
+                    continue
                 if kind == MFA:
                     problem = self._mfa(sortkey, value, raw, routes)
                     if problem is not None:
@@ -465,7 +486,26 @@ class _ParseUnitFn(beam.DoFn):
                         problem, entry_json, notes, name_key = bad_key, b"", (), ""
                     elif metadata:
                         meta_json = orjson.dumps([{"id": user_id, **m} for m in metadata])[1:-1]
-        return (sortkey[0], sortkey[1], email, user_id, name_key, problem, entry_json, meta_json, notes, raw)
+        roles: tuple[str, ...] = ()
+        if opts.roles_project is not None:
+            roles = profile_roles(profile, self._roles_path)
+            # One object per role combination: pickle then writes each combination once per blob.
+            roles = self._role_sets.setdefault(roles, roles) if len(self._role_sets) < 10_000 else roles
+        elif problem is None and holds_roles(profile):
+            self._counts["roles.users_holding"] += 1  # the summary's hint (docs/roles.md)
+        return (
+            sortkey[0],
+            sortkey[1],
+            email,
+            user_id,
+            name_key,
+            problem,
+            entry_json,
+            meta_json,
+            notes,
+            raw,
+            roles,
+        )
 
 
 def _present(profile: dict[str, Any]) -> set[str]:
@@ -554,8 +594,8 @@ class _RouteMfaFn(beam.DoFn):
             records: list[tuple] = []
             for kind, spilled in blobs:
                 items = pickle.loads(load_blob(spilled))
-                if kind == MFA:
-                    records.extend(items)
+                if kind in (MFA, ROLE_RECORDS):
+                    records.extend(item + (kind,) for item in items)
                     continue
                 for user_id, email_part, file_index, position in items:
                     known = routes.get(user_id)
@@ -563,8 +603,8 @@ class _RouteMfaFn(beam.DoFn):
                     if known is None or (file_index, position) < known[1:]:
                         routes[user_id] = (email_part, file_index, position)
             records.sort(key=lambda r: (r[0], r[1]))
-            out: dict[int, list[_MfaItem]] = {}
-            for file_index, position, user_id, secret, raw in records:
+            out: dict[tuple[int, int], list[_MfaItem]] = {}
+            for file_index, position, user_id, secret, raw, kind in records:
                 target = routes.get(user_id)
                 if target is None:
                     yield beam.pvalue.TaggedOutput(
@@ -573,20 +613,20 @@ class _RouteMfaFn(beam.DoFn):
                             (file_index, position),
                             Reason.UNKNOWN_USER,
                             "no profile has this user_id",
-                            MFA_SOURCE,
+                            _SOURCES[kind],
                             orjson.Fragment(raw),
                         ),
                     )
                     continue
-                out.setdefault(target[0], []).append(
+                out.setdefault((kind, target[0]), []).append(
                     (file_index, position, target[1], target[2], secret, raw)
                 )
-        for email_part, items in out.items():
-            name = f"mfa-r{part:03d}-p{email_part:03d}.pkl"
+        for (kind, email_part), items in out.items():
+            name = f"{'mfa' if kind == MFA else 'roles'}-r{part:03d}-p{email_part:03d}.pkl"
             yield (
                 email_part,
                 (
-                    MFA,
+                    kind,
                     write_spill(self._tmp_dir, name, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)),
                 ),
             )
@@ -628,12 +668,15 @@ class _JoinPartitionFn(beam.DoFn):
         profiles: list[_ProfileItem] = []
         passwords: list[_PasswordItem] = []
         secrets: list[_MfaItem] = []
+        role_records: list[_MfaItem] = []
         for kind, spilled in blobs:
             items = pickle.loads(load_blob(spilled))
             if kind == PROFILES:
                 profiles.extend(items)
             elif kind == MFA:
                 secrets.extend(items)
+            elif kind == ROLE_RECORDS:
+                role_records.extend(items)
             else:
                 passwords.extend(items)
         profiles.sort(key=lambda r: (r[0], r[1]))
@@ -666,6 +709,10 @@ class _JoinPartitionFn(beam.DoFn):
         otps: dict[int, list[_MfaItem]] = {}
         for secret in secrets:
             otps.setdefault(by_sortkey[(secret[2], secret[3])], []).append(secret)
+        held: dict[int, list[_MfaItem]] = {}
+        for record in sorted(role_records, key=lambda r: (r[0], r[1])):
+            held.setdefault(by_sortkey[(record[2], record[3])], []).append(record)
+        roles = _JoinRoles(self._options.roles_project)
 
         rows = []
         for index, item in enumerate(profiles):
@@ -724,7 +771,16 @@ class _JoinPartitionFn(beam.DoFn):
                     yield _dl(item, problem[0], problem[1], PROFILES, item[9])
                 else:
                     entry_json = with_password(entry_json, chosen[5])
+            grants = roles.user(item, held.get(index, ()), dead=problem is not None)
             if problem is not None:
+                for record in held.get(index, ()):
+                    yield _dl(
+                        record,
+                        Reason.PROFILE_REJECTED,
+                        f"its profile was dead-lettered ({problem[0]})",
+                        ROLE_RECORDS,
+                        record[5],
+                    )
                 if chosen is not None and chosen[7] == CUSTOM_HASHES:
                     # The hash travels inside the profile's dead-letter line: one line per
                     # rejected input record (README "Dead-letter reasons").
@@ -768,10 +824,105 @@ class _JoinPartitionFn(beam.DoFn):
                     PROFILE_SOURCE,
                     item[9],
                     orjson.dumps(companions) if companions else b"",
+                    grants,  # records.EncodedRow[10]
                 )
             )
         if rows:
             yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))
+        if self._options.roles_project is not None:
+            yield beam.pvalue.TaggedOutput(_ROLES, roles.publish())
+
+
+def profile_roles(profile: dict[str, Any], path: tuple[str, ...]) -> tuple[str, ...]:
+    """The role names at ``path`` (``--roles-from`` split at dots, e.g. ``("app_metadata",
+    "roles")``) of a profile, sorted and unique; () when there is no list there."""
+    value: Any = profile
+    for part in path:
+        if type(value) is not dict:
+            return ()
+        value = value.get(part)
+    if type(value) is not list or not value:
+        return ()
+    if all(type(v) is str for v in value):  # the usual shape: a list of names
+        return tuple(sorted(set(value)))
+    return tuple(sorted(set(role_names(value))))
+
+
+def holds_roles(profile: dict[str, Any]) -> bool:
+    """Without ``--project-id``: roles at ``app_metadata.roles`` or
+    ``app_metadata.authorization.roles`` (the summary's hint only)."""
+    app = profile.get("app_metadata")
+    if type(app) is not dict:
+        return False
+    if app.get("roles"):
+        return True
+    auth = app.get("authorization")
+    return type(auth) is dict and bool(auth.get("roles"))
+
+
+def _role_record(
+    sortkey, record: dict[str, Any], raw: bytes, routes, partitions: int
+) -> tuple[str, str] | None:
+    """One ``--roles-file`` line ``{"user_id", "roles": [name or {"name"}]}``: routed to its user."""
+    user_id = record.get("user_id")
+    if not isinstance(user_id, str) or not user_id.strip():
+        return Reason.MISSING_USER_ID, "roles record has no user_id"
+    if not isinstance(record.get("roles"), list):
+        return Reason.NOT_AN_OBJECT, "roles record has no 'roles' list"
+    names = tuple(sorted(set(role_names(record["roles"]))))
+    routes.setdefault((ROLE_RECORDS, partition_of(user_id, partitions)), []).append(
+        (sortkey[0], sortkey[1], user_id, names, raw)
+    )
+    return None
+
+
+class _JoinRoles:
+    """A partition's grants: the union of each user's --roles-from and --roles-file names."""
+
+    def __init__(self, project: str | None):
+        self._project = project
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._keys: set[str] = set()
+        self._cache: dict[tuple, tuple[tuple, tuple[tuple[str, int], ...]]] = {}
+
+    def user(self, item: _ProfileItem, records: Sequence[_MfaItem], dead: bool) -> tuple:
+        if self._project is None:
+            return ()
+        names: Any = item[10]  # sorted and unique
+        if not records and not dead:
+            # The common case: --roles-from only. One result per role combination (shared by
+            # the rows, so the rows' pickle holds each combination once).
+            cached = self._cache.get(names)
+            if cached is None:
+                outcomes: collections.Counter[str] = collections.Counter()
+                cached = (grants_from_names(names, self._project, outcomes), tuple(outcomes.items()))
+                for _, keys in cached[0]:
+                    self._keys.update(keys)
+                if len(self._cache) < 10_000:
+                    self._cache[names] = cached
+            for name, value in cached[1]:
+                self._counts[name] += value
+            return cached[0]
+        if records:
+            names = set(names)
+            for record in records:
+                names.update(record[4])
+                if not dead:
+                    self._counts["auth0.role_records_joined"] += 1
+        if not names:
+            return ()
+        grants = grants_from_names(names, self._project, self._counts)
+        if dead:
+            self._counts["roles.skipped.user-dead-lettered"] += sum(len(k) for _, k in grants)
+            return ()
+        for _, keys in grants:
+            self._keys.update(keys)
+        return grants
+
+    def publish(self) -> list[tuple[str, str, str, str]]:
+        for name, value in self._counts.items():
+            _counter(name).inc(value)
+        return sorted((self._project or "", key, display_name(None, key), "") for key in self._keys)
 
 
 def _email_of(entry_json: bytes) -> str | None:
@@ -810,17 +961,19 @@ class ReadAuth0Users(beam.PTransform):
         partitions: int,
         tmp_dir: str,
         mfa_files: Sequence[fileio.InputFile] = (),
+        role_files: Sequence[fileio.InputFile] = (),
     ):
         super().__init__()
         self._files = (
             [(PROFILES, f) for f in profile_files]
             + [(PASSWORDS, f) for f in password_files]
             + [(MFA, f) for f in mfa_files]
+            + [(ROLE_RECORDS, f) for f in role_files]
         )
         self._options = options
         self._partitions = partitions
         self._tmp_dir = tmp_dir
-        self._route_mfa = bool(mfa_files)
+        self._route_mfa = bool(mfa_files) or bool(role_files)  # both are joined on user_id
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
@@ -847,10 +1000,12 @@ class ReadAuth0Users(beam.PTransform):
             | "GroupPartitions" >> beam.GroupByKey()
             | "JoinPartitions"
             >> beam.ParDo(_JoinPartitionFn(self._options, self._tmp_dir))
-            .with_output_types(PartitionRows, **{_DEAD: DeadLetter})
-            .with_outputs(_DEAD, main="rows")
+            .with_output_types(PartitionRows, **{_DEAD: DeadLetter, _ROLES: Any})
+            .with_outputs(_DEAD, _ROLES, main="rows")
         )
         dead = tuple(dead) + (joined[_DEAD],) | "MergeDeadLetters" >> beam.Flatten().with_output_types(
             DeadLetter
         )
+        if self._options.roles_project is not None:  # transforms/grants.py resolves them
+            return {"rows": joined.rows, "dead": dead, "roles": joined[_ROLES]}
         return {"rows": joined.rows, "dead": dead}

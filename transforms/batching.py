@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from transforms.records import EncodedRow, encode_row
+from transforms.roles import grant_items
 
 __all__ = [
     "BodySpec",
@@ -44,28 +45,33 @@ class BodySpec:
 
 
 # One user, encoded: (file_index, position, user JSON, metadata JSON items or b"", password:
-# the hash's ZITADEL verifier, "password" for plaintext, "" for none; see records.EncodedRow).
-Fragment = tuple[int, int, bytes, bytes, str]
+# the hash's ZITADEL verifier, "password" for plaintext, "" for none; see records.EncodedRow;
+# userGrants JSON items or b"").
+Fragment = tuple[int, int, bytes, bytes, str, bytes]
 
 
 def to_fragment(row: list[Any]) -> Fragment:
     """A source row (see ``records``) → the fragment a body is built from."""
     encoded = encode_row(row)
-    return fragment_of(encoded)
+    return fragment_of(encoded, grant_items(encoded[2], encoded[10]))
 
 
-def fragment_of(encoded: EncodedRow) -> Fragment:
-    return (encoded[0], encoded[1], encoded[4], encoded[5], encoded[6])
+def fragment_of(encoded: EncodedRow, grants: bytes = b"") -> Fragment:
+    """``grants``: the user's ``userGrants`` items (``grants.grant_items``), b"" for none."""
+    return (encoded[0], encoded[1], encoded[4], encoded[5], encoded[6], grants)
 
 
 def render_fragments(spec: BodySpec, fragments: list[Fragment]) -> bytes:
     """The ImportDataRequest for ``fragments`` (in order): exactly ``orjson.dumps`` of the dict
-    ``{"dataOrgs": {"orgs": [{"orgId", "humanUsers", "userMetadata"?}]}, "timeout"}``."""
+    ``{"dataOrgs": {"orgs": [{"orgId", "humanUsers", "userMetadata"?, "userGrants"?}]}, "timeout"}``."""
     users = b",".join(f[2] for f in fragments)
     metadata = b",".join(f[3] for f in fragments if f[3])
     body = b'{"dataOrgs":{"orgs":[{"orgId":' + orjson.dumps(spec.org_id) + b',"humanUsers":[' + users + b"]"
     if metadata:
         body += b',"userMetadata":[' + metadata + b"]"
+    grants = b",".join(f[5] for f in fragments if f[5])
+    if grants:
+        body += b',"userGrants":[' + grants + b"]"
     body += b'}]},"timeout":' + orjson.dumps(spec.timeout) + b"}"
     if spec.multiline:
         body = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)

@@ -47,6 +47,7 @@ from transforms.batching import (
     render_fragments,
     to_fragment,
 )
+from transforms.grants import filter_grants
 from transforms.records import (
     NAMESPACE,
     DeadLetter,
@@ -59,6 +60,7 @@ from transforms.records import (
     no_gc,
     partition_of,
 )
+from transforms.roles import grant_items
 from transforms.sinks import open_private
 from transforms.spill import load_blob, read_spill_head
 from transforms.validate import Reason
@@ -164,20 +166,67 @@ class _BodyWriterFn(beam.DoFn):
         return path
 
 
+class _GrantTally:
+    """The grants of one partition's rows: collision losers removed, written and skipped counted.
+
+    Users share few role combinations, so each grant's JSON after the user id is rendered once
+    per combination (measured: rendering was most of the per-user cost of roles)."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._tails: dict[tuple, tuple[bytes, int, int]] = {}
+        self._users = self._grants = self._keys = 0
+
+    def items(self, row: EncodedRow, role_losers: frozenset) -> bytes:
+        grants = row[10]
+        if role_losers:
+            grants, removed = filter_grants(grants, role_losers)
+            self.counts["roles.skipped.key-case-collision"] += removed
+            if not grants:
+                return b""
+        tail = self._tails.get(grants)
+        if tail is None:
+            rendered = grant_items("", grants)  # '{"userId":"","projectId":...}' per grant
+            tail = (rendered, len(grants), sum(len(keys) for _, keys in grants))
+            if len(self._tails) < 10_000:
+                self._tails[grants] = tail
+        self._users += 1
+        self._grants += tail[1]
+        self._keys += tail[2]
+        user = b'{"userId":' + orjson.dumps(row[2])
+        return tail[0].replace(b'{"userId":""', user) if tail[1] > 1 else user + tail[0][12:]
+
+    def dead_lettered(self, row: EncodedRow) -> None:
+        self.counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in row[10])
+
+    def publish(self) -> None:
+        self.counts["authorizations.users_with_roles"] += self._users
+        self.counts["authorizations.grants"] += self._grants
+        self.counts["authorizations.keys_carried"] += self._keys
+        for name, value in self.counts.items():
+            if value:
+                Metrics.counter(NAMESPACE, name).inc(value)
+
+
 class _ChunkPartitionFn(_BodyWriterFn):
     """Sort a partition's rows, drop duplicates, write full bodies, pass the remainder on."""
 
-    def process(self, element: tuple[int, Iterable[bytes]], losers: dict):
+    def process(
+        self, element: tuple[int, Iterable[bytes]], losers: dict, role_losers: frozenset = frozenset()
+    ):
         _, blobs = element
         with no_gc():
             rows = [row for blob in blobs for row in decode_rows(load_blob(blob))]
             rows.sort(key=_sortkey)
             kept: list[Fragment] = []
+            grants = _GrantTally()
             for row in rows:
                 lost = losers.get(_sortkey(row))
                 if lost is None:
-                    kept.append(fragment_of(row))
+                    kept.append(fragment_of(row, grants.items(row, role_losers) if row[10] else b""))
                     continue
+                if row[10]:  # the roles of a dead-lettered user (transforms/grants.py)
+                    grants.dead_lettered(row)
                 yield beam.pvalue.TaggedOutput(
                     _DEAD, dead_letter(_sortkey(row), lost[0], lost[1], row[7], orjson.Fragment(row[8]))
                 )
@@ -193,6 +242,7 @@ class _ChunkPartitionFn(_BodyWriterFn):
                         ),
                     )
             del rows
+            grants.publish()
             full, rest = plan_chunks(kept, self._spec.batch_size)
             for chunk in full:
                 yield self._write(chunk)
@@ -220,12 +270,14 @@ class UsersToBodies(beam.PTransform):
     holding one; a partition may arrive as several elements.
     """
 
-    def __init__(self, spec: BodySpec, tmp_dir: str):
+    def __init__(self, spec: BodySpec, tmp_dir: str, role_losers: beam.PCollection | None = None):
         super().__init__()
         if spec.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._spec = spec
         self._tmp_dir = tmp_dir
+        # A singleton frozenset of (project, key) that lost a case collision (grants.ResolveRoles).
+        self._role_losers = role_losers
 
     def expand(self, rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
         """Returns ``{'bodies': PCollection[str], 'dead': PCollection[DeadLetter]}``."""
@@ -239,7 +291,15 @@ class UsersToBodies(beam.PTransform):
             rows
             | "GroupRows" >> beam.GroupByKey()
             | "ChunkPartitions"
-            >> beam.ParDo(_ChunkPartitionFn(self._spec, self._tmp_dir), losers=beam.pvalue.AsDict(losers))
+            >> beam.ParDo(
+                _ChunkPartitionFn(self._spec, self._tmp_dir),
+                losers=beam.pvalue.AsDict(losers),
+                **(
+                    {"role_losers": beam.pvalue.AsSingleton(self._role_losers)}
+                    if self._role_losers is not None
+                    else {}
+                ),
+            )
             .with_output_types(str, **{_DEAD: DeadLetter, _REMAINDER: Any})
             .with_outputs(_DEAD, _REMAINDER, main="bodies")
         )

@@ -132,6 +132,13 @@ def check_body(body: dict, options: ValidationOptions = PUSH_VALIDATION) -> Chec
                 for m in org[meta_key]
                 if not (isinstance(m, dict) and str(m.get("id", "")) in dropped_ids - {""})
             ]
+        for grant_key in ("userGrants", "user_grants"):  # a dropped user's grants go with it
+            if dropped_ids and isinstance(org.get(grant_key), list):
+                new_org[grant_key] = [
+                    g
+                    for g in org[grant_key]
+                    if not (isinstance(g, dict) and str(g.get("userId", "")) in dropped_ids - {""})
+                ]
         orgs.append(new_org)
     if not changed:
         return CheckedBody(body, [], notes, False)

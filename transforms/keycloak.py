@@ -70,6 +70,7 @@ from transforms.records import (
     pack_rows,
     partition_of,
 )
+from transforms.roles import direct_roles_beyond_builtin
 from transforms.spill import write_spill
 from transforms.validate import (
     MAX_METADATA_KEY,
@@ -108,6 +109,7 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 
 SOURCE = "keycloak-user"
+_ROLES = "roles"  # the project roles users hold that the export does not define (with roles)
 # Dead letters about a file rather than a user (a syntax error ends the file), so that
 # "users read = written + dead-lettered users" stays exact.
 FILE_SOURCE = "keycloak-file"
@@ -733,15 +735,28 @@ def iter_users(source: RealmSource, handle) -> Iterator[Any]:
 class _ReadRealmFileFn(beam.DoFn):
     """Stream one file's users; emit ``(partition, rows_blob)`` per partition every chunk."""
 
-    def __init__(self, options: KeycloakOptions, partitions: int, chunk_users: int, tmp_dir: str | None):
+    def __init__(
+        self,
+        options: KeycloakOptions,
+        partitions: int,
+        chunk_users: int,
+        tmp_dir: str | None,
+        roles: Any = None,
+    ):
         self._options = options
         self._partitions = partitions
         self._chunk = chunk_users
         self._tmp_dir = tmp_dir
+        # transforms.roles.KeycloakRoles with --project-id (grants in rows), else None.
+        self._roles = roles
+        self._held: set[tuple[str, str, str, str]] = set()
 
     def setup(self):
         self._tally = HashTally(self._tmp_dir)
-        self._fields = FieldTally("keycloak", KNOWN_FIELDS, not_carried_keys(self._options.metadata))
+        not_carried = not_carried_keys(self._options.metadata)
+        if self._roles is not None:  # carried as grants (transforms/roles.py)
+            not_carried = not_carried - {"realmRoles", "clientRoles", "groups"}
+        self._fields = FieldTally("keycloak", KNOWN_FIELDS, not_carried)
 
     def process(self, source: RealmSource):
         counts: collections.Counter[str] = collections.Counter()
@@ -822,6 +837,9 @@ class _ReadRealmFileFn(beam.DoFn):
                     if position % self._chunk == 0:
                         yield from self._flush(source, position, parts)
             yield from self._flush(source, position, parts)
+            if self._roles is not None:  # the roles users hold that the export does not define
+                yield beam.pvalue.TaggedOutput(_ROLES, sorted(self._held))
+                self._held = set()
         finally:
             counts["keycloak.users_read"] += 0  # always reported, even for an empty realm
             self._fields.flush(counts)
@@ -844,7 +862,10 @@ class _ReadRealmFileFn(beam.DoFn):
             counts[f"keycloak.other_credentials.{kind}"] += 1
         mapped = map_user(user, self._options, realm, otp_policy)
         if isinstance(mapped, Rejection):
+            if self._roles is not None and isinstance(user, Mapping):  # roles: docs/roles.md
+                self._count_roles(user, counts, dead=True)
             return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
+        grants = self._count_roles(user, counts, realm=realm)
         try:
             # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
             # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
@@ -857,9 +878,11 @@ class _ReadRealmFileFn(beam.DoFn):
                     SOURCE,
                     [],
                     mapped.converted.verifier if mapped.converted is not None else "",
+                    grants,
                 ]
             )
         except orjson.JSONEncodeError as err:
+            counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
             return _dead_letter(
                 sortkey,
                 Reason.UNREADABLE_INPUT,
@@ -902,6 +925,25 @@ class _ReadRealmFileFn(beam.DoFn):
         key = mapped.entry.get("userId") or mapped.entry["user"]["userName"]
         parts.setdefault(partition_of(key, self._partitions), []).append(row)
         return None
+
+    def _count_roles(
+        self, user: Mapping[str, Any], counts: collections.Counter[str], dead: bool = False, realm: str = ""
+    ) -> tuple:
+        """The user's grants (transforms/roles.py); its role outcomes counted under ``roles.``."""
+        if self._roles is None:
+            if direct_roles_beyond_builtin(user, realm):
+                counts["roles.users_holding"] += 1
+            return ()
+        grants, outcomes = self._roles.user_grants(user)
+        for name, value in outcomes:
+            if not (dead and name == "undefined"):
+                counts["roles." + name] += value
+        if dead:
+            counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
+            return ()
+        if any(name == "undefined" for name, _ in outcomes):
+            self._held.update(self._roles.held_entries(user))
+        return grants
 
     def _flush(
         self, source: RealmSource, position: int, parts: dict[int, list[EncodedRow]]
@@ -950,8 +992,10 @@ class ReadKeycloakUsers(beam.PTransform):
         partitions: int,
         tmp_dir: str | None = None,
         chunk_users: int = CHUNK_USERS,
+        roles: Any = None,
     ):
         super().__init__()
+        self._roles = roles  # transforms.roles.KeycloakRoles (--project-id), or None
         if options.on_unsupported_hash not in ON_UNSUPPORTED_HASH:
             raise ValueError(f"on_unsupported_hash must be one of {', '.join(ON_UNSUPPORTED_HASH)}")
         self._sources = list(sources)
@@ -967,8 +1011,12 @@ class ReadKeycloakUsers(beam.PTransform):
             | "ListRealmFiles" >> beam.Create(self._sources)
             | "SpreadFiles" >> beam.Reshuffle()
             | "ReadRealmFiles"
-            >> beam.ParDo(_ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir))
-            .with_output_types(PartitionRows, **{_DEAD: DeadLetter})
-            .with_outputs(_DEAD, main="rows")
+            >> beam.ParDo(
+                _ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir, self._roles)
+            )
+            .with_output_types(PartitionRows, **{_DEAD: DeadLetter, _ROLES: Any})
+            .with_outputs(_DEAD, _ROLES, main="rows")
         )
+        if self._roles is not None:  # with roles: transforms/grants.py resolves them
+            return {"rows": read.rows, "dead": read[_DEAD], "roles": read[_ROLES]}
         return {"rows": read.rows, "dead": read[_DEAD]}

@@ -39,6 +39,7 @@ from transforms.body_parts import body_user_ids, metadata_of, orgs_of, shape_pro
 from transforms.durations import parse_duration
 from transforms.errors import ConfigError
 from transforms.files import is_gcs, write_atomic
+from transforms.grant_push import ROLE_KINDS, check_projects, grant_owners
 from transforms.hash_policy import HashPolicy
 from transforms.hash_report import warn_uncovered
 from transforms.manifest import BodyRef, Manifest, default_results_dir, load_manifest, read_body
@@ -296,6 +297,7 @@ def _interpret(
     meta_owner = {
         f"{m.get('id')}_{m.get('key')}": str(m.get("id")) for org in orgs_of(part) for m in metadata_of(org)
     }
+    grant_owner = grant_owners(part)  # user grants: docs/roles.md
     created_in: dict[str, str] = {}  # user id -> the org the answer says it was created in
     for org in (answer.get("success") or {}).get("orgs") or []:
         for u in org.get("humanUserIds") or []:
@@ -329,6 +331,21 @@ def _interpret(
                     "userId": uid,
                     "orgId": org_of.get(uid, ""),
                     "reason": "metadata-rejected",
+                    "type": kind,
+                    "id": ident,
+                    "message": message,
+                },
+            )
+        elif kind in ROLE_KINDS and ("AlreadyExists" in message or "AlreadyExisting" in message):
+            continue  # a project, role or grant a previous run created: present (docs/roles.md)
+        elif kind == "user_grant" and ident in grant_owner:
+            uid = grant_owner[ident]
+            failed.setdefault(
+                uid,
+                {
+                    "userId": uid,
+                    "orgId": org_of.get(uid, ""),
+                    "reason": "grant-rejected",
                     "type": kind,
                     "id": ident,
                     "message": message,
@@ -817,6 +834,7 @@ def push_manifest(
         max_attempts=max_attempts,
         **({"timeout": request_timeout} if request_timeout else {}),
     )
+    check_projects(manifest.raw, client)  # the grants' projects must exist before any body
     started = time.monotonic()
     with _Progress(manifest, stream, progress) as live:
 

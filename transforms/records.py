@@ -15,6 +15,7 @@ small ones. A source builds rows as lists::
 - ``source``: e.g. ``auth0-profile``.
 - ``companions``: ``[[sortkey, source, record], ...]``, other input records that belong to this
   user (Auth0: its password record) and are dead-lettered with it if a later stage rejects it.
+- optional: ``password`` (the hash's verifier), then ``grants`` (``roles.Grants``).
 
 ``encode_rows`` turns them into a blob of :data:`EncodedRow` tuples whose JSON is rendered once,
 here: later stages only join bytes and never parse a user again (re-parsing every row in each
@@ -92,7 +93,10 @@ def dead_letter(
 # of this user without brackets (b"" for none), companions_json b"" for none. ``password`` is the
 # ZITADEL verifier of the user's hash, "password" for a plaintext password, "" for none (truthy
 # = has a password; the bodies stage counts written hashes by verifier from it).
-EncodedRow = tuple[int, int, str, str, bytes, bytes, str, str, bytes, bytes]
+# ``grants`` (the last element): the user's grants, ``((project id, (sorted unique role keys)),
+# ...)`` sorted by project (transforms/roles.py ``Grants``), () for none; the bodies render them
+# as ``userGrants`` (transforms/grants.py). Sources give them as the row's 8th item.
+EncodedRow = tuple[int, int, str, str, bytes, bytes, str, str, bytes, bytes, tuple]
 
 
 def user_name_key(user_name: Any) -> str:
@@ -120,6 +124,7 @@ def encode_row(row: list[Any]) -> EncodedRow:
         source,
         orjson.dumps(record),
         orjson.dumps(companions) if companions else b"",
+        row[7] if len(row) > 7 and row[7] else (),
     )
 
 

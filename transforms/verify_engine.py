@@ -26,6 +26,7 @@ from transforms.admin_api import AdminClient, Credentials, connect
 from transforms.body_parts import body_user_ids, orgs_of, user_name_of, users_of
 from transforms.errors import ConfigError
 from transforms.files import write_atomic
+from transforms.grant_push import expected_grants, missing_grants
 from transforms.manifest import default_results_dir, load_manifest, read_body
 
 __all__ = [
@@ -65,6 +66,9 @@ class OrgCheck:
 class VerifyReport:
     orgs: list[OrgCheck]
     missing_file: str | None = None
+    # ``userId@projectId`` of user grants without a ``user.grant.added`` event (docs/roles.md).
+    missing_grants: list[str] = dataclasses.field(default_factory=list)
+    grants_expected: int = 0
 
     @property
     def created(self) -> int:
@@ -80,7 +84,7 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        return not self.missing
+        return not self.missing and not self.missing_grants
 
     def table(self) -> str:
         width = max([len("org")] + [len(o.org_id) for o in self.orgs])
@@ -99,6 +103,11 @@ class VerifyReport:
                 else f"{len(self.missing)} missing, e.g. {', '.join(self.missing[:5])}"
             )
         )
+        if self.grants_expected:
+            lines.append(
+                f"verify: grants {self.grants_expected - len(self.missing_grants)} of {self.grants_expected} arrived"
+                + (f"; missing e.g. {', '.join(self.missing_grants[:5])}" if self.missing_grants else "")
+            )
         if self.missing_file:
             lines.append(f"missing ids: {self.missing_file}")
         return "\n".join(lines)
@@ -216,8 +225,25 @@ def verify_manifest(
         for org_id, expected in per_org.items()
     ]
     report = VerifyReport(checks)
+    grants = expected_grants_of(manifest_path)
+    if grants:
+        report.grants_expected = sum(len(v) for v in grants.values())
+        report.missing_grants = missing_grants(client, grants, page_size)
     report.missing_file = _write_missing(manifest_path, results_dir, report)
     return report
+
+
+def expected_grants_of(manifest_path: str) -> dict[str, set[tuple[str, str]]]:
+    """org id → {(user id, project id)} of every user grant in the manifest's bodies."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    for ref in load_manifest(manifest_path).bodies:
+        try:
+            body = json.loads(read_body(ref))
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"cannot read {ref.name}: {admin_api.scrub(str(err))}") from None
+        for org_id, pairs in expected_grants(body).items():
+            out.setdefault(org_id, set()).update(pairs)
+    return out
 
 
 def _write_missing(manifest_path: str, results_dir: str | None, report: VerifyReport) -> str | None:
@@ -232,6 +258,15 @@ def _write_missing(manifest_path: str, results_dir: str | None, report: VerifyRe
         json.dumps({"orgId": o.org_id, "userId": u, "reason": "no-user.human.added-event"})
         for o in report.orgs
         for u in o.missing
+    ] + [
+        json.dumps(
+            {
+                "userId": g.rsplit("@", 1)[0],
+                "projectId": g.rsplit("@", 1)[1],
+                "reason": "no-user.grant.added-event",
+            }
+        )
+        for g in report.missing_grants
     ]
     write_atomic(path, ("\n".join(lines) + "\n").encode())
     return path
