@@ -413,9 +413,11 @@ def build_pipeline(
         from transforms.sync import CompareWithState
 
         options, shards = sync
-        source = source["rows"] | "Sync" >> CompareWithState(
+        synced = source["rows"] | "Sync" >> CompareWithState(
             options, shards, layout.tmp_dir, dead=source["dead"]
         )
+        # Roles come from every user read, new or not: the catalogue stays whole.
+        source = {**synced, **({"roles": source["roles"]} if "roles" in source else {})}
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
     role_losers = None
     if "roles" in source:
@@ -744,8 +746,14 @@ def _write_authorizations(
     catalogue: list,
     bodies: list[dict[str, Any]],
     counts: dict[str, int],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Write ``<stem>.authorizations<ext>`` and list it first; every user body comes ``after`` it."""
+    held: str | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+    """Write ``<stem>.authorizations<ext>`` and list it first; every user body comes ``after`` it.
+
+    ``held``: the sha256 of the authorizations body the sync state says the target holds (docs/
+    sync.md#grants); the same body is not written again, so a night with nothing new writes none.
+    Returns the bodies, the manifest's ``authorizations`` and the body's sha256.
+    """
     import hashlib
 
     from transforms.grants import authorizations_body, authorizations_fields
@@ -753,20 +761,26 @@ def _write_authorizations(
 
     layout = run.layout
     data = authorizations_body(common.org_id, common.timeout, roles, catalogue, common.multiline)
+    digest = hashlib.sha256(data).hexdigest()
+    fields = authorizations_fields(counts, roles, len(catalogue))
     path = f"{layout.stem}.authorizations{layout.ext}"
     run.check_replaceable([path])  # an earlier run's own file only (transforms/guards.py)
+    if digest == held:
+        if os.path.lexists(path) and "://" not in path:
+            os.unlink(path)  # checked above: the earlier run's own file
+        return bodies, fields, digest
     with open_private(path) as handle:
         handle.write(data)
     first = {
         "path": relative_path(posixpath.dirname(layout.manifest), path),
         "users": 0,
-        "sha256": hashlib.sha256(data).hexdigest(),
+        "sha256": digest,
         "after": [],
         "kind": "authorizations",
     }
     shifted = [{**b, "after": [0] + [a + 1 for a in b["after"]]} for b in bodies]
     counts["bodies_written"] = counts.get("bodies_written", 0) + 1
-    return [first] + shifted, authorizations_fields(counts, roles, len(catalogue))
+    return [first] + shifted, fields, digest
 
 
 def run_migration(**kwargs: Any) -> int:
@@ -870,7 +884,12 @@ def _run_migration(
             bodies, dead_count, dead_sha = finalize_outputs(run)
             authorizations: dict[str, Any] = {}
             if roles is not None:
-                bodies, authorizations = _write_authorizations(run, common, roles, catalogue, bodies, counts)
+                held = (pointer or {}).get("authorizations_sha256") if sync is not None else None
+                bodies, authorizations, roles_digest = _write_authorizations(
+                    run, common, roles, catalogue, bodies, counts, held
+                )
+                if sync is not None:  # push records it in the state once the target confirmed it
+                    sync_fields["sync"]["authorizations_sha256"] = roles_digest
                 holds = holds and authorizations["invariant"]["holds"]
                 invariant_text += "; " + authorizations["invariant"]["text"]
             elif counts.get("roles.users_holding"):

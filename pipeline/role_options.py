@@ -79,11 +79,6 @@ def role_settings(args: argparse.Namespace):
     name = args.create_project
     if name is not None and not 1 <= len(name.strip()) <= MAX_KEY:
         raise ConfigError("--create-project NAME must have 1 to 200 characters")
-    if getattr(args, "state", None):
-        raise ConfigError(
-            "--project-id with --state: grants of scheduled runs are not supported yet; "
-            "run the role migration without --state"
-        )
     return RoleSettings(
         project,
         name.strip() if name is not None else None,

@@ -627,3 +627,90 @@ def test_another_order_key_order_and_layout_of_the_same_data_changes_nothing(nig
     assert manifest["bodies"] == [] and manifest["sync"]["changes"] == []
     assert manifest["sync"]["counts"]["unchanged"] == 30
     assert night.server.v2_requests == [] and night.server.state.import_calls == imports
+
+
+def test_grants_follow_the_realm_roles_on_scheduled_runs(tmp_path, capsys):
+    """Keycloak roles with --project-id and --state: added and removed roles, a user who lost all
+    roles, a role new to the project, and nothing sent for users whose roles did not change."""
+    from test_roles import realm_doc, user
+
+    token_file = tmp_path / "token"
+    token_file.write_text(PAT)
+
+    def run(users: list[dict], n: int, doc: dict | None = None) -> int:
+        realm = tmp_path / f"realm-{n}.json"
+        realm.write_text(json.dumps({**(doc or realm_doc()), "users": users}))
+        return main(
+            [
+                "migrate",
+                "keycloak",
+                f"--org={ORG}",
+                f"--realm={realm}",
+                f"--output={tmp_path / 'out' / 'importBody.json'}",
+                f"--state={tmp_path / 'state'}",
+                "--project-id=2873423",
+                "--create-project=Acme",
+                "--on-unsupported-hash=import-without-password",
+                f"--push-url={server.url}",
+                f"--token-file={token_file}",
+                "--push-verify",
+            ]
+        )
+
+    def grants() -> dict[str, list[str]]:
+        with server.state.lock:
+            return {
+                user_id: sorted(server.state.grant_keys[grant_id])
+                for (org, user_id, project, _), grant_id in server.state.user_grants.items()
+                if org == ORG and project == "2873423"
+            }
+
+    with ZitadelServer(tokens={PAT}) as server:
+        day1 = [
+            user(1, realmRoles=["viewer"]),
+            user(2, realmRoles=["editor"]),
+            user(3, realmRoles=["admin"]),
+            user(4, realmRoles=["viewer"]),
+        ]
+        assert run(day1, 1) == 0
+        assert grants() == {
+            "id-1": ["viewer"],
+            "id-2": ["editor", "shop:buyer", "viewer"],
+            "id-3": ["admin", "editor", "shop:buyer", "viewer"],
+            "id-4": ["viewer"],
+        }
+        # Day 2: user 1 gains editor, user 2 loses every role, user 3 is unchanged, user 4 gets a
+        # role the realm defines only from today; user 5 is new with roles.
+        doc = realm_doc()
+        doc["roles"]["realm"].append({"name": "auditor", "description": "Reads the books"})
+        day2 = [
+            user(1, realmRoles=["editor"]),
+            user(2),
+            user(3, realmRoles=["admin"]),
+            user(4, realmRoles=["viewer", "auditor"]),
+            user(5, realmRoles=["viewer"]),
+        ]
+        requests = len(server.state.events)
+        capsys.readouterr()
+        rc = run(day2, 2, doc)
+        captured = capsys.readouterr()
+        assert rc == 0, captured.out[-1500:] + captured.err
+        assert grants() == {
+            "id-1": ["editor", "shop:buyer", "viewer"],
+            "id-3": ["admin", "editor", "shop:buyer", "viewer"],
+            "id-4": ["auditor", "viewer"],
+            "id-5": ["viewer"],
+        }
+        with server.state.lock:
+            touched = {
+                e.aggregate_id for e in server.state.events[requests:] if e.event_type.startswith("user.")
+            }
+        assert "id-3" not in touched  # unchanged roles: nothing sent for user 3
+        assert server.v2.notifications == []
+        # The same day again: no grant call, no body (the roles body too: the state holds it).
+        calls, imports = len(server.management.calls), server.state.import_calls
+        assert run(day2, 3, doc) == 0
+        assert len(server.management.calls) == calls and server.state.import_calls == imports
+        manifest = json.loads((tmp_path / "out" / "importBody.manifest.json").read_text())
+        assert manifest["bodies"] == [] and manifest["sync"]["changes"] == []
+        assert not (tmp_path / "out" / "importBody.authorizations.json").exists()

@@ -160,3 +160,30 @@ def test_merge_keeps_old_digests_for_calls_that_failed():
     assert merge_confirmed(old, new, ["DeleteUser"], complete=True) is None
     locked = merge_confirmed(old, {**new, "b": INACTIVE}, ["LockUser"], complete=True)
     assert locked is not None and locked["b"] == LOCKED
+
+
+def test_grants_set_changed_projects_remove_lost_ones_and_merge_only_whole_groups():
+    entry = _entry()
+    old = state_record(entry, META, blocked=False, quick="q1", grants=(("p1", ("a", "b")), ("p2", ("x",))))
+    new_grants = (("p1", ("a", "c")), ("p3", ("y",)))
+    kind, new, groups, calls, _ = compare_user(old, entry, META, blocked=False, quick="q2", grants=new_grants)
+    assert kind == "changed" and groups == ["grants"]
+    assert calls == [
+        {"call": "RemoveUserGrant", "projectId": "p2"},
+        {"call": "SetUserGrant", "projectId": "p1", "roleKeys": ["a", "c"]},
+        {"call": "SetUserGrant", "projectId": "p3", "roleKeys": ["y"]},
+    ]
+    planned = [c["call"] for c in calls]
+    # One SetUserGrant of two confirmed: the grants are not yet the new ones.
+    partial = merge_confirmed(old, new, ["RemoveUserGrant", "SetUserGrant"], complete=False, planned=planned)
+    assert partial is not None and partial["f"]["grants"] == old["f"]["grants"] and partial["a"] == old["a"]
+    whole = merge_confirmed(old, new, planned, complete=False, planned=planned)
+    assert whole is not None and whole["f"]["grants"] == new["f"]["grants"] and whole["a"] == new["a"]
+
+
+def test_a_record_written_before_grants_existed_reads_as_holding_none():
+    entry = _entry()
+    old = _record(entry)
+    del old["f"]["grants"]  # a state from before grants were compared
+    assert compare_user(old, entry, META, blocked=False, quick=old["q"])[0] == "unchanged"
+    assert changed_groups(old, _record(entry)) == []

@@ -42,6 +42,7 @@ from typing import Any
 import jwt
 import passwap_rules  # beside this file: passwap's parsing rules, also when run as a script
 import schema_check_v2
+from zitadel_management_v1 import ManagementError, ManagementV1
 from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
 
 __all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "take_v2_schema_problems", "main"]
@@ -321,6 +322,7 @@ class _State:
         self.project_roles: dict[str, dict[str, str]] = {}
         # (orgId, userId, projectId, projectGrantId) -> grant id: at most one grant per user and project.
         self.user_grants: dict[tuple[str, str, str, str], str] = {}
+        self.grant_keys: dict[str, list[str]] = {}  # grant id -> role keys (management v1 reads them)
         self.project_grants: dict[str, tuple[str, str, str]] = {}  # grantId -> (owner, project, granted org)
         self.user_records: dict[str, list[dict]] = {}  # orgId -> [{"field", "item"}] (grants, members, links)
         # User service v2 (tests/zitadel_user_v2.py): active | initial | inactive | locked | removed.
@@ -384,6 +386,7 @@ class ZitadelServer:
         self.gcs_imports: list[dict] = []
         self._detached: list[threading.Thread] = []
         self.v2 = UserServiceV2(self)
+        self.management = ManagementV1(self)
         _LIVE.add(self)
 
     @property
@@ -839,6 +842,7 @@ class ZitadelServer:
                                 str(item.get("projectGrantId") or ""),
                             )
                             self.state.user_grants[unique] = grant_id
+                            self.state.grant_keys[grant_id] = list(item.get("roleKeys") or [])
                             self.state.emit(
                                 "user.grant.added",
                                 grant_id,
@@ -1126,6 +1130,16 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 except ValueError:
                     self._error(400, 3, "proto: syntax error (line 1:1): invalid JSON")
                     return
+            if self.path.startswith("/management/v1/"):  # user grants (tests/zitadel_management_v1.py)
+                try:
+                    answer = server.management.handle(
+                        method, self.path, body, self.headers.get("x-zitadel-orgid", "")
+                    )
+                except ManagementError as err:
+                    self._error(err.status, err.code, err.message)
+                    return
+                self._send(200, answer)
+                return
             server.v2_requests.append((method, self.path, body))
             refusal = server.check_v2_schema(method, self.path, body)
             if refusal is not None:
@@ -1147,7 +1161,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, answer)
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-            if self.path.startswith("/v2/"):
+            if self.path.startswith(("/v2/", "/management/v1/")):
                 self._v2("POST")
                 return
             raw, fault, answered = self._read_and_fault()

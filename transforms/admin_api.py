@@ -770,21 +770,24 @@ class AdminClient:
         timeout: float | None = None,
         on_attempt: Callable[[], None] | None = None,
         retrier: _Retrier | None = None,
+        org_id: str | None = None,
     ) -> dict:
         """Any authenticated JSON call (``PUT /v2/users/human/{id}``, ``POST /admin/v1/import``):
         retries, token refresh, the whole-request ``timeout`` (default the client's), the
         no-answer stop; returns the answer's JSON object (``{}`` for an empty answer).
+        ``org_id`` sends the management API's ``x-zitadel-orgid`` (the org the call acts in).
 
         >>> client.request("POST", "/v2/users/123/deactivate", {})  # doctest: +SKIP
         """
         data = body if isinstance(body, bytes | None) else json.dumps(dict(body)).encode()
+        headers = self._headers if not org_id else (lambda: {**self._headers(), "x-zitadel-orgid": org_id})
         raw = _send_with_retries(
             self._transport,
             retrier or self._retrier,
             self.stats,
             path,
             data,
-            self._headers,
+            headers,
             self.timeout if timeout is None else timeout,
             self.tokens.secrets,
             self.tokens.invalidate,

@@ -893,7 +893,8 @@ def push_manifest(
 
             verify_changes(changes, report.sync, client)
         # Only what the target confirmed: a failed user keeps its old record (sent again next run).
-        commit_state(manifest, confirmed, changes, report.sync)
+        bodies_done = frozenset(r.index for r in ordered if r.status in ("done", "skipped"))
+        commit_state(manifest, confirmed, changes, report.sync, bodies_done)
     if verify and scheduler.fatal is None:
         report.verify = verify_manifest(
             manifest_path, url, credentials, results_dir=ledger.directory, client=client

@@ -242,7 +242,8 @@ class _CompareFn(beam.DoFn):
                     f"user is {reason} at the source and not in ZITADEL yet ({flag} imports it, then deactivates it)",
                 )
                 continue
-            quick = quick_digest(entry_json, meta_json, blocked)
+            grants = row[10] if len(row) > 10 else ()  # transforms/roles.py, with --project-id
+            quick = quick_digest(entry_json, meta_json, blocked, grants)
             if (
                 old is not None
                 and old.get("q") == quick
@@ -255,7 +256,7 @@ class _CompareFn(beam.DoFn):
             entry = orjson.loads(entry_json)
             metadata = orjson.loads(b"[" + meta_json + b"]") if meta_json else []
             kind, record, groups, calls, notes = compare_user(
-                old, entry, metadata, blocked=blocked, quick=quick
+                old, entry, metadata, blocked=blocked, quick=quick, grants=grants
             )
             if kind == "new":
                 count("sync.new")
@@ -369,8 +370,16 @@ class _CompareFn(beam.DoFn):
             count("users_with_password")
         if b'"otpCode":' in row[4]:
             count("users_with_otp")
+        grants = row[10] if len(row) > 10 else ()
+        if grants:  # carried by the state and the change records, not by a body (docs/roles.md)
+            count("authorizations.users_with_roles")
+            count("authorizations.grants", len(grants))
+            count("authorizations.keys_carried", sum(len(keys) for _, keys in grants))
 
     def _reject(self, row: EncodedRow, reason: str, detail: str):
+        grants = row[10] if len(row) > 10 else ()
+        if grants:
+            self._inc("roles.skipped.user-dead-lettered", sum(len(keys) for _, keys in grants))
         yield beam.pvalue.TaggedOutput(
             _DEAD_OUT, dead_letter((row[0], row[1]), reason, detail, row[7], orjson.Fragment(row[8]))
         )

@@ -33,6 +33,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import collections
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,7 +57,7 @@ __all__ = [
     "CALL_GROUPS",
 ]
 
-GROUPS = ("username", "profile", "email", "phone", "password", "idps", "metadata", "otp")
+GROUPS = ("username", "profile", "email", "phone", "password", "idps", "metadata", "otp", "grants")
 # The groups one UpdateHumanUser call carries.
 UPDATE_GROUPS = ("username", "profile", "email", "phone", "password")
 
@@ -73,6 +74,8 @@ CALL_GROUPS: dict[str, tuple[str, ...]] = {
     "RemoveIDPLink": ("idps",),
     "SetUserMetadata": ("metadata",),
     "DeleteUserMetadata": ("metadata",),
+    "SetUserGrant": ("grants",),
+    "RemoveUserGrant": ("grants",),
 }
 
 
@@ -81,16 +84,31 @@ def _digest(value: Any) -> str:
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
-def quick_digest(entry_json: bytes, metadata_json: bytes, blocked: bool = False) -> str:
-    """A digest of the exact bytes of a mapped entry and its metadata (the fast path)."""
+# Digests of groups added after a state may have been written, for records that lack them.
+_ABSENT = {"grants": _digest([])}
+
+
+def quick_digest(entry_json: bytes, metadata_json: bytes, blocked: bool = False, grants: Grants = ()) -> str:
+    """A digest of the exact bytes of a mapped entry, its metadata and grants (the fast path).
+
+    A user without grants digests exactly as before grants existed, so a state made without
+    roles still reads as unchanged."""
     h = hashlib.blake2b(entry_json, digest_size=12)
     h.update(b"\x00")
     h.update(metadata_json)
     h.update(b"\x01" if blocked else b"\x00")
+    if grants:
+        h.update(orjson.dumps(grants))
     return h.hexdigest()
 
 
-def _group_values(entry: Mapping[str, Any], metadata: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+# ``((project id, (sorted role keys)), ...)`` sorted by project: a user's grants (transforms/roles.py).
+Grants = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _group_values(
+    entry: Mapping[str, Any], metadata: Sequence[Mapping[str, Any]], grants: Grants = ()
+) -> dict[str, Any]:
     user = entry.get("user") or {}
     email = dict(user.get("email") or {})
     phone = dict(user.get("phone") or {})
@@ -114,6 +132,7 @@ def _group_values(entry: Mapping[str, Any], metadata: Sequence[Mapping[str, Any]
         "idps": links,
         "metadata": meta,
         "otp": user.get("otpCode"),
+        "grants": sorted([str(project), sorted(str(k) for k in keys)] for project, keys in grants),
     }
 
 
@@ -123,9 +142,11 @@ def state_record(
     *,
     blocked: bool,
     quick: str,
+    grants: Grants = (),
 ) -> dict[str, Any]:
-    """The state record of a mapped user entry (its ``humanUsers`` item) and its metadata items."""
-    values = _group_values(entry, metadata)
+    """The state record of a mapped user entry (its ``humanUsers`` item), its metadata items and
+    its grants (``a``: project and role keys, so a project gone at the source can be removed)."""
+    values = _group_values(entry, metadata, grants)
     user = entry.get("user") or {}
     record: dict[str, Any] = {
         "id": str(entry.get("userId") or ""),
@@ -138,13 +159,16 @@ def state_record(
         record["l"] = [[config, external] for config, external, _ in values["idps"]]
     if values["metadata"]:
         record["m"] = {key: _digest(value) for key, value in values["metadata"]}
+    if values["grants"]:
+        record["a"] = values["grants"]
     return record
 
 
 def changed_groups(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """The field groups whose digests differ (all of them against a record without digests)."""
     before, after = old.get("f") or {}, new.get("f") or {}
-    return [group for group in GROUPS if before.get(group) != after.get(group)]
+    # A record written before grants were compared has no "grants" digest: it held none.
+    return [group for group in GROUPS if before.get(group, _ABSENT.get(group)) != after.get(group)]
 
 
 def _profile_body(profile: Mapping[str, Any], old_had: bool) -> dict[str, Any]:
@@ -244,6 +268,14 @@ def plan_changes(
             calls.append({"call": "SetUserMetadata", "body": {"metadata": changed}})
     if "otp" in groups and old is not None:
         notes.append("otp-not-applied")
+    if "grants" in groups:
+        before_grants = {project: list(keys) for project, keys in (old or {}).get("a") or []}
+        after_grants = {project: list(keys) for project, keys in new.get("a") or []}
+        for project in sorted(set(before_grants) - set(after_grants)):
+            calls.append({"call": "RemoveUserGrant", "projectId": project})
+        for project, keys in sorted(after_grants.items()):
+            if before_grants.get(project) != keys:
+                calls.append({"call": "SetUserGrant", "projectId": project, "roleKeys": keys})
     return groups, calls, notes
 
 
@@ -265,6 +297,7 @@ def compare_user(
     *,
     blocked: bool,
     quick: str,
+    grants: Grants = (),
 ) -> tuple[str, dict[str, Any], list[str], list[dict[str, Any]], list[str]]:
     """Sort one user read today against its state record.
 
@@ -273,7 +306,7 @@ def compare_user(
     carried to the target (an OTP secret, a removed password) keeps its old digest in the record,
     so every run names it again rather than pretending the target holds it.
     """
-    record = state_record(entry, metadata, blocked=blocked, quick=quick)
+    record = state_record(entry, metadata, blocked=blocked, quick=quick, grants=grants)
     if old is None:
         return "new", record, [], [], []
     if old.get("q") == quick and old.get("b", ACTIVE) == (INACTIVE if blocked else ACTIVE) and "g" not in old:
@@ -333,13 +366,19 @@ def metadata_value(value: str) -> str:
 
 
 def merge_confirmed(
-    old: Mapping[str, Any] | None, new: Mapping[str, Any], confirmed: Sequence[str], complete: bool
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    confirmed: Sequence[str],
+    complete: bool,
+    planned: Sequence[str] = (),
 ) -> dict[str, Any] | None:
     """The state record after some of a user's calls were confirmed.
 
-    All confirmed (``complete``) → ``new``. Otherwise the groups of the confirmed calls take their new digests
-    and the rest keeps the old ones, so the next run sends exactly what did not arrive.
-    ``None`` means: drop the user from the state (a confirmed ``DeleteUser``).
+    All confirmed (``complete``) → ``new``. Otherwise a group takes its new digest only when every
+    planned call of that group (``planned``: the change's call names) was confirmed (a link
+    removed but its replacement not added is not the new links), and the rest keeps the old ones,
+    so the next run sends exactly what did not arrive. ``None`` means: drop the user from the
+    state (a confirmed ``DeleteUser``).
     """
     if "DeleteUser" in confirmed:
         return None
@@ -351,7 +390,13 @@ def merge_confirmed(
     merged = dict(old)
     if "ReactivateUser" in confirmed or "UnlockUser" in confirmed:
         merged.pop("g", None)
-    groups = {g for call in confirmed for g in CALL_GROUPS.get(call, ())}
+    done = collections.Counter(confirmed)
+    wanted = collections.Counter(planned or confirmed)
+    groups = {
+        group
+        for group in {g for call in confirmed for g in CALL_GROUPS.get(call, ())}
+        if all(done[call] >= wanted[call] for call in wanted if group in CALL_GROUPS.get(call, ()))
+    }
     fingerprints = dict(old.get("f") or {})
     for group in groups:
         fingerprints[group] = (new.get("f") or {}).get(group)
@@ -362,6 +407,8 @@ def merge_confirmed(
         merged["l"] = new.get("l") or []
     if "metadata" in groups:
         merged["m"] = new.get("m") or {}
+    if "grants" in groups:
+        merged["a"] = new.get("a") or []
     for call, blocked in (
         ("DeactivateUser", INACTIVE),
         ("LockUser", LOCKED),

@@ -176,10 +176,13 @@ class StateStore:
         base: Mapping[str, Any] | None,
         shards: Mapping[int, Mapping[str, Mapping[str, Any]]],
         users_delta: int = 0,
+        extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Write ``shards`` (partition → all its records) as a new generation, then the pointer.
 
-        Refuses when the committed pointer is no longer ``base`` (another run committed since).
+        ``extra``: pointer fields to set (e.g. ``authorizations_sha256``, the roles body the target
+        holds); the base's are kept otherwise. Refuses when the committed pointer is no longer
+        ``base`` (another run committed since).
         """
         current = self.read_pointer()
         if (current or {}).get("generation") != (base or {}).get("generation"):
@@ -188,7 +191,9 @@ class StateStore:
                 f"{(current or {}).get('generation')}, this run started from "
                 f"{(base or {}).get('generation')}): run migrate again"
             )
-        if not shards:
+        carried = {k: v for k, v in (base or {}).items() if k == "authorizations_sha256"}
+        extras = {**carried, **(extra or {})}
+        if not shards and extras == carried:
             return dict(base) if base else self._empty_pointer()
         generation = int((base or {}).get("generation", 0)) + 1
         folder = f"gen-{generation:06d}"
@@ -208,6 +213,7 @@ class StateStore:
             "users": int((base or {}).get("users", 0)) + users_delta,
             "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "previous_shards": sorted(set((base or {}).get("shards", {}).values())),
+            **extras,
         }
         self._write(self.path(POINTER_NAME), orjson.dumps(pointer, option=orjson.OPT_INDENT_2) + b"\n")
         self._collect(pointer)
