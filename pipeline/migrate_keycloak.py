@@ -162,7 +162,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     roles_settings = role_settings(known_args)
     model = None
     if roles_settings is not None:  # roles and groups → project roles and grants (docs/roles.md)
-        from transforms.roles import load_keycloak_roles
+        from transforms.keycloak import load_keycloak_roles
 
         try:
             model = load_keycloak_roles(known_args.realm, known_args.realm_name, roles_settings)

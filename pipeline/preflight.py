@@ -253,7 +253,7 @@ def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
     command = known_args._path
     outputs: dict[str, str] = {}
     if command[0] == "migrate":
-        from pipeline.migrate import planned_outputs
+        from pipeline.layout import planned_outputs
 
         outputs.update(planned_outputs(known_args.output, known_args.dead_letter))
         state = getattr(known_args, "state", None)

@@ -70,7 +70,7 @@ from transforms.records import (
     pack_rows,
     partition_of,
 )
-from transforms.roles import direct_roles_beyond_builtin
+from transforms.roles import KeycloakRoles, RoleSettings, direct_roles_beyond_builtin
 from transforms.spill import write_spill
 from transforms.validate import (
     MAX_METADATA_KEY,
@@ -82,6 +82,7 @@ from transforms.validate import (
 )
 
 __all__ = [
+    "load_keycloak_roles",
     "KeycloakOptions",
     "MappedUser",
     "Rejection",
@@ -1020,3 +1021,46 @@ class ReadKeycloakUsers(beam.PTransform):
         if self._roles is not None:  # with roles: transforms/grants.py resolves them
             return {"rows": read.rows, "dead": read[_DEAD], "roles": read[_ROLES]}
         return {"rows": read.rows, "dead": read[_DEAD]}
+
+
+# --------------------------------------------------------------------------- role definitions
+
+_DEFINITION_KEYS = ("realm", "roles", "groups", "defaultRole", "defaultRoles")
+
+
+def load_keycloak_roles(realm: str, realm_name: str | None, settings: RoleSettings) -> KeycloakRoles:
+    """The role definitions of ``--realm`` (a file, a multi-realm array, or a split export's
+    files) for ``realm_name`` (None: the only realm). Users files of a split export hold none and
+    are not read; a single-file realm is streamed once per definition key (ijson's C backend
+    skips the users array without building it). Raises ValueError with one line."""
+    import os
+
+    import ijson
+
+    parts: list[Mapping[str, Any]] = []
+    for path in _expand(realm):
+        match = _SPLIT_NAME.match(os.path.basename(path))
+        if match and match.group("n") is not None:
+            continue  # <realm>-users-N.json
+        try:
+            top = _scan(path)
+            if top.array:
+                with _open(path) as handle:
+                    for item in ijson.items(handle, "item", use_float=True):
+                        if isinstance(item, Mapping) and (
+                            realm_name is None or item.get("realm") == realm_name
+                        ):
+                            parts.append({k: item.get(k) for k in _DEFINITION_KEYS})
+                continue
+            doc: dict[str, Any] = {}
+            for key in _DEFINITION_KEYS:
+                with _open(path) as handle:
+                    found = next(iter(ijson.items(handle, key, use_float=True)), None)
+                if found is not None:
+                    doc[key] = found
+        except (OSError, ijson.JSONError, RealmInputError) as err:
+            raise ValueError(f"cannot read the roles of {path}: {_first_line(err)}") from None
+        if realm_name is not None and doc.get("realm") not in (None, realm_name):
+            continue
+        parts.append(doc)
+    return KeycloakRoles.from_parts(parts, settings)

@@ -47,7 +47,6 @@ __all__ = [
     "display_name",
     "COUNTER_PREFIX",
     "grant_items",
-    "load_keycloak_roles",
     "direct_roles_beyond_builtin",
 ]
 
@@ -336,49 +335,6 @@ def _freeze(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- loading a realm
-
-
-_DEFINITION_KEYS = ("realm", "roles", "groups", "defaultRole", "defaultRoles")
-
-
-def load_keycloak_roles(realm: str, realm_name: str | None, settings: RoleSettings) -> KeycloakRoles:
-    """The role definitions of ``--realm`` (a file, a multi-realm array, or a split export's
-    files) for ``realm_name`` (None: the only realm). Users files of a split export hold none and
-    are not read; a single-file realm is streamed once per definition key (ijson's C backend
-    skips the users array without building it). Raises ValueError with one line."""
-    import os
-
-    import ijson
-
-    from transforms import keycloak
-
-    parts: list[Mapping[str, Any]] = []
-    for path in keycloak._expand(realm):
-        match = keycloak._SPLIT_NAME.match(os.path.basename(path))
-        if match and match.group("n") is not None:
-            continue  # <realm>-users-N.json
-        try:
-            top = keycloak._scan(path)
-            if top.array:
-                with keycloak._open(path) as handle:
-                    for item in ijson.items(handle, "item", use_float=True):
-                        if isinstance(item, Mapping) and (
-                            realm_name is None or item.get("realm") == realm_name
-                        ):
-                            parts.append({k: item.get(k) for k in _DEFINITION_KEYS})
-                continue
-            doc: dict[str, Any] = {}
-            for key in _DEFINITION_KEYS:
-                with keycloak._open(path) as handle:
-                    found = next(iter(ijson.items(handle, key, use_float=True)), None)
-                if found is not None:
-                    doc[key] = found
-        except (OSError, ijson.JSONError, keycloak.RealmInputError) as err:
-            raise ValueError(f"cannot read the roles of {path}: {keycloak._first_line(err)}") from None
-        if realm_name is not None and doc.get("realm") not in (None, realm_name):
-            continue
-        parts.append(doc)
-    return KeycloakRoles.from_parts(parts, settings)
 
 
 def direct_roles_beyond_builtin(user: Mapping[str, Any], realm: str) -> bool:
