@@ -781,19 +781,8 @@ class _ReadRealmFileFn(beam.DoFn):
                             f"{_first_line(err)}; {position} users were read before it, "
                             "the rest of the file was not read"
                         )
-                        _LOGGER.error("%s", detail)
-                        counts["keycloak.unreadable_files"] += 1
                         counts[f"inputs.partial.{source.index}"] += position
-                        yield beam.pvalue.TaggedOutput(
-                            _DEAD,
-                            dead_letter(
-                                (source.index, position),
-                                Reason.UNREADABLE_INPUT,
-                                detail,
-                                FILE_SOURCE,
-                                {"file": source.path, "position": position},
-                            ),
-                        )
+                        yield _unreadable_rest(source, position, detail, counts)
                         break
                     except (ijson.JSONError, ValueError) as err:  # ValueError: bad UTF-8, numbers
                         # Nothing after a syntax error can be located reliably: one dead letter
@@ -802,18 +791,7 @@ class _ReadRealmFileFn(beam.DoFn):
                             f"{os.path.basename(source.path)}: JSON syntax error after user {position} "
                             f"({_first_line(err)}); the rest of the file was not read"
                         )
-                        _LOGGER.error("%s", detail)
-                        counts["keycloak.unreadable_files"] += 1
-                        yield beam.pvalue.TaggedOutput(
-                            _DEAD,
-                            dead_letter(
-                                (source.index, position),
-                                Reason.UNREADABLE_INPUT,
-                                detail,
-                                FILE_SOURCE,
-                                {"file": source.path, "position": position},
-                            ),
-                        )
+                        yield _unreadable_rest(source, position, detail, counts)
                         break
                     dead: tuple[tuple[int, int], bytes] | None
                     marker = has_marker(user) if guard.cut > seen_cuts else None
@@ -1021,6 +999,22 @@ class ReadKeycloakUsers(beam.PTransform):
         if self._roles is not None:  # with roles: transforms/grants.py resolves them
             return {"rows": read.rows, "dead": read[_DEAD], "roles": read[_ROLES]}
         return {"rows": read.rows, "dead": read[_DEAD]}
+
+
+def _unreadable_rest(source: RealmSource, position: int, detail: str, counts) -> beam.pvalue.TaggedOutput:
+    """The one dead letter for the rest of a realm file that cannot be read on (logged, counted)."""
+    _LOGGER.error("%s", detail)
+    counts["keycloak.unreadable_files"] += 1
+    return beam.pvalue.TaggedOutput(
+        _DEAD,
+        dead_letter(
+            (source.index, position),
+            Reason.UNREADABLE_INPUT,
+            detail,
+            FILE_SOURCE,
+            {"file": source.path, "position": position},
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- role definitions
