@@ -234,25 +234,9 @@ def _looks_like(value: str, what: str, key_flag: str, header: bool = True) -> st
     return None
 
 
-def _read_secret(path: str, what: str, header: bool = True) -> str:
-    """A file's text with surrounding whitespace stripped, checked by ``_looks_like``; never quoted."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = handle.read().strip()
-    except UnicodeDecodeError:
-        raise CredentialError(f"{what} {path} is not UTF-8 text (a binary file?)") from None
-    except OSError as err:
-        raise CredentialError(f"cannot read {what} {path}: {err.strerror}") from None
-    if not value:
-        raise CredentialError(f"{what} {path} is empty")
-    problem = _looks_like(value, f"{what} {path}", "--key-file", header)
-    if problem:
-        raise CredentialError(problem)
-    return value
-
-
-def _read_key_file(path: str, what: str, token_flag: str) -> Credentials:
-    """A service-account JSON key (``{type, keyId, key, userId}``); its text is never quoted."""
+def _read_text(path: str, what: str) -> str:
+    """A credential file's text, surrounding whitespace stripped; one line naming the file (never
+    its content) when it cannot be read, is not UTF-8 or is empty."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read().strip()
@@ -262,6 +246,21 @@ def _read_key_file(path: str, what: str, token_flag: str) -> Credentials:
         raise CredentialError(f"cannot read {what} {path}: {err.strerror}") from None
     if not text:
         raise CredentialError(f"{what} {path} is empty")
+    return text
+
+
+def _read_secret(path: str, what: str, header: bool = True) -> str:
+    """A file's text with surrounding whitespace stripped, checked by ``_looks_like``; never quoted."""
+    value = _read_text(path, what)
+    problem = _looks_like(value, f"{what} {path}", "--key-file", header)
+    if problem:
+        raise CredentialError(problem)
+    return value
+
+
+def _read_key_file(path: str, what: str, token_flag: str) -> Credentials:
+    """A service-account JSON key (``{type, keyId, key, userId}``); its text is never quoted."""
+    text = _read_text(path, what)
     try:
         key = json.loads(text)
     except ValueError:
