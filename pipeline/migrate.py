@@ -34,7 +34,7 @@ from pipeline.layout import OutputLayout, output_layout, passwordless_path, plan
 from pipeline.preflight import check_written, spill_dir
 from pipeline.report import counters_from_result, dead_letter_totals, not_carried_fields, summary_table
 from transforms.durations import normalise_duration
-from transforms.files import check_gcs_reachable, check_local_outputs, remove_workdir
+from transforms.files import check_gcs_reachable, check_local_outputs, relative_path, remove_workdir
 from transforms.manifest import MANIFEST_VERSION
 
 __all__ = [
@@ -606,13 +606,6 @@ def write_manifest(path: str, manifest: Mapping[str, Any]) -> None:
 
     with open_private(path, fsync=True) as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
-
-
-def relative_path(directory: str, path: str) -> str:
-    if "://" in path:
-        return posixpath.basename(path) if posixpath.dirname(path) == directory else path
-    rel = os.path.relpath(path, directory or ".")
-    return path if rel.startswith("..") else rel
 
 
 def run_pipeline(pipeline, work_dir: str | None = None):

@@ -10,11 +10,12 @@ review (docs/sync.md#change-files).
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
+
+from transforms.files import relative_path
 
 __all__ = [
     "finalize_changes",
@@ -27,15 +28,6 @@ __all__ = [
 
 def change_file_name(stem: str, index: int, total: int) -> str:
     return f"{stem}.changes-{index:05d}-of-{total:05d}.ndjson"
-
-
-def _relative(directory: str, path: str) -> str:
-    import os
-
-    if "://" in path:
-        return posixpath.basename(path) if posixpath.dirname(path) == directory else path
-    rel = os.path.relpath(path, directory or ".")
-    return path if rel.startswith("..") else rel
 
 
 def existing_change_files(stem: str) -> list[str]:
@@ -87,7 +79,7 @@ def finalize_changes(
                 kinds[change["kind"]] = kinds.get(change["kind"], 0) + 1
         entries.append(
             {
-                "path": _relative(manifest_dir, final),
+                "path": relative_path(manifest_dir, final),
                 "users": users,
                 "calls": calls,
                 "kinds": dict(sorted(kinds.items())),

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO, cast
 from transforms.errors import ConfigError
 
 __all__ = [
+    "relative_path",
     "is_gcs",
     "resolve",
     "join",
@@ -357,3 +358,11 @@ def split_gcs_url(url: str, flag: str) -> tuple[str, str]:
     if not bucket or not path:
         raise ConfigError(f"{flag} {url!r} must be gs://BUCKET/PATH")
     return bucket, path
+
+
+def relative_path(directory: str, path: str) -> str:
+    """``path`` as a manifest lists it: relative to the manifest's folder when inside it."""
+    if "://" in path:
+        return posixpath.basename(path) if posixpath.dirname(path) == directory else path
+    rel = os.path.relpath(path, directory or ".")
+    return path if rel.startswith("..") else rel

@@ -57,7 +57,7 @@ from transforms.records import (
     partition_of,
 )
 from transforms.spill import load_blob, read_spill, write_spill
-from transforms.sync_records import ACTIVE, INACTIVE, compare_user, quick_digest
+from transforms.sync_records import ACTIVE, INACTIVE, compare_user, quick_digest, same_as_state
 
 __all__ = ["SyncOptions", "CompareWithState", "change_shard_name", "ON_REMOVED", "CHANGE_PREFIX"]
 
@@ -244,12 +244,7 @@ class _CompareFn(beam.DoFn):
                 continue
             grants = row[10] if len(row) > 10 else ()  # transforms/roles.py, with --project-id
             quick = quick_digest(entry_json, meta_json, blocked, grants)
-            if (
-                old is not None
-                and old.get("q") == quick
-                and old.get("b", ACTIVE) == (INACTIVE if blocked else ACTIVE)
-                and "g" not in old
-            ):
+            if old is not None and same_as_state(old, quick, blocked):  # before any parsing
                 count("sync.unchanged")
                 self._kept(row, count)
                 continue

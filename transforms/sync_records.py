@@ -32,7 +32,6 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import collections
 import hashlib
 from collections.abc import Mapping, Sequence
@@ -52,6 +51,7 @@ __all__ = [
     "plan_changes",
     "call_path",
     "compare_user",
+    "same_as_state",
     "block_calls",
     "merge_confirmed",
     "CALL_GROUPS",
@@ -171,7 +171,7 @@ def changed_groups(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return [group for group in GROUPS if before.get(group, _ABSENT.get(group)) != after.get(group)]
 
 
-def _profile_body(profile: Mapping[str, Any], old_had: bool) -> dict[str, Any]:
+def _profile_body(profile: Mapping[str, Any]) -> dict[str, Any]:
     """The v2 profile (``givenName``/``familyName``, docs/sync.md): optional fields removed at the
     source are sent empty, so the target does not keep a value the source dropped."""
     given = str(profile.get("firstName") or "")
@@ -180,7 +180,6 @@ def _profile_body(profile: Mapping[str, Any], old_had: bool) -> dict[str, Any]:
     body["nickName"] = str(profile.get("nickName") or "")
     body["displayName"] = str(profile.get("displayName") or f"{given} {family}".strip())
     body["preferredLanguage"] = str(profile.get("preferredLanguage") or "")
-    del old_had
     return body
 
 
@@ -207,7 +206,7 @@ def plan_changes(
     if "username" in groups:
         update["username"] = user.get("userName")
     if "profile" in groups:
-        update["profile"] = _profile_body(user.get("profile") or {}, True)
+        update["profile"] = _profile_body(user.get("profile") or {})
     if "email" in groups:
         email = user.get("email") or {}
         update["email"] = {"email": email.get("email")}
@@ -290,6 +289,14 @@ def block_calls(old_blocked: str, new_blocked: bool) -> list[dict[str, Any]]:
     return []
 
 
+def same_as_state(old: Mapping[str, Any], quick: str, blocked: bool) -> bool:
+    """The fast path: the mapped bytes and the blocked state are what the target holds (and the
+    user was not deactivated for being gone), so nothing needs parsing or sending."""
+    return (
+        old.get("q") == quick and old.get("b", ACTIVE) == (INACTIVE if blocked else ACTIVE) and "g" not in old
+    )
+
+
 def compare_user(
     old: Mapping[str, Any] | None,
     entry: Mapping[str, Any],
@@ -309,7 +316,7 @@ def compare_user(
     record = state_record(entry, metadata, blocked=blocked, quick=quick, grants=grants)
     if old is None:
         return "new", record, [], [], []
-    if old.get("q") == quick and old.get("b", ACTIVE) == (INACTIVE if blocked else ACTIVE) and "g" not in old:
+    if same_as_state(old, quick, blocked):
         return "unchanged", record, [], [], []
     groups, calls, notes = plan_changes(old, record, entry, metadata)
     kept = {
@@ -357,12 +364,6 @@ def call_path(user_id: str, call: Mapping[str, Any]) -> tuple[str, str, bytes | 
         query = urlencode([("keys", key) for key in call["keys"]])
         return "DELETE", f"/v2/users/{uid}/metadata?{query}", None
     raise ValueError(f"unknown change call {name!r}")
-
-
-def metadata_value(value: str) -> str:
-    """Import metadata values are base64 already; the v2 call takes the same bytes field."""
-    base64.b64decode(value, validate=True)
-    return value
 
 
 def merge_confirmed(
