@@ -101,16 +101,14 @@ class StateStore:
 
     # --- files ------------------------------------------------------------------------------
     def _read(self, path: str) -> bytes | None:
+        """``read_raw``, or None when the file is not there."""
         if is_gcs(path):
             from apache_beam.io.filesystems import FileSystems
 
             if not FileSystems.exists(path):
                 return None
-            with FileSystems.open(path, compression_type="uncompressed") as handle:
-                return handle.read()
         try:
-            with open(path, "rb") as handle:
-                return handle.read()
+            return read_raw(path)
         except FileNotFoundError:
             return None
 
