@@ -531,28 +531,43 @@ def _kc_user(n: int, password: str | None = None, **extra) -> dict:
     return user
 
 
+def _keycloak_night(
+    tmp_path: Path, url: str, token_file: Path, realm_doc: dict, users: list[dict], n: int, *extra: str
+) -> int:
+    """One night of a Keycloak realm: write it, migrate --state --push-url, return the exit status."""
+    realm = tmp_path / f"realm-{n}.json"
+    realm.write_text(json.dumps({**realm_doc, "users": users}))
+    return main(
+        [
+            "migrate",
+            "keycloak",
+            f"--org={ORG}",
+            f"--realm={realm}",
+            f"--output={tmp_path / 'out' / 'importBody.json'}",
+            f"--state={tmp_path / 'state'}",
+            f"--push-url={url}",
+            f"--token-file={token_file}",
+            *extra,
+        ]
+    )
+
+
 def test_keycloak_day1_day2_follows_the_realm(tmp_path, capsys):
     token_file = tmp_path / "token"
     token_file.write_text(PAT)
     config = KC_DATA / "zitadel-config" / "verifiers-enabled.yaml"
 
     def run(users: list[dict], n: int, *extra: str) -> int:
-        realm = tmp_path / f"realm-{n}.json"
-        realm.write_text(json.dumps({"realm": "acme", "users": users}))
-        return main(
-            [
-                "migrate",
-                "keycloak",
-                f"--org={ORG}",
-                f"--realm={realm}",
-                f"--output={tmp_path / 'out' / 'importBody.json'}",
-                f"--state={tmp_path / 'state'}",
-                f"--zitadel-config={config}",
-                f"--push-url={server.url}",
-                f"--token-file={token_file}",
-                "--max-removals=50%",
-                *extra,
-            ]
+        return _keycloak_night(
+            tmp_path,
+            server.url,
+            token_file,
+            {"realm": "acme"},
+            users,
+            n,
+            f"--zitadel-config={config}",
+            "--max-removals=50%",
+            *extra,
         )
 
     with ZitadelServer(tokens={PAT}, hash_verifiers=("pbkdf2",)) as server:
@@ -638,23 +653,17 @@ def test_grants_follow_the_realm_roles_on_scheduled_runs(tmp_path, capsys):
     token_file.write_text(PAT)
 
     def run(users: list[dict], n: int, doc: dict | None = None) -> int:
-        realm = tmp_path / f"realm-{n}.json"
-        realm.write_text(json.dumps({**(doc or realm_doc()), "users": users}))
-        return main(
-            [
-                "migrate",
-                "keycloak",
-                f"--org={ORG}",
-                f"--realm={realm}",
-                f"--output={tmp_path / 'out' / 'importBody.json'}",
-                f"--state={tmp_path / 'state'}",
-                "--project-id=2873423",
-                "--create-project=Acme",
-                "--on-unsupported-hash=import-without-password",
-                f"--push-url={server.url}",
-                f"--token-file={token_file}",
-                "--push-verify",
-            ]
+        return _keycloak_night(
+            tmp_path,
+            server.url,
+            token_file,
+            doc or realm_doc(),
+            users,
+            n,
+            "--project-id=2873423",
+            "--create-project=Acme",
+            "--on-unsupported-hash=import-without-password",
+            "--push-verify",
         )
 
     def grants() -> dict[str, list[str]]:
