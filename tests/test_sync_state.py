@@ -74,3 +74,24 @@ def test_a_pointer_that_is_not_ours_is_one_line(tmp_path):
     (tmp_path / "state" / POINTER_NAME).write_text('{"version": 99}')
     with pytest.raises(ConfigError, match="not a zitadel-beam state pointer"):
         StateStore(str(tmp_path / "state")).read_pointer()
+
+
+def test_links_in_the_state_folder_are_never_written_or_deleted_through(tmp_path):
+    store = StateStore(str(tmp_path / "state"))
+    first = store.commit(None, {1: {"a": _rec("a")}}, users_delta=1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "part-00001.ndjson.gz").write_bytes(b"not ours")
+    # The next generation's folder exists as a link to someone else's folder: refused.
+    (tmp_path / "state" / "gen-000002").symlink_to(elsewhere)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        store.commit(first, {1: {"a": _rec("a", "b")}})
+    assert (elsewhere / "part-00001.ndjson.gz").read_bytes() == b"not ours"
+    assert store.read_pointer() == first
+    # A linked folder is not collected either, however old its name.
+    (tmp_path / "state" / "gen-000002").unlink()
+    (tmp_path / "state" / "gen-000000").symlink_to(elsewhere)
+    second = store.commit(first, {1: {"a": _rec("a", "c")}})
+    third = store.commit(second, {1: {"a": _rec("a", "d")}})
+    assert third["generation"] == 3
+    assert (elsewhere / "part-00001.ndjson.gz").read_bytes() == b"not ours"

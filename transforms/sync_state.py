@@ -125,8 +125,12 @@ class StateStore:
             return
         from transforms.files import write_atomic
 
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        write_atomic(path, data)
+        folder = os.path.dirname(path)
+        if os.path.islink(folder) and os.path.abspath(folder) != os.path.abspath(self.root):
+            # A generation folder is the tool's own: one that is a link was not made by it.
+            raise ConfigError(f"--state: {folder!r} is a symbolic link: the tool never writes through a link")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        write_atomic(path, data)  # a link at the file's name is replaced, never written through
 
     def path(self, relative: str) -> str:
         return _join(self.root, relative)
@@ -231,7 +235,13 @@ class StateStore:
             _LOGGER.warning("state cleanup skipped: %s", err)
             return
         prefix = self.root.rstrip("/") + "/"
-        stale = [m.path for m in found if m.path[len(prefix) :].replace(os.sep, "/") not in keep]
+        stale = [
+            m.path
+            for m in found
+            if m.path[len(prefix) :].replace(os.sep, "/") not in keep
+            # Never delete through a link: only the generation folders the tool made are its own.
+            and (is_gcs(m.path) or not (os.path.islink(m.path) or os.path.islink(os.path.dirname(m.path))))
+        ]
         if stale:
             try:
                 FileSystems.delete(stale)
@@ -240,7 +250,12 @@ class StateStore:
         if not is_gcs(self.root):
             for name in os.listdir(self.root):
                 folder = os.path.join(self.root, name)
-                if name.startswith("gen-") and os.path.isdir(folder) and not os.listdir(folder):
+                if (
+                    name.startswith("gen-")
+                    and not os.path.islink(folder)
+                    and os.path.isdir(folder)
+                    and not os.listdir(folder)
+                ):
                     os.rmdir(folder)
 
 
