@@ -54,10 +54,30 @@ _BEAM_COMMANDS = {("migrate", "auth0"), ("migrate", "keycloak"), ("migrate", "zi
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors become ConfigError (one line, exit 2)."""
+    """An ArgumentParser whose errors become ConfigError (one line, exit 2).
+
+    No prefix matching: with it, ``--token=SECRET`` was taken as ``--token-file`` and the secret
+    was then printed as a file name. A flag is spelled out or it is unknown.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(f"{self.prog}: {message}")
+
+
+def unknown_flags(args: Sequence[str]) -> str:
+    """The flag names among unrecognized arguments, never their values: ``--token=X`` → ``--token``,
+    and a bare word (the value of an unknown flag, perhaps a secret) is counted, not shown."""
+    names = [arg.split("=", 1)[0] for arg in args if arg.startswith("-")]
+    hidden = len(args) - len(names)
+    hidden_text = f" (and {hidden} value{'s' if hidden != 1 else ''}, not shown)" if hidden else ""
+    values = sum(1 for arg in args if arg.startswith("-") and "=" in arg)
+    if values and not hidden:
+        hidden_text = " (values not shown)"
+    return f"unrecognized arguments: {' '.join(names)}{hidden_text}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,12 +109,12 @@ def _check_beam_args(pipeline_args: list[str]) -> None:
     from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
     # Beam's own parser class: its options register through its add_value_provider_argument.
-    beam_parser = _BeamArgumentParser(add_help=False)
+    beam_parser = _BeamArgumentParser(add_help=False, allow_abbrev=False)
     for cls in PipelineOptions.__subclasses__():
         cls._add_argparse_args(beam_parser)  # pylint: disable=protected-access
     _, unknown = beam_parser.parse_known_args(pipeline_args)
     if unknown:
-        raise ConfigError(f"unrecognized arguments: {' '.join(unknown)}")
+        raise ConfigError(unknown_flags(unknown))
 
 
 def _not_beam_import_noise(record: logging.LogRecord) -> bool:
@@ -162,7 +182,7 @@ def _main(argv: list[str]) -> int:
         if known_args._path in _BEAM_COMMANDS:
             _check_beam_args(rest)
         elif rest:
-            raise ConfigError(f"unrecognized arguments: {' '.join(rest)}")
+            raise ConfigError(unknown_flags(rest))
         module = importlib.import_module(known_args._module)
         return int(module.run(known_args, rest) or 0)
     except BaseException as err:

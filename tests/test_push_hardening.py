@@ -315,7 +315,7 @@ def test_a_credential_that_is_not_one_is_refused_in_one_line_without_its_content
             "target",
             "ZITADEL_TARGET_KEY_FILE",
             "/nonexistent/sa.json",
-            "target: cannot read ZITADEL_TARGET_KEY_FILE",
+            "target: cannot read the ZITADEL_TARGET_KEY_FILE file",
         ),
     ],
 )
@@ -701,3 +701,83 @@ def test_a_200_answer_of_the_wrong_shape_is_one_line(
     assert rc == code and expected in line, line
     assert _leaks(out + err, _files_text(tmp_path)) == []
     assert not os.path.exists(tmp_path / "e.json")
+
+
+# --- a credential given through a mistyped flag ----------------------------------------------
+def _spellings(flag: str) -> list[list[str]]:
+    """Ways a credential flag is given: exact (``=`` or a separate word), a prefix of it (argparse
+    used to take ``--token=X`` for ``--token-file``), and misspelt (underscores, a letter dropped)."""
+    prefix = flag[: flag.rindex("-")] if flag.count("-") > 2 else flag[:-3]
+    misspelt = [flag.replace("-", "_").replace("__", "--", 1), flag[:-2] + flag[-1]]
+    forms = [flag, prefix, *misspelt]
+    return [[f"{form}={MARK}"] for form in forms] + [[form, MARK] for form in forms]
+
+
+_CREDENTIAL_FLAGS = ["--token-file", "--client-id", "--client-secret-file", "--key-file"]
+_SIDE_FLAGS = [f"--{side}-{name[2:]}" for side in ("source", "target") for name in _CREDENTIAL_FLAGS]
+
+
+def _mistyped_cases() -> list[tuple[str, list[str]]]:
+    cases = []
+    for command in ("push", "verify", "export", "migrate", "push-gcs"):
+        flags = _CREDENTIAL_FLAGS + (["--service-account"] if command == "push-gcs" else [])
+        cases += [(command, form) for flag in flags for form in _spellings(flag)]
+    cases += [("copy", form) for flag in _SIDE_FLAGS for form in _spellings(flag)]
+    return cases
+
+
+@pytest.mark.parametrize(
+    ("command", "given"), _mistyped_cases(), ids=lambda v: " ".join(v).replace(MARK, "X")
+)
+def test_a_secret_given_to_a_credential_flag_is_never_printed(
+    command, given, tmp_path, monkeypatch, capsys, caplog
+):
+    """Every credential flag gets a marker secret, spelt out, abbreviated and misspelt: the command
+    refuses with one line (exit 2) and the marker is in no output."""
+    for name in ("ZITADEL_TOKEN", "ZITADEL_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.chdir(tmp_path)
+    url = "--url=http://127.0.0.1:9"
+    manifest, _ = write_manifest(tmp_path, users=2, bodies=1)
+    sample = REPO / "examples" / "auth0"
+    argv = {
+        "push": ["push", url, f"--manifest={manifest}"],
+        "verify": ["verify", url, f"--manifest={manifest}"],
+        "export": ["export", url, f"--output={tmp_path}/e.json"],
+        "push-gcs": ["push", url, "--gcs-document=gs://b/export.json"],
+        "copy": [
+            "copy",
+            "--source-url=http://127.0.0.1:9",
+            "--target-url=http://127.0.0.1:9",
+            "--work-dir=w",
+        ],
+        "migrate": [
+            "migrate",
+            "auth0",
+            "--org=123456789",
+            f"--users={sample / 'users.json'}",
+            f"--passwords={sample / 'passwords.json'}",
+            f"--output={tmp_path}/out/importBody.json",
+            "--push-url=http://127.0.0.1:9",
+        ],
+    }[command]
+    rc, out, err = _run([*argv, *given], capsys)
+    assert rc == 2, out + err
+    assert err.startswith("zitadel-beam: error: ") and err.count("\n") == 1, err
+    assert MARK not in out + err + caplog.text
+    assert MARK not in _files_text(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        (["--token=s3cr3t"], "unrecognized arguments: --token (values not shown)"),
+        (["--token", "s3cr3t"], "unrecognized arguments: --token (and 1 value, not shown)"),
+        (["--tokenfile", "a", "b"], "unrecognized arguments: --tokenfile (and 2 values, not shown)"),
+    ],
+)
+def test_unknown_flags_are_named_without_their_values(given, shown, tmp_path, capsys):
+    manifest, _ = write_manifest(tmp_path, users=2, bodies=1)
+    rc, out, err = _run(["push", "--url=http://127.0.0.1:9", f"--manifest={manifest}", *given], capsys)
+    assert rc == 2 and shown in err and "s3cr3t" not in out + err and "a b" not in err

@@ -235,24 +235,27 @@ def _looks_like(value: str, what: str, key_flag: str, header: bool = True) -> st
 
 
 def _read_text(path: str, what: str) -> str:
-    """A credential file's text, surrounding whitespace stripped; one line naming the file (never
-    its content) when it cannot be read, is not UTF-8 or is empty."""
+    """A credential file's text, surrounding whitespace stripped; one line naming the flag (never
+    the file's name, which may be a secret pasted in its place, nor its content) when it cannot be
+    read, is not UTF-8 or is empty."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read().strip()
     except UnicodeDecodeError:
-        raise CredentialError(f"{what} {path} is not UTF-8 text (a binary file?)") from None
+        raise CredentialError(f"{what} is not UTF-8 text (a binary file?)") from None
     except OSError as err:
-        raise CredentialError(f"cannot read {what} {path}: {err.strerror}") from None
+        raise CredentialError(
+            f"cannot read {what}: {err.strerror} (the name given is not shown: it may be a secret)"
+        ) from None
     if not text:
-        raise CredentialError(f"{what} {path} is empty")
+        raise CredentialError(f"{what} is empty")
     return text
 
 
 def _read_secret(path: str, what: str, header: bool = True) -> str:
     """A file's text with surrounding whitespace stripped, checked by ``_looks_like``; never quoted."""
     value = _read_text(path, what)
-    problem = _looks_like(value, f"{what} {path}", "--key-file", header)
+    problem = _looks_like(value, what, "--key-file", header)
     if problem:
         raise CredentialError(problem)
     return value
@@ -265,10 +268,10 @@ def _read_key_file(path: str, what: str, token_flag: str) -> Credentials:
         key = json.loads(text)
     except ValueError:
         hint = f" (one line: a token? give it as {token_flag})" if len(text.splitlines()) == 1 else ""
-        raise CredentialError(f"{what} {path} is not JSON{hint}") from None
+        raise CredentialError(f"{what} is not JSON{hint}") from None
     missing = [f for f in _KEY_FIELDS[1:] if not isinstance(key, dict) or not key.get(f)]
     if missing:
-        raise CredentialError(f"{what} {path} lacks {', '.join(missing)}")
+        raise CredentialError(f"{what} lacks {', '.join(missing)}")
     return Credentials("key", key={k: str(key[k]) for k in _KEY_FIELDS[1:]})
 
 
@@ -300,23 +303,23 @@ def load_credentials(
     if client_secret_file and not client_id:
         raise CredentialError("--client-secret-file needs --client-id")
     if token_file:
-        return Credentials("token", token=_read_secret(token_file, "token file"))
+        return Credentials("token", token=_read_secret(token_file, "the --token-file file"))
     if client_id:
         if not client_secret_file:
             raise CredentialError("--client-id needs --client-secret-file")
         return Credentials(
             "client",
             client_id=client_id,
-            client_secret=_read_secret(client_secret_file, "client secret file", header=False),
+            client_secret=_read_secret(client_secret_file, "the --client-secret-file file", header=False),
         )
     if key_file:
-        return _read_key_file(key_file, "key file", "--token-file")
+        return _read_key_file(key_file, "the --key-file file", "--token-file")
     token = environ.get("ZITADEL_TOKEN", "").strip()
     env_key_file = environ.get("ZITADEL_KEY_FILE", "").strip()
     if token and env_key_file:
         raise CredentialError("both ZITADEL_TOKEN and ZITADEL_KEY_FILE are set: unset one")
     if env_key_file:
-        return _read_key_file(env_key_file, "ZITADEL_KEY_FILE", "ZITADEL_TOKEN")
+        return _read_key_file(env_key_file, "the ZITADEL_KEY_FILE file", "ZITADEL_TOKEN")
     if token:
         problem = _looks_like(token, "ZITADEL_TOKEN", "ZITADEL_KEY_FILE (a path)")
         if problem:

@@ -54,14 +54,17 @@ def read_service_account(path: str | None, flag: str) -> str:
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as err:
-        raise ConfigError(f"--service-account {path}: {err.strerror or err}") from None
+        raise ConfigError(
+            f"cannot read the --service-account file: {err.strerror or err} (the name given is not "
+            "shown: it may be a secret)"
+        ) from None
     try:
         key = json.loads(raw)
     except ValueError:
-        raise ConfigError(f"--service-account {path} is not JSON") from None
+        raise ConfigError("the --service-account file is not JSON") from None
     if not isinstance(key, dict) or key.get("type") != "service_account" or not key.get("client_email"):
         raise ConfigError(
-            f"--service-account {path} is not a service-account key file "
+            "the --service-account file is not a service-account key file "
             "(type service_account with client_email)"
         )
     return base64.b64encode(raw).decode()
