@@ -49,7 +49,7 @@ case "$mode" in
     trap 'rm -f "$token_file"; [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null || true' EXIT
     head -c 24 /dev/urandom | base64 > "$token_file"
     port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    .venv/bin/python tests/zitadel_server.py --port "$port" --token-file "$token_file" --per-user-delay-ms 1 > out/demo-server.log 2>&1 &
+    .venv/bin/python tests/standins/zitadel_server.py --port "$port" --token-file "$token_file" --per-user-delay-ms 1 > out/demo-server.log 2>&1 &
     server_pid=$!
     for _ in $(seq 50); do grep -q http out/demo-server.log 2>/dev/null && break; sleep 0.1; done
     .venv/bin/zitadel-beam migrate auth0 \

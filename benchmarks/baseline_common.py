@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from transforms.batching import BodySpec, Fragment, plan_bodies, render_fragments
+from transforms.output.batching import BodySpec, Fragment, plan_bodies, render_fragments
 
 
 def render_all(partitions: dict[int, list[Fragment]], org: str, timeout: str, batch_size: int) -> list[bytes]:

@@ -1,6 +1,6 @@
 """Push throughput against the test server: wall time of ``--concurrency 1, 2, 4`` vs the ideal.
 
-The test server (tests/zitadel_server.py, in its own process so it does not share the GIL with the
+The test server (tests/standins/zitadel_server.py, in its own process so it does not share the GIL with the
 client) spends ``--delay-ms`` per imported user, like the hosted endpoint's ~60 ms/user but faster.
 The ideal wall time at concurrency c is the server's total work / c = users × delay / c.
 
@@ -20,12 +20,12 @@ import tempfile
 import time
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")]
 
 from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 
-from transforms.admin_api import Credentials  # noqa: E402 - after the sys.path set-up above
-from transforms.push_engine import push_manifest  # noqa: E402 - after the sys.path set-up above
+from transforms.push.engine import push_manifest  # noqa: E402 - after the sys.path set-up above
+from transforms.zitadel_api.client import Credentials  # noqa: E402 - after the sys.path set-up above
 
 __all__ = ["main"]
 
@@ -36,7 +36,7 @@ def _start_server(token_file: str, delay_ms: float) -> tuple[subprocess.Popen, s
     proc = subprocess.Popen(
         [
             sys.executable,
-            str(REPO / "tests" / "zitadel_server.py"),
+            str(REPO / "tests" / "standins" / "zitadel_server.py"),
             "--token-file",
             token_file,
             "--per-user-delay-ms",

@@ -4,7 +4,7 @@
 
 Set-up (once per size, not timed): the synthetic Auth0 export of benchmarks/gen_auth0.py is day 1;
 ``migrate --state`` of day 1 writes its bodies, and the state is committed as if push had
-confirmed every user (``transforms.sync_engine.commit_state`` with every body user confirmed, the
+confirmed every user (``transforms.sync.apply.commit_state`` with every body user confirmed, the
 same code push runs). Day 2 is day 1 with ``--changed`` of the profiles given a new
 ``given_name``, in the same file layout.
 
@@ -77,8 +77,8 @@ def _migrate(files: list[str], output: str, state: str | None) -> list[str]:
 
 def _commit_all(manifest_path: str) -> int:
     """Commit the state of a manifest as if push had confirmed every user of its bodies."""
-    from transforms.manifest import load_manifest, read_body
-    from transforms.sync_engine import SyncReport, commit_state
+    from transforms.output.manifest import load_manifest, read_body
+    from transforms.sync.apply import SyncReport, commit_state
 
     manifest = load_manifest(manifest_path)
     confirmed = {}

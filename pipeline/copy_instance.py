@@ -38,11 +38,16 @@ from pipeline.options import (
     credentials_for,
     flag_duration,
 )
-from transforms.admin_api import connect
-from transforms.files import check_gcs_reachable, exists, join
-from transforms.instance_moves import check_machine_users, export_document, export_request, split_is_current
-from transforms.locks import acquire_lock
-from transforms.push_engine import push_manifest
+from transforms.files.locks import acquire_lock
+from transforms.files.storage import check_gcs_reachable, exists, join
+from transforms.push.engine import push_manifest
+from transforms.push.instance_moves import (
+    check_machine_users,
+    export_document,
+    export_request,
+    split_is_current,
+)
+from transforms.zitadel_api.client import connect
 
 __all__ = ["add_arguments", "run"]
 

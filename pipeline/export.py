@@ -26,10 +26,10 @@ import argparse
 
 from pipeline.errors import ConfigError
 from pipeline.options import add_credential_arguments, add_export_selection_arguments, credentials_from_args
-from transforms.admin_api import connect
-from transforms.files import check_local_outputs
-from transforms.instance_moves import export_document, export_request
-from transforms.locks import acquire_lock, lock_path_for
+from transforms.files.locks import acquire_lock, lock_path_for
+from transforms.files.storage import check_local_outputs
+from transforms.push.instance_moves import export_document, export_request
+from transforms.zitadel_api.client import connect
 
 __all__ = ["add_arguments", "run"]
 

@@ -46,8 +46,8 @@ def output_layout(output: str, dead_letter: str | None) -> OutputLayout:
 
 def planned_outputs(output: str, dead_letter: str | None) -> dict[str, str]:
     """Label → path of everything a migrate run on ``output`` may write (for the input check)."""
-    from transforms.files import WORKDIR_MARK
-    from transforms.locks import lock_path_for
+    from transforms.files.locks import lock_path_for
+    from transforms.files.storage import WORKDIR_MARK
 
     layout = output_layout(output, dead_letter)
     folder, name = posixpath.split(output)

@@ -33,9 +33,9 @@ from pipeline.errors import ConfigError
 from pipeline.layout import OutputLayout, output_layout, passwordless_path, planned_outputs
 from pipeline.preflight import check_written, spill_dir
 from pipeline.report import counters_from_result, dead_letter_totals, not_carried_fields, summary_table
-from transforms.durations import normalise_duration
-from transforms.files import check_gcs_reachable, check_local_outputs, relative_path, remove_workdir
-from transforms.manifest import MANIFEST_VERSION
+from transforms.common.durations import normalise_duration
+from transforms.files.storage import check_gcs_reachable, check_local_outputs, relative_path, remove_workdir
+from transforms.output.manifest import MANIFEST_VERSION
 
 __all__ = [
     "add_common_arguments",
@@ -156,7 +156,7 @@ def hash_policy_from_args(args: argparse.Namespace, environ=None):
     """--zitadel-config + environment + --bcrypt-*-cost → the HashPolicy; ConfigError on problems."""
     import os
 
-    from transforms.hash_policy import load_policy
+    from transforms.hashing.policy import load_policy
 
     policy = load_policy(args.zitadel_config, os.environ if environ is None else environ)
     overrides = {}
@@ -265,9 +265,9 @@ class CommonArgs:
     push_concurrency: int = 1
     push_verify: bool = False
     push_credentials: Any = None
-    hash_policy: Any = None  # transforms.hash_policy.HashPolicy
+    hash_policy: Any = None  # transforms.hashing.policy.HashPolicy
     on_unsupported_hash: str = "dead-letter"
-    email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/ids.py)
+    email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/common/ids.py)
     state: str | None = None  # --state PATH (docs/sync.md)
     on_removed: str = "report"
     max_removals: str = "5%"
@@ -287,7 +287,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
     policy = hash_policy_from_args(args)
     fallback = getattr(args, "email_fallback", None)
     if fallback is not None:
-        from transforms.ids import check_template
+        from transforms.common.ids import check_template
 
         problem = check_template(fallback)
         if problem is not None:
@@ -299,7 +299,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
     credentials = None
     if args.push_url:
         from pipeline.options import credentials_from_args
-        from transforms.admin_api import connect
+        from transforms.zitadel_api.client import connect
 
         if args.push_concurrency < 1:
             raise ConfigError("--push-concurrency must be at least 1")
@@ -362,24 +362,24 @@ def build_pipeline(
     """Build (and return, not run) the pipeline: source → bodies + dead letters.
 
     A source with roles (``--project-id``) also returns ``'roles'``; with ``defined_roles`` (the
-    roles the export defines), ``transforms.grants.ResolveRoles`` turns them into the catalogue
+    roles the export defines), ``transforms.output.grants.ResolveRoles`` turns them into the catalogue
     and the case-collision losers the bodies leave out (docs/roles.md).
 
     With ``sync`` (``(SyncOptions, state shard paths)``), the source's users are compared with
-    the state first (transforms/sync.py): only new users reach the bodies.
+    the state first (transforms/sync/compare.py): only new users reach the bodies.
 
     ``add_source(pipeline, tmp_dir)`` adds the source and returns ``{'rows', 'dead'}``;
     ``tmp_dir`` is the run's temporary folder for spill files (removed when the run ends).
     """
     import apache_beam as beam
 
-    from transforms.bodies import BodySpec, UsersToBodies
-    from transforms.sinks import WriteDeadLetterShards
+    from transforms.files.sinks import WriteDeadLetterShards
+    from transforms.output.bodies import BodySpec, UsersToBodies
 
     pipeline = make_pipeline(pipeline_args)
     source = add_source(pipeline, layout.tmp_dir)
     if sync is not None:
-        from transforms.sync import CompareWithState
+        from transforms.sync.compare import CompareWithState
 
         options, shards = sync
         synced = source["rows"] | "Sync" >> CompareWithState(
@@ -390,7 +390,7 @@ def build_pipeline(
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
     role_losers = None
     if "roles" in source:
-        from transforms.grants import ResolveRoles
+        from transforms.output.grants import ResolveRoles
 
         role_losers = source["roles"] | "Roles" >> ResolveRoles(defined_roles or [], layout.tmp_dir)
     bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir, role_losers)
@@ -450,7 +450,7 @@ class RunOutputs:
     _token: int = 0
 
     def check_replaceable(self, paths: list[str]) -> None:
-        from transforms.guards import check_owned
+        from transforms.files.guards import check_owned
 
         check_owned(paths, self.owned, {self.layout.dead_letter: "--dead-letter"})
 
@@ -461,7 +461,7 @@ class RunOutputs:
             pass
 
     def close(self) -> None:
-        from transforms.files import unregister_cleanup
+        from transforms.files.storage import unregister_cleanup
 
         try:
             self.remove_work()
@@ -475,9 +475,9 @@ def open_outputs(
 ) -> RunOutputs:
     """Before a migrate run reads anything: outputs writable, the lock taken, every file already at
     an output name the earlier run's own, and a private work folder made. ConfigError otherwise."""
-    from transforms.files import private_workdir, register_cleanup
-    from transforms.guards import check_owned, owned_digests, previous_manifest
-    from transforms.locks import acquire_lock, lock_path_for
+    from transforms.files.guards import check_owned, owned_digests, previous_manifest
+    from transforms.files.locks import acquire_lock, lock_path_for
+    from transforms.files.storage import private_workdir, register_cleanup
 
     check_local_outputs({"--output": layout.output, "--dead-letter": layout.dead_letter})
     lock = acquire_lock(
@@ -491,7 +491,7 @@ def open_outputs(
         if not tmp and "://" in layout.output:
             import uuid
 
-            from transforms.files import WORKDIR_MARK
+            from transforms.files.storage import WORKDIR_MARK
 
             folder, name = posixpath.split(layout.output)
             tmp = f"{folder}/.{name}{WORKDIR_MARK}{uuid.uuid4().hex[:12]}"  # a new name per run
@@ -523,8 +523,8 @@ def finalize_outputs(run: RunOutputs) -> tuple[list[dict[str, Any]], int, str]:
 
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.bodies import parse_body_temp_name
-    from transforms.sinks import DEAD_SHARDS, dead_shard_name, open_private
+    from transforms.files.sinks import DEAD_SHARDS, dead_shard_name, open_private
+    from transforms.output.bodies import parse_body_temp_name
 
     layout = run.layout
     tmp = layout.tmp_dir
@@ -560,7 +560,7 @@ def finalize_outputs(run: RunOutputs) -> tuple[list[dict[str, Any]], int, str]:
 
 
 def finalize_passwordless(run: RunOutputs) -> tuple[str, int, str | None]:
-    """Join the run's passwordless listings (transforms/hash_metrics.py) into
+    """Join the run's passwordless listings (transforms/hashing/tally.py) into
     ``<stem>.passwordless.ndjson`` (mode 0600); repeats from retried bundles are dropped.
 
     Returns the path, the count and the file's sha256 (None when there is no list: an earlier
@@ -569,8 +569,8 @@ def finalize_passwordless(run: RunOutputs) -> tuple[str, int, str | None]:
 
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.hash_metrics import PASSWORDLESS_PREFIX
-    from transforms.sinks import open_private
+    from transforms.files.sinks import open_private
+    from transforms.hashing.tally import PASSWORDLESS_PREFIX
 
     layout = run.layout
     path = passwordless_path(layout)
@@ -602,7 +602,7 @@ def write_manifest(path: str, manifest: Mapping[str, Any]) -> None:
     """The manifest goes last, whole or not at all (temp name + rename, mode 0600)."""
     import orjson
 
-    from transforms.sinks import open_private
+    from transforms.files.sinks import open_private
 
     with open_private(path, fsync=True) as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
@@ -693,15 +693,15 @@ def _write_authorizations(
     """
     import hashlib
 
-    from transforms.grants import authorizations_body, authorizations_fields
-    from transforms.sinks import open_private
+    from transforms.files.sinks import open_private
+    from transforms.output.grants import authorizations_body, authorizations_fields
 
     layout = run.layout
     data = authorizations_body(common.org_id, common.timeout, roles, catalogue, common.multiline)
     digest = hashlib.sha256(data).hexdigest()
     fields = authorizations_fields(counts, roles, len(catalogue))
     path = f"{layout.stem}.authorizations{layout.ext}"
-    run.check_replaceable([path])  # an earlier run's own file only (transforms/guards.py)
+    run.check_replaceable([path])  # an earlier run's own file only (transforms/files/guards.py)
     if digest == held:
         if os.path.lexists(path) and "://" not in path:
             os.unlink(path)  # checked above: the earlier run's own file
@@ -726,7 +726,7 @@ def run_migration(**kwargs: Any) -> int:
     common: CommonArgs = kwargs["common"]
     if not common.state:
         return _run_migration(**kwargs)
-    from transforms.sync_state import acquire_state_lock
+    from transforms.sync.state import acquire_state_lock
 
     check_gcs_reachable([common.state])
     with acquire_state_lock(common.state, f"migrate {kwargs['source_name']}", common.break_lock):
@@ -758,14 +758,14 @@ def _run_migration(
     ``input_names`` (file index → path) names the input files the readers counted as cut
     (``inputs.partial.<index>``): without ``--allow-partial`` the run exits 1 and pushes nothing.
     """
-    from transforms.hash_report import hash_manifest, hash_ranges_from_result
+    from transforms.hashing.summary import hash_manifest, hash_ranges_from_result
 
     layout = output_layout(common.output, common.dead_letter)
     check_gcs_reachable(input_paths + [layout.output, layout.dead_letter])
     sync = None
     if common.state:
-        from transforms.sync import SyncOptions
-        from transforms.sync_state import StateStore
+        from transforms.sync.compare import SyncOptions
+        from transforms.sync.state import StateStore
 
         if sync_source is None:
             raise ConfigError(f"--state: migrate {source_name} cannot sync (auth0 and keycloak can)")
@@ -803,7 +803,7 @@ def _run_migration(
                 )
         with signals.finishing():
             if sync is not None:
-                from transforms.changes import finalize_changes, sync_manifest
+                from transforms.sync.change_files import finalize_changes, sync_manifest
 
                 changes = finalize_changes(
                     layout.tmp_dir, layout.stem, posixpath.dirname(layout.manifest), run.check_replaceable
@@ -815,7 +815,7 @@ def _run_migration(
                 }
             passwordless, passwordless_count, passwordless_sha = finalize_passwordless(run)
             if roles is not None:  # the authorizations body, first in the manifest (docs/roles.md)
-                from transforms.grants import read_catalogue
+                from transforms.output.grants import read_catalogue
 
                 catalogue = read_catalogue(layout.tmp_dir)
             bodies, dead_count, dead_sha = finalize_outputs(run)
@@ -912,7 +912,7 @@ class _Finished:
     passwordless_path: str
     passwordless_count: int
     sync: dict[str, Any] | None
-    roles: Any  # transforms.roles.RoleSettings with --project-id, else None
+    roles: Any  # transforms.mapping.roles.RoleSettings with --project-id, else None
 
 
 def _report_and_push(
@@ -920,16 +920,16 @@ def _report_and_push(
     summary_lines: Callable[[Mapping[str, int]], list[tuple[str, Any]]],
     input_names: Mapping[int, str],
 ) -> int:
-    from transforms.hash_report import hash_summary
+    from transforms.hashing.summary import hash_summary
 
     common, layout, counts, bodies = done.common, done.layout, done.counts, done.bodies
     lines = summary_lines(counts)
     if done.roles is not None or counts.get("roles.users_holding"):
-        from transforms.grants import summary_lines as role_lines
+        from transforms.output.grants import summary_lines as role_lines
 
         lines += role_lines(counts, done.roles)
     if done.sync is not None:
-        from transforms.changes import sync_summary_lines
+        from transforms.sync.change_files import sync_summary_lines
 
         lines += sync_summary_lines(counts)
     lines += [
@@ -964,7 +964,7 @@ def _report_and_push(
         if not common.allow_partial:
             return 1
     if common.push_url:
-        from transforms.push_engine import push_manifest
+        from transforms.push.engine import push_manifest
 
         signals.set_resume_hint(
             f"the bodies and {layout.manifest} are written and bodies the ledger records as done are "

@@ -100,7 +100,7 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     passwords = counts.get("auth0.passwords_read", 0) + counts.get("auth0.custom_hashes_read", 0)
     with_pw = counts.get("users_with_password", 0)
     # A profile's own hash that was not used has no line of its own (counted, see
-    # transforms/auth0.py EMBEDDED_UNUSED_PREFIX): one dead-letter line per rejected record.
+    # transforms/sources/auth0/read.py EMBEDDED_UNUSED_PREFIX): one dead-letter line per rejected record.
     dead_pw = (
         count_prefix(counts, "dead_letter.auth0-password.")
         + count_prefix(counts, "dead_letter.auth0-custom-hash.")
@@ -192,10 +192,10 @@ def _password_pattern(value: str | None) -> str | None:
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
-    from transforms import fileio
-    from transforms.auth0 import Auth0Options, ReadAuth0Users
-    from transforms.records import NUM_PARTITIONS
-    from transforms.validate import ValidationOptions
+    from transforms.common.records import NUM_PARTITIONS
+    from transforms.mapping.validate import ValidationOptions
+    from transforms.sources import json_units as fileio
+    from transforms.sources.auth0.read import Auth0Options, ReadAuth0Users
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)

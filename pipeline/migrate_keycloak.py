@@ -30,7 +30,7 @@ from pipeline.role_options import add_role_arguments, role_settings
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
 
-_SOURCE = "keycloak-user"  # transforms.keycloak.SOURCE; not imported here to keep --help fast
+_SOURCE = "keycloak-user"  # transforms.sources.keycloak.read.SOURCE; not imported here to keep --help fast
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,9 +134,14 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
-    from transforms.keycloak import KeycloakOptions, ReadKeycloakUsers, RealmInputError, plan_realm_sources
-    from transforms.records import NUM_PARTITIONS
-    from transforms.validate import ValidationOptions
+    from transforms.common.records import NUM_PARTITIONS
+    from transforms.mapping.validate import ValidationOptions
+    from transforms.sources.keycloak.read import (
+        KeycloakOptions,
+        ReadKeycloakUsers,
+        RealmInputError,
+        plan_realm_sources,
+    )
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map)
@@ -162,7 +167,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     roles_settings = role_settings(known_args)
     model = None
     if roles_settings is not None:  # roles and groups → project roles and grants (docs/roles.md)
-        from transforms.keycloak import load_keycloak_roles
+        from transforms.sources.keycloak.read import load_keycloak_roles
 
         try:
             model = load_keycloak_roles(known_args.realm, known_args.realm_name, roles_settings)

@@ -12,7 +12,7 @@ cuts it into bodies that each are an export document themselves (``{"dataOrgsv1"
 [DataOrg]}, "timeout": ...}``): an org's first body holds the org and everything org-level, the
 users follow in bodies of at most ``--batch-size`` users with their own records (metadata, links,
 grants, memberships); the manifest's ``after`` lists what each body must wait for, and ``push``
-honours it (see ``transforms/zitadel_export.py`` for the placement rules).
+honours it (see ``transforms/sources/zitadel/plan.py`` for the placement rules).
 
 Shape of the run::
 
@@ -49,13 +49,13 @@ from pipeline import signals
 from pipeline.errors import ConfigError
 from pipeline.migrate import MAX_BATCH_SIZE, add_output_arguments
 from pipeline.preflight import check_written
-from transforms.durations import normalise_duration
-from transforms.files import size
-from transforms.hash_metrics import HASH_COUNTER
-from transforms.hash_policy import load_policy
-from transforms.hash_report import hash_manifest
-from transforms.records import NAMESPACE
-from transforms.zitadel_export import BodyElement
+from transforms.common.durations import normalise_duration
+from transforms.common.records import NAMESPACE
+from transforms.files.storage import size
+from transforms.hashing.policy import load_policy
+from transforms.hashing.summary import hash_manifest
+from transforms.hashing.tally import HASH_COUNTER
+from transforms.sources.zitadel.plan import BodyElement
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
 
@@ -110,8 +110,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
 
 def _print_hash_report(manifest_path: str, policy) -> None:
     """The export's hashes by verifier, the config they need, and what ``policy`` lacks."""
-    from transforms.hash_report import hash_summary, uncovered_hashes
-    from transforms.manifest import load_manifest
+    from transforms.hashing.summary import hash_summary, uncovered_hashes
+    from transforms.output.manifest import load_manifest
 
     manifest = load_manifest(manifest_path).raw
     text = hash_summary(manifest)
@@ -133,10 +133,10 @@ class _RenderBodyFn(beam.DoFn):
     def process(self, element: BodyElement) -> Iterator[str]:
         from apache_beam.io.filesystems import FileSystems
 
-        from transforms.batching import body_temp_name
-        from transforms.sinks import open_private
-        from transforms.spill import read_spill
-        from transforms.zitadel_export import render_data_org
+        from transforms.files.sinks import open_private
+        from transforms.files.spill import read_spill
+        from transforms.output.batching import body_temp_name
+        from transforms.sources.zitadel.plan import render_data_org
 
         index, org_id, org_json, segments = element
         data_org = render_data_org(org_id, org_json, [read_spill(p) for p in segments])
@@ -237,14 +237,14 @@ class SplitResult:
 def _open_export(path: str):
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.input_stream import DepthGuard, open_input
+    from transforms.sources.input_stream import DepthGuard, open_input
 
     if "://" not in path:
         if not os.path.isfile(path):
             raise ConfigError(f"--export {path!r}: no such file")
     elif not FileSystems.exists(path):
         raise ConfigError(f"--export {path!r}: no such object")
-    # UTF-8 BOM skipped, UTF-16/32 decoded, a damaged .gz an error (transforms/input_stream.py);
+    # UTF-8 BOM skipped, UTF-16/32 decoded, a damaged .gz an error (transforms/sources/input_stream.py);
     # one document: a value nested too deep makes it unusable (exit 2), not a dead letter.
     stream = open_input(path)
     if stream.encoding:
@@ -253,7 +253,7 @@ def _open_export(path: str):
 
 
 def _describe_export(path: str) -> str:
-    from transforms.input_stream import describe_head, open_input
+    from transforms.sources.input_stream import describe_head, open_input
 
     try:
         with open_input(path) as stream:
@@ -290,9 +290,9 @@ def split_export(
         write_manifest,
     )
     from pipeline.report import counters_from_result
-    from transforms.files import register_cleanup, unregister_cleanup
-    from transforms.sinks import dead_shard_name, open_private
-    from transforms.zitadel_export import ExportFormatError, plan_export
+    from transforms.files.sinks import dead_shard_name, open_private
+    from transforms.files.storage import register_cleanup, unregister_cleanup
+    from transforms.sources.zitadel.plan import ExportFormatError, plan_export
 
     try:
         timeout = normalise_duration(timeout)

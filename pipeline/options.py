@@ -16,9 +16,9 @@ import os
 from collections.abc import Mapping
 
 from pipeline.errors import ConfigError
-from transforms import admin_api
-from transforms.admin_api import Credentials
-from transforms.durations import flag_duration, flag_seconds
+from transforms.common.durations import flag_duration, flag_seconds
+from transforms.zitadel_api import client as admin_api
+from transforms.zitadel_api.client import Credentials
 
 __all__ = [
     "add_credential_arguments",

@@ -194,7 +194,7 @@ def check_written(manifest_path: str) -> int:
     Re-reads every body the manifest lists (sha256, users per body, the run's counters), so a run
     whose outputs went missing or were cut short is never reported as a success.
     """
-    from transforms.manifest import recount
+    from transforms.output.manifest import recount
 
     problems = recount(manifest_path)
     if not problems:
@@ -248,7 +248,7 @@ def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
     import os
     import posixpath
 
-    from transforms.locks import lock_path_for
+    from transforms.files.locks import lock_path_for
 
     command = known_args._path
     outputs: dict[str, str] = {}
@@ -295,7 +295,7 @@ def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
 
 def check_inputs_read_only(known_args: argparse.Namespace) -> None:
     """ConfigError (one line naming both flags) when something a command would write is one of
-    its inputs, or would be read as one (transforms/guards.py)."""
-    from transforms.guards import check_inputs_untouched
+    its inputs, or would be read as one (transforms/files/guards.py)."""
+    from transforms.files.guards import check_inputs_untouched
 
     check_inputs_untouched(_inputs(known_args), _outputs(known_args))

@@ -8,7 +8,7 @@ Examples::
     zitadel-beam push --url=... --manifest=... --client-id=importer --client-secret-file=secret.txt
 
 The work (probe, ledger and resume, retries, halving after a server timeout, per-user results)
-is done by ``transforms/push_engine.py``; its docstring lists the steps. With ``--gcs-document``
+is done by ``transforms/push/engine.py``; its docstring lists the steps. With ``--gcs-document``
 the request is handed to ``pipeline/gcs_import.py`` instead.
 
 Exit status: 0 when every user is created or present, 1 otherwise, 2 for configuration errors.
@@ -23,10 +23,10 @@ import sys
 from pipeline.errors import ConfigError
 from pipeline.gcs_import import run_gcs_push
 from pipeline.options import add_credential_arguments, add_gcs_arguments, credentials_from_args
-from transforms.hash_policy import load_policy
-from transforms.locks import acquire_lock
-from transforms.manifest import default_results_dir, load_manifest, write_body_manifest
-from transforms.push_engine import TIMEOUT_MARGIN, push_manifest
+from transforms.files.locks import acquire_lock
+from transforms.hashing.policy import load_policy
+from transforms.output.manifest import default_results_dir, load_manifest, write_body_manifest
+from transforms.push.engine import TIMEOUT_MARGIN, push_manifest
 
 __all__ = ["add_arguments", "run"]
 
@@ -103,7 +103,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         if not isinstance(sync, dict):
             return _push(known_args, manifest_path, results)
         # A sync run's manifest commits its state: hold the state's lock too (docs/sync.md#state).
-        from transforms.sync_state import acquire_state_lock
+        from transforms.sync.state import acquire_state_lock
 
         with acquire_state_lock(str(sync["state"]), "push", known_args.break_lock):
             return _push(known_args, manifest_path, results)

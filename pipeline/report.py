@@ -7,8 +7,8 @@ from typing import Any
 
 from apache_beam.metrics.metric import MetricsFilter
 
-from transforms.fields import MAX_UNKNOWN_FIELD_NAMES
-from transforms.records import NAMESPACE
+from transforms.common.records import NAMESPACE
+from transforms.mapping.fields import MAX_UNKNOWN_FIELD_NAMES
 
 __all__ = [
     "counters_from_result",

@@ -51,7 +51,7 @@ def add_role_arguments(parser: argparse.ArgumentParser, source: str) -> None:
 
 def role_settings(args: argparse.Namespace):
     """The run's ``roles.RoleSettings``, or None without ``--project-id``; ConfigError otherwise."""
-    from transforms.roles import MAX_KEY, RoleSettings
+    from transforms.mapping.roles import MAX_KEY, RoleSettings
 
     project = args.project_id
     clients: dict[str, str] = {}

@@ -15,7 +15,7 @@ process's entry point. From then on:
   the bodies and writing the manifest, well under a second) the interruption waits for the end
   of that block, so the outputs are either the earlier run's or this run's, whole.
 - If the main thread has not finished within ``DEADLINE`` seconds (a runner stuck in a wait that
-  ignores signals), the watcher runs the registered clean-ups itself (``transforms/files.py``
+  ignores signals), the watcher runs the registered clean-ups itself (``transforms/files/storage.py``
   ``register_cleanup``: work folders, locks, temporary files), prints the line and exits.
 
 Exit status 130 for SIGINT and 143 for SIGTERM (128 + the signal number, as shells report it).
@@ -224,7 +224,7 @@ def _watch() -> None:
     while time.monotonic() - started < DEADLINE:
         time.sleep(0.25)
         _kill_children()
-    from transforms.files import run_cleanups
+    from transforms.files.storage import run_cleanups
 
     run_cleanups()
     report()
@@ -249,7 +249,7 @@ def report(done: str | None = None) -> None:
 
 def exit_now(code: int) -> None:
     """End the process now (Beam's non-daemon threads would hold a normal exit)."""
-    from transforms.files import run_cleanups
+    from transforms.files.storage import run_cleanups
 
     run_cleanups()
     _kill_children()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.options import add_credential_arguments, credentials_from_args
-from transforms.verify_engine import verify_manifest
+from transforms.push.verification import verify_manifest
 
 __all__ = ["add_arguments", "run"]
 

@@ -1,10 +1,10 @@
 """Shared fixtures: the vendored test data, an in-process GCS emulator, and the schema check.
 
 Every import body a migrate run of the suite writes is checked against ZITADEL's published API
-schema (tests/schema_check.py): after each test for the bodies under its ``tmp_path``, and once
+schema (tests/standins/schema_check.py): after each test for the bodies under its ``tmp_path``, and once
 at the end of the session for the rest of the session's temporary folder (module fixtures). A
 body that fails fails the test (or the session), naming the body and the rule. Likewise every
-user service v2 request a test server receives (tests/schema_check_v2.py): a test in which a
+user service v2 request a test server receives (tests/standins/schema_check_v2.py): a test in which a
 server recorded a problem fails.
 
 The emulator is started once per session (Beam caches the credentials it finds per process, and
@@ -21,6 +21,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+# The stand-in servers and schema oracles (tests/standins/) import each other by plain name, as
+# they do when a stand-in is run as a script; the tests import them the same way.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "standins"))
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 REALWORLD = DATA_DIR / "realworld"
@@ -91,7 +95,7 @@ def _bodies_meet_zitadel_schema(request):
 @pytest.fixture(autouse=True)
 def _v2_requests_meet_zitadel_schema():
     """Every user service v2 request a test server received met ZITADEL's published schema
-    (tests/schema_check_v2.py; the server answered the others 400). A test that sends a wrong
+    (tests/standins/schema_check_v2.py; the server answered the others 400). A test that sends a wrong
     request on purpose clears its server's ``v2_schema_problems`` once it has looked at them."""
     yield
     server_module = sys.modules.get("zitadel_server")  # no test server in this test's process yet

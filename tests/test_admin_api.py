@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from zitadel_fixtures import PAT, fast_client, hash_pool, leaked_secrets, make_user, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 from zitadel_server import ZitadelServer
 
-from transforms import admin_api
-from transforms.admin_api import AdminClient, load_credentials
+from transforms.zitadel_api import client as admin_api
+from transforms.zitadel_api.client import AdminClient, load_credentials
 
 TOKEN = admin_api.Credentials("token", token=PAT)
 

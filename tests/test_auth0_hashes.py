@@ -4,7 +4,7 @@ One export holds a user per hash shape (Auth0's bulk-import schema: ``custom_pas
 the top-level ``password_hash``). A run against ZITADEL's defaults keeps bcrypt only and names
 why each other user was refused; a run with a config that enables the verifiers and lowers the
 limits imports them, through real HTTP, and each imported hash verifies its password under
-passwap's rules (tests/passwap_rules.py).
+passwap's rules (tests/standins/passwap_rules.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from argon2.low_level import Type, hash_secret
 from zitadel_fixtures import PAT, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 
 from pipeline.cli import main
-from transforms.admin_api import Credentials
-from transforms.validate import Reason
+from transforms.mapping.validate import Reason
+from transforms.zitadel_api.client import Credentials
 
 ENABLED = Path(__file__).resolve().parent / "data" / "zitadel-config" / "verifiers-enabled.yaml"
 
@@ -264,7 +264,7 @@ def test_each_user_imports_or_is_refused_with_its_reason(tmp_path, export, confi
     if config is not None:
         server.hash_verifiers = frozenset(passwap_rules.ORDER)
         server.hash_limits = {**passwap_rules.DEFAULT_LIMITS, "Argon2.MinMemory": 7168, "Bcrypt.MinCost": 4}
-    from transforms import push_engine
+    from transforms.push import engine as push_engine
 
     report = push_engine.push_manifest(
         str(tmp_path / "importBody.manifest.json"),
@@ -283,7 +283,7 @@ def test_default_server_refuses_per_user_what_a_default_run_would_not_write(tmp_
     one by one with passwap's errors and the body still goes through."""
     users, _ = export
     rc, manifest, written, _ = _migrate(tmp_path, users, f"--zitadel-config={ENABLED}")
-    from transforms import push_engine
+    from transforms.push import engine as push_engine
 
     report = push_engine.push_manifest(
         str(tmp_path / "importBody.manifest.json"),
@@ -328,7 +328,7 @@ def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(
     assert "      - md5salted\n" in snippet and "MinMemory: 7168" in snippet and "MinCost: 4" in snippet
     import yaml
 
-    from transforms.hash_policy import load_policy
+    from transforms.hashing.policy import load_policy
 
     config = tmp_path / "needed.yaml"
     config.write_text(snippet)
@@ -340,7 +340,7 @@ def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(
     )
     assert yaml.safe_load(snippet)["SystemDefaults"]["PasswordHasher"]["Verifiers"][0] == "argon2"
 
-    from transforms import push_engine
+    from transforms.push import engine as push_engine
 
     with caplog.at_level("WARNING"):
         push_engine.push_manifest(

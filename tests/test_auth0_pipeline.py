@@ -12,13 +12,13 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms import fileio
-from transforms.auth0 import Auth0Options, ReadAuth0Users
-from transforms.bodies import BodySpec, UsersToBodies
-from transforms.ids import auth0_user_id
-from transforms.records import decode_rows, encode_rows
-from transforms.spill import load_blob
-from transforms.validate import Reason, ValidationOptions
+from transforms.common.ids import auth0_user_id
+from transforms.common.records import decode_rows, encode_rows
+from transforms.files.spill import load_blob
+from transforms.mapping.validate import Reason, ValidationOptions
+from transforms.output.bodies import BodySpec, UsersToBodies
+from transforms.sources import json_units as fileio
+from transforms.sources.auth0.read import Auth0Options, ReadAuth0Users
 
 TestPipeline.__test__ = False  # not a test class, whatever its name says
 

@@ -1,11 +1,11 @@
-"""transforms/body_check.py: which hash families push accepts in bodies written by other tools."""
+"""transforms/output/body_check.py: which hash families push accepts in bodies written by other tools."""
 
 from __future__ import annotations
 
 import pytest
 
-from transforms.body_check import PUSH_VALIDATION
-from transforms.validate import ValidationOptions, hash_problem
+from transforms.mapping.validate import ValidationOptions, hash_problem
+from transforms.output.body_check import PUSH_VALIDATION
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
-from transforms.validate import Reason
+from transforms.mapping.validate import Reason
 
 REPO = Path(__file__).resolve().parents[1]
 B64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -756,7 +756,7 @@ def test_bad_flags_as_subprocess(flag, inputs, tmp_path):
 
 def test_ndjson_byte_ranges_through_the_pipeline(tmp_path, monkeypatch, ndjson_body):
     """Tiny byte ranges (records straddle every boundary) give the same body as whole files."""
-    from transforms import fileio
+    from transforms.sources import json_units as fileio
 
     planned = []
     real_plan = fileio.plan_units
@@ -839,7 +839,7 @@ BULK = REPO / "tests" / "data" / "auth0-bulk" / "bulk-import-shape.json"
     ids=["default", "fallback", "fallback-invalid"],
 )
 def test_bulk_import_shape(tmp_path, flags, written, dead):
-    from transforms.ids import auth0_user_id
+    from transforms.common.ids import auth0_user_id
 
     runs = []
     for attempt in ("a", "b"):  # two runs: the derived ids must not change

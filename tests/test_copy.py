@@ -22,7 +22,7 @@ def _normalised(export: dict) -> dict:
 
     def norm(value):
         if isinstance(value, dict):
-            # push drops hashedPassword.algorithm (the server reads it from the hash; transforms/body_check.py)
+            # push drops hashedPassword.algorithm (the server reads it from the hash; transforms/output/body_check.py)
             return {k: norm(v) for k, v in sorted(value.items()) if k != "algorithm" or "value" not in value}
         if isinstance(value, list):
             return sorted(

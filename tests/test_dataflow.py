@@ -36,10 +36,10 @@ def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emula
 
     from pipeline.migrate import CommonArgs, build_pipeline, output_layout
     from pipeline.preflight import spill_dir
-    from transforms import fileio
-    from transforms.auth0 import Auth0Options, ReadAuth0Users
-    from transforms.records import NUM_PARTITIONS
-    from transforms.validate import ValidationOptions
+    from transforms.common.records import NUM_PARTITIONS
+    from transforms.mapping.validate import ValidationOptions
+    from transforms.sources import json_units as fileio
+    from transforms.sources.auth0.read import Auth0Options, ReadAuth0Users
 
     built: list[tuple[str, list[str]]] = []
     original = stager.Stager._build_setup_package
@@ -80,5 +80,5 @@ def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emula
     assert len(built) == 1 and built[0][0].endswith(".tar.gz")
     names = built[0][1]
     assert any(n.endswith("/pipeline/preflight.py") for n in names)
-    assert any(n.endswith("/transforms/push_engine.py") for n in names)
+    assert any(n.endswith("/transforms/push/engine.py") for n in names)
     assert any(n.endswith("/setup.py") for n in names)

@@ -1,4 +1,4 @@
-"""Input files (transforms/fileio.py): layout detection, byte ranges, gzip, BOM, blank lines."""
+"""Input files (transforms/sources/json_units.py): layout detection, byte ranges, gzip, BOM, blank lines."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from transforms.fileio import (
+from transforms.sources.json_units import (
     ARRAY,
     EMPTY,
     NDJSON,

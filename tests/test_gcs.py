@@ -9,7 +9,7 @@ import json
 import time
 
 from pipeline.cli import main
-from transforms.validate import Reason
+from transforms.mapping.validate import Reason
 
 B64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -1,4 +1,4 @@
-"""transforms/hash_policy.py: the target's verifiers and limits, from defaults, YAML and env."""
+"""transforms/hashing/policy.py: the target's verifiers and limits, from defaults, YAML and env."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from transforms.hash_policy import (
+from transforms.hashing.convert import ConvertedHash, parse_hash
+from transforms.hashing.policy import (
     DEFAULT_LIMITS,
     ConfigError,
     HashPolicy,
@@ -15,8 +16,7 @@ from transforms.hash_policy import (
     load_policy,
     needed_ranges,
 )
-from transforms.hashes import ConvertedHash, parse_hash
-from transforms.validate import Reason
+from transforms.mapping.validate import Reason
 
 ENABLED = Path(__file__).resolve().parent / "data" / "zitadel-config" / "verifiers-enabled.yaml"
 ALL = HashPolicy(

@@ -1,4 +1,4 @@
-"""transforms/hashes.py: every conversion verifies under passwap's rules (tests/passwap_rules.py).
+"""transforms/hashing/convert.py: every conversion verifies under passwap's rules (tests/standins/passwap_rules.py).
 
 Source hashes are made here from known passwords with hashlib / bcrypt / argon2-cffi, in the
 shapes Auth0's "bulk user import database schema and examples" page documents; the converted
@@ -19,8 +19,14 @@ import passwap_rules
 import pytest
 from argon2.low_level import Type, hash_secret
 
-from transforms.hashes import ConvertedHash, HashFailure, convert_auth0, convert_credential, parse_hash
-from transforms.validate import Reason
+from transforms.hashing.convert import (
+    ConvertedHash,
+    HashFailure,
+    convert_auth0,
+    convert_credential,
+    parse_hash,
+)
+from transforms.mapping.validate import Reason
 
 PASSWORD, WRONG = "corrêct horse ✓", "corrêct horse ✗"
 VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "passwap_vectors.json").read_text())[

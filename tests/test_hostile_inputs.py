@@ -1,7 +1,7 @@
 """Hostile and unlucky inputs through the real CLI: every case ends in counted dead letters with a
 reason (the accounting holding, every other user written) or in exit 2 with one line, never a
 traceback, and no input file is changed (sha256 before and after). docs/inputs.md describes the
-rules; transforms/input_stream.py and transforms/fileio.py implement them.
+rules; transforms/sources/input_stream.py and transforms/sources/json_units.py implement them.
 
 Cases run through ``pipeline.cli.main`` in-process (an exception would fail the test; stderr is
 captured at the file-descriptor level, so log lines count too); refusals must print exactly one
@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.cli import main
-from transforms.validate import Reason
+from transforms.mapping.validate import Reason
 
 REPO = Path(__file__).resolve().parents[1]
 REALWORLD = REPO / "tests" / "data" / "realworld"

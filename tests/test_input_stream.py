@@ -1,4 +1,4 @@
-"""transforms/input_stream.py: the opener, the first look and the depth guard, on real files."""
+"""transforms/sources/input_stream.py: the opener, the first look and the depth guard, on real files."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import ijson
 import orjson
 import pytest
 
-from transforms.errors import ConfigError
-from transforms.input_stream import (
+from transforms.common.errors import ConfigError
+from transforms.sources.input_stream import (
     MAX_DEPTH,
     TOO_DEEP_MARKER,
     DepthGuard,

@@ -19,8 +19,11 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.cli import main
-from transforms.ids import keycloak_user_id
-from transforms.keycloak import (
+from transforms.common.ids import keycloak_user_id
+from transforms.common.records import decode_rows
+from transforms.files.spill import load_blob
+from transforms.mapping.validate import Reason
+from transforms.sources.keycloak.read import (
     FILE_SOURCE,
     IMPORT_WITHOUT_PASSWORD,
     SOURCE,
@@ -35,9 +38,6 @@ from transforms.keycloak import (
     other_credential_types,
     plan_realm_sources,
 )
-from transforms.records import decode_rows
-from transforms.spill import load_blob
-from transforms.validate import Reason
 
 DATA = Path(__file__).resolve().parent / "data"
 REFERENCE = DATA / "zitadel-tools" / "keycloak"
@@ -563,7 +563,7 @@ def test_cli_split_export_from_gcs(tmp_path, gcs_emulator):
 # --------------------------------------------------------------------------- brokered users, fields
 
 
-from transforms.keycloak import fields_not_carried, idp_links, unknown_fields  # noqa: E402 - imported where the tests that use it start
+from transforms.sources.keycloak.read import fields_not_carried, idp_links, unknown_fields  # noqa: E402 - imported where the tests that use it start
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""One run per output (transforms/locks.py): local lock files, gs:// lock objects, the CLI.
+"""One run per output (transforms/files/locks.py): local lock files, gs:// lock objects, the CLI.
 
 Holders are real: this test process, a finished process (stale), a migrate run in another
 process. Every CLI case checks a checksum of every file in and around the output folder.
@@ -19,8 +19,8 @@ import pytest
 from test_outputs_guarded import auth0, lay_out, tree
 
 from pipeline.cli import main
-from transforms.errors import ConfigError
-from transforms.locks import LockHeld, acquire_lock, lock_path_for
+from transforms.common.errors import ConfigError
+from transforms.files.locks import LockHeld, acquire_lock, lock_path_for
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""transforms/manifest.py: reading manifests, and the recount every migrate run ends with."""
+"""transforms/output/manifest.py: reading manifests, and the recount every migrate run ends with."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.preflight import check_written
-from transforms.manifest import load_manifest, recount
+from transforms.output.manifest import load_manifest, recount
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,9 +15,9 @@ from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 from pipeline.migrate_zitadel import split_export
-from transforms import push_engine
-from transforms.admin_api import Credentials
-from transforms.zitadel_export import ExportFormatError, iter_export, render_data_org
+from transforms.push import engine as push_engine
+from transforms.sources.zitadel.plan import ExportFormatError, iter_export, render_data_org
+from transforms.zitadel_api.client import Credentials
 
 TOKEN = Credentials("token", token=PAT)
 
@@ -407,7 +407,7 @@ def test_mutual_project_grants_and_cross_org_members_import_in_order(tmp_path):
 
 def test_spilling_paths_keep_everything(tmp_path, monkeypatch):
     """Tiny buffers: segments flushed often, waiting records spilled to files; same result."""
-    from transforms import zitadel_export
+    from transforms.sources.zitadel import plan as zitadel_export
 
     doc = make_export((30, 200, 11))
     for org in doc["orgs"]:  # records first, users last: every record waits for its user

@@ -1,4 +1,4 @@
-"""Second factors and forced password changes (transforms/otp.py), unit by unit and end to end.
+"""Second factors and forced password changes (transforms/mapping/otp.py), unit by unit and end to end.
 
 Every written ``otpCode`` is checked the way a user would notice a mistake: the codes an
 authenticator app shows for the SOURCE secret (with the parameters Keycloak or Auth0 used) must
@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from transforms.ids import auth0_user_id
-from transforms.keycloak import plan_realm_sources
-from transforms.otp import (
+from transforms.common.ids import auth0_user_id
+from transforms.mapping.otp import (
     KEYCLOAK_DEFAULT_POLICY,
     OtpPolicy,
     auth0_mfa_factors,
@@ -31,6 +30,7 @@ from transforms.otp import (
     realm_policy,
     required_actions,
 )
+from transforms.sources.keycloak.read import plan_realm_sources
 
 DATA = Path(__file__).resolve().parent / "data"
 KC = DATA / "keycloak-otp"
@@ -199,7 +199,7 @@ def _source_users(realm: Path) -> tuple[dict, dict]:
 
 
 def _keycloak_source_codes(credential: dict, realm: dict) -> list[str]:
-    """The codes Keycloak accepts for ``credential``, read here independently of transforms/otp.py:
+    """The codes Keycloak accepts for ``credential``, read here independently of transforms/mapping/otp.py:
     the key is secretData.value's UTF-8 bytes, its base32 decoding with secretEncoding BASE32, or
     (the deprecated representation) hashedSaltedValue, base64-decoded when config.base64Encoded says so;
     parameters the credential leaves out are the realm's otpPolicy*."""

@@ -1,4 +1,4 @@
-"""Outputs never harm inputs or anyone else's files (transforms/guards.py, transforms/files.py).
+"""Outputs never harm inputs or anyone else's files (transforms/files/guards.py, transforms/files/storage.py).
 
 One table: each case lays out inputs, an output folder and "someone else's" files (the targets
 of planted links), runs a command, and compares a checksum of every file in and around the

@@ -13,7 +13,7 @@ from pathlib import Path
 from zitadel_fixtures import PAT, hash_pool, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 
 from pipeline.cli import main
-from transforms.body_check import check_body
+from transforms.output.body_check import check_body
 
 REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
 ZITADEL_TOOLS_BODY = REALWORLD / "zitadel" / "zitadel-tools-import-data_orgs-2023.json"
@@ -125,8 +125,8 @@ def test_check_body_fixes_like_migrate_and_keeps_valid_bodies_byte_for_byte():
 
 def test_keycloak_users_without_id_are_pushed_and_verified_by_user_name(zitadel, tmp_path):
     realm = REALWORLD / "keycloak" / "strimzi-kafka-authz-realm.json"
-    from transforms import push_engine
-    from transforms.admin_api import Credentials
+    from transforms.push import engine as push_engine
+    from transforms.zitadel_api.client import Credentials
 
     out = tmp_path / "importBody.json"
     # alice and bob have pbkdf2-sha256 hashes: a target with the pbkdf2 verifier enabled.

@@ -19,9 +19,10 @@ from zitadel_server import FAULT_KINDS, ZitadelServer
 from pipeline import push
 from pipeline.cli import main
 from pipeline.errors import ConfigError
-from transforms import body_parts, push_engine
-from transforms.admin_api import Credentials, load_credentials
-from transforms.manifest import load_manifest
+from transforms.output import body_parts
+from transforms.output.manifest import load_manifest
+from transforms.push import engine as push_engine
+from transforms.zitadel_api.client import Credentials, load_credentials
 
 TOKEN = Credentials("token", token=PAT)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -123,10 +124,10 @@ def test_server_timeout_splits_the_body_in_halves(zitadel, tmp_path):
 
 
 def _server_side_validation_only(monkeypatch) -> None:
-    """push's own validation (transforms/body_check.py) fixes the fixtures' 14-character language
+    """push's own validation (transforms/output/body_check.py) fixes the fixtures' 14-character language
     before sending (tests/test_push_bodies.py); switched off to exercise what happens when the
     server rejects a request for a problem no local rule knows about."""
-    from transforms import body_check
+    from transforms.output import body_check
 
     monkeypatch.setattr(
         body_check, "check_body", lambda body, *a, **k: body_check.CheckedBody(body, [], {}, False)

@@ -1,4 +1,4 @@
-"""Push, credentials and HTTP hardening, over real sockets to tests/zitadel_server.py.
+"""Push, credentials and HTTP hardening, over real sockets to tests/standins/zitadel_server.py.
 
 One table per concern: secrets (a marker token and a marker key through every command that
 authenticates; token files that are not a token), the manifest's counts (push refuses before
@@ -32,8 +32,9 @@ from zitadel_fixtures import (  # noqa: F401 - zitadel_fixture is the `zitadel` 
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
-from transforms import admin_api, push_engine
-from transforms.admin_api import AdminClient, Credentials
+from transforms.push import engine as push_engine
+from transforms.zitadel_api import client as admin_api
+from transforms.zitadel_api.client import AdminClient, Credentials
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = "MARKER7f3c"

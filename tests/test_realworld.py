@@ -21,7 +21,7 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
-from transforms.ids import keycloak_user_id
+from transforms.common.ids import keycloak_user_id
 
 REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
 
@@ -75,8 +75,8 @@ def _run(argv: list[str], out: Path) -> tuple[dict, list[dict], list[dict]]:
 
 def _profiles_for(path: Path, tmp: Path) -> Path:
     """Profiles for the users a password export names: e-mail and ``auth0|<_id>``."""
-    from transforms import fileio
-    from transforms.auth0_mapping import password_oid, record_email
+    from transforms.sources import json_units as fileio
+    from transforms.sources.auth0.mapping import password_oid, record_email
 
     records = [
         value

@@ -1,4 +1,4 @@
-"""Keycloak roles and groups → project roles and user grants (transforms/roles.py, grants.py),
+"""Keycloak roles and groups → project roles and user grants (transforms/mapping/roles.py, grants.py),
 through ``migrate keycloak`` with ``--project-id`` and friends (docs/roles.md)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from zitadel_fixtures import zitadel_fixture  # noqa: F401 - a pytest fixture, u
 
 from pipeline.cli import main
 from pipeline.errors import ConfigError
-from transforms.grants import resolve
-from transforms.roles import KeycloakRoles, RoleSettings
+from transforms.mapping.roles import KeycloakRoles, RoleSettings
+from transforms.output.grants import resolve
 
 DATA = Path(__file__).resolve().parent / "data"
 REALWORLD = DATA / "realworld" / "keycloak"
@@ -355,8 +355,8 @@ def _server_grants(server) -> dict[str, dict[str, list[str]]]:
 def test_push_sends_authorizations_first_then_grants_and_a_rerun_finds_them_present(zitadel, tmp_path):
     from zitadel_fixtures import PAT
 
-    from transforms import push_engine
-    from transforms.admin_api import Credentials
+    from transforms.push import engine as push_engine
+    from transforms.zitadel_api.client import Credentials
 
     manifest = _migrated(tmp_path, "--create-project=Acme", "--client-project=shop=p-shop")
     token = Credentials("token", token=PAT)
@@ -388,8 +388,9 @@ def test_push_sends_authorizations_first_then_grants_and_a_rerun_finds_them_pres
 def test_push_refuses_a_missing_project_and_verify_names_missing_grants(zitadel, tmp_path):
     from zitadel_fixtures import PAT
 
-    from transforms import push_engine, verify_engine
-    from transforms.admin_api import Credentials
+    from transforms.push import engine as push_engine
+    from transforms.push import verification as verify_engine
+    from transforms.zitadel_api.client import Credentials
 
     manifest = _migrated(tmp_path)
     token = Credentials("token", token=PAT)

@@ -1,4 +1,4 @@
-"""tests/schema_check.py: ZITADEL's published import schema, and the tool's bodies against it.
+"""tests/standins/schema_check.py: ZITADEL's published import schema, and the tool's bodies against it.
 
 Every body a migrate run of the suite writes is also checked by the autouse fixture in
 conftest.py; these tests pin the checker itself (it must refuse what ZITADEL refuses) and run

@@ -1,8 +1,8 @@
-"""tests/schema_check_v2.py: ZITADEL's published user service v2 schema, and the sync's calls against it.
+"""tests/standins/schema_check_v2.py: ZITADEL's published user service v2 schema, and the sync's calls against it.
 
 The test server checks every v2 request it receives (the autouse fixture in conftest.py fails a
 test in which one was refused); these tests pin the checker itself: it accepts what the sync
-builds (transforms/sync_records.py) and refuses, readably, what ZITADEL refuses.
+builds (transforms/sync/state_records.py) and refuses, readably, what ZITADEL refuses.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from zitadel_fixtures import PAT, hash_pool
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
-from transforms.sync_records import call_path, compare_user, state_record
+from transforms.sync.state_records import call_path, compare_user, state_record
 
 UID = "auth0|0123456789abcdef"
 HASHES = hash_pool(2)

@@ -272,7 +272,7 @@ def test_a_main_thread_that_does_not_return_is_ended_at_the_deadline(tmp_path):
         "import os, sys, time\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
         "from pipeline import signals\n"
-        "from transforms.files import private_workdir, register_cleanup, remove_workdir\n"
+        "from transforms.files.storage import private_workdir, register_cleanup, remove_workdir\n"
         "signals.install()\n"
         "signals.set_resume_hint('nothing kept; run it again')\n"
         f"work = private_workdir({str(tmp_path / 'out' / 'importBody.json')!r})\n"

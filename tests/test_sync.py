@@ -1,7 +1,7 @@
 """Scheduled syncs end to end: day 1 imports, day 2 changes, over HTTP to the test server.
 
 Each scenario runs the real CLI (``migrate ... --state --push-url``) against the loopback server,
-which keeps users, their states (initial, inactive, locked) and events (tests/zitadel_user_v2.py).
+which keeps users, their states (initial, inactive, locked) and events (tests/standins/zitadel_user_v2.py).
 "The target holds what a fresh import of day 2 would hold" is checked by importing day 2 into a
 second, empty server and comparing the users both hold.
 """
@@ -434,8 +434,8 @@ def test_a_second_run_on_the_same_state_is_refused_and_a_stale_lock_is_taken_ove
 def test_state_on_gcs_emulator_syncs_and_locks(gcs_emulator, tmp_path):
     from conftest import GCS_BUCKET
 
-    from transforms.locks import LockHeld
-    from transforms.sync_state import StateStore, acquire_state_lock
+    from transforms.files.locks import LockHeld
+    from transforms.sync.state import StateStore, acquire_state_lock
 
     token_file = tmp_path / "token"
     token_file.write_text(PAT)

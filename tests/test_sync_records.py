@@ -1,11 +1,11 @@
-"""transforms/sync_records.py: fingerprints over mapped values, the calls a change needs, merging."""
+"""transforms/sync/state_records.py: fingerprints over mapped values, the calls a change needs, merging."""
 
 from __future__ import annotations
 
 import orjson
 import pytest
 
-from transforms.sync_records import (
+from transforms.sync.state_records import (
     ACTIVE,
     INACTIVE,
     LOCKED,

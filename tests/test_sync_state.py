@@ -1,4 +1,4 @@
-"""transforms/sync_state.py: generations, the pointer written last, refusal of a moved state."""
+"""transforms/sync/state.py: generations, the pointer written last, refusal of a moved state."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from transforms.errors import ConfigError
-from transforms.sync_state import POINTER_NAME, StateStore
+from transforms.common.errors import ConfigError
+from transforms.sync.state import POINTER_NAME, StateStore
 
 
 def _rec(user_id: str, name: str = "n") -> dict:

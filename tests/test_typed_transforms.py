@@ -11,12 +11,12 @@ import pytest
 from apache_beam.typehints.decorators import TypeCheckError
 
 from pipeline.migrate_zitadel import RenderBodies
-from transforms.auth0 import Auth0Options, ReadAuth0Users
-from transforms.batching import BodySpec
-from transforms.bodies import UsersToBodies
-from transforms.keycloak import KeycloakOptions, ReadKeycloakUsers
-from transforms.records import DeadLetter, PartitionRows
-from transforms.sinks import WriteDeadLetterShards
+from transforms.common.records import DeadLetter, PartitionRows
+from transforms.files.sinks import WriteDeadLetterShards
+from transforms.output.batching import BodySpec
+from transforms.output.bodies import UsersToBodies
+from transforms.sources.auth0.read import Auth0Options, ReadAuth0Users
+from transforms.sources.keycloak.read import KeycloakOptions, ReadKeycloakUsers
 
 
 def _spec() -> BodySpec:
@@ -62,7 +62,7 @@ def test_readers_declare_what_they_emit(tmp_path):
 
 
 def test_compare_with_state_takes_rows_and_gives_rows_changes_and_dead_letters(tmp_path):
-    from transforms.sync import CompareWithState, SyncOptions
+    from transforms.sync.compare import CompareWithState, SyncOptions
 
     options = SyncOptions(org_id="1", source="auth0", partitions=4)
     p = beam.Pipeline()

@@ -1,4 +1,4 @@
-"""The import API's request rules (transforms/validate.py) as table tests, no pipeline."""
+"""The import API's request rules (transforms/mapping/validate.py) as table tests, no pipeline."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import bcrypt
 import pytest
 
-from transforms.validate import (
+from transforms.mapping.validate import (
     CONTROL_CHARS_REMOVED,
     MAX_NAME,
     Reason,

@@ -7,8 +7,9 @@ import json
 from zitadel_fixtures import PAT, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 
 from pipeline.cli import main
-from transforms import push_engine, verify_engine
-from transforms.admin_api import Credentials
+from transforms.push import engine as push_engine
+from transforms.push import verification as verify_engine
+from transforms.zitadel_api.client import Credentials
 
 TOKEN = Credentials("token", token=PAT)
 

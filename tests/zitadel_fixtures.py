@@ -145,7 +145,7 @@ def leaked_secrets(text: str, extra: Sequence[str] = ()) -> list[str]:
 
 def fast_client(url: str, credentials, **options):
     """An AdminClient with millisecond backoff, so fault tests stay fast."""
-    from transforms.admin_api import AdminClient
+    from transforms.zitadel_api.client import AdminClient
 
     settings = {"backoff_base": 0.01, "backoff_cap": 0.05, "max_attempts": 10, **options}
     return AdminClient(url, credentials, **settings)

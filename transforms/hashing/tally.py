@@ -1,0 +1,84 @@
+"""Per-run tallies of imported password hashes (Beam metrics) and the passwordless listing.
+
+A DoFn keeps one :class:`HashTally`, ``add``s each hash it writes and each user it imports
+without password, and ``publish``es once per bundle: counters ``password_hashes.<verifier>`` and
+``without_password.<reason>``, and distributions ``hash_param.<verifier>.<param>`` whose min and
+max are what the target's limits must cover (pipeline/report.py reads them back; the manifest
+and the summary's config snippet come from them, docs/password-hashes.md).
+
+Users imported without password (``--on-unsupported-hash=import-without-password``) are also
+listed as ``{"id", "email", "reason"}`` lines in ``<tmp_dir>/passwordless-<n>.ndjson`` files,
+which the launcher joins into ``<stem>.passwordless.ndjson`` (mode 0600) for reset mails.
+"""
+
+from __future__ import annotations
+
+import collections
+import uuid
+
+from transforms.common.records import NAMESPACE
+from transforms.hashing.convert import ConvertedHash
+
+__all__ = [
+    "HashTally",
+    "HASH_COUNTER",
+    "WITHOUT_PASSWORD_COUNTER",
+    "PARAM_DISTRIBUTION",
+    "PASSWORDLESS_PREFIX",
+]
+
+HASH_COUNTER = "password_hashes."
+WITHOUT_PASSWORD_COUNTER = "without_password."
+PARAM_DISTRIBUTION = "hash_param."
+PASSWORDLESS_PREFIX = "passwordless-"
+
+
+class HashTally:
+    """Counts and parameter ranges of one bundle; cheap per user (no metric calls until publish)."""
+
+    def __init__(self, tmp_dir: str | None = None) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self.tmp_dir = tmp_dir
+        self.passwordless: list[bytes] = []
+
+    def add(self, converted: ConvertedHash) -> None:
+        # Users are counted by verifier where bodies are written (transforms/output/bodies.py), so that
+        # a user dropped later (a duplicate) is not; the ranges here may include such users.
+        for name, value in converted.params:
+            key = f"{converted.verifier}.{name}"
+            low_high = self.ranges.get(key)
+            if low_high is None:
+                self.ranges[key] = (value, value)
+            elif value < low_high[0] or value > low_high[1]:
+                self.ranges[key] = (min(low_high[0], value), max(low_high[1], value))
+
+    def without_password(self, reason: str, user_id: object = None, email: object = None) -> None:
+        self.counts[WITHOUT_PASSWORD_COUNTER + reason] += 1
+        if self.tmp_dir is not None:
+            import orjson
+
+            self.passwordless.append(orjson.dumps({"id": user_id, "email": email, "reason": reason}) + b"\n")
+
+    def publish(self) -> None:
+        from apache_beam.metrics import Metrics  # here: push imports this module without Beam
+
+        for name, value in self.counts.items():
+            Metrics.counter(NAMESPACE, name).inc(value)
+        for key, (low, high) in self.ranges.items():
+            distribution = Metrics.distribution(NAMESPACE, PARAM_DISTRIBUTION + key)
+            distribution.update(low)
+            distribution.update(high)
+        self.counts.clear()
+        self.ranges.clear()
+        if self.passwordless and self.tmp_dir is not None:
+            from apache_beam.io.filesystems import FileSystems
+
+            from transforms.files.storage import open_private
+
+            # One file per bundle (unique name); the launcher joins them and drops repeats that
+            # a retried bundle may have written.
+            path = FileSystems.join(self.tmp_dir, f"{PASSWORDLESS_PREFIX}{uuid.uuid4().hex}.ndjson")
+            with open_private(path) as handle:
+                handle.write(b"".join(self.passwordless))
+            self.passwordless.clear()

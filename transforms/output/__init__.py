@@ -1,0 +1,1 @@
+"""Import bodies: batching, rendering, dead letters of duplicates, grants, the manifest and body checks."""

@@ -1,0 +1,315 @@
+"""User rows → deterministic import bodies on disk (or gs://), plus duplicate dead letters.
+
+Shape of the work::
+
+    rows (partition, blob) ─┬─ Claims ─ GroupByKey ─ FindDuplicates ─────────────┐ (side input)
+                            └─ GroupByKey ─ ChunkPartitions ─► full bodies written │
+                                               │    └─► remainder ─ GroupByKey(0) ─ ChunkRemainders ─► bodies written
+                                               └─► dead letters (duplicates) ◄────┘
+
+A user id or user name (case-folded) claimed by several rows is kept for the first row in input
+order; the others become ``duplicate-user-id`` / ``duplicate-username`` dead letters. Each
+partition's users, in input order, fill bodies of exactly ``batch_size``; what is left over in
+every partition is merged in input order and cut again, so a run writes at most one partly
+filled body more than needed per partition, and a small input gives one body in zitadel-tools'
+order. Each user is encoded to JSON once (a "fragment"); a body is its fragments joined.
+
+Bodies are written under a temporary folder with names that carry (first sortkey, users,
+sha256); the launcher (``pipeline/migrate.py``) gives them their final numbered names once the
+pipeline has finished, because ``-00001-of-00042`` needs the total.
+
+Example::
+
+    out = rows | 'ToBodies' >> UsersToBodies(BodySpec('123', '5m0s', 5000), tmp_dir)
+    out['bodies']  # PCollection of temporary body paths
+    out['dead']    # duplicates as dead letters
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apache_beam as beam
+import orjson
+from apache_beam.metrics import Metrics
+
+from transforms.common.records import (
+    NAMESPACE,
+    DeadLetter,
+    EncodedRow,
+    PartitionRows,
+    claims_size,
+    dead_letter,
+    decode_claims,
+    decode_rows,
+    no_gc,
+    partition_of,
+)
+from transforms.files.sinks import open_private
+from transforms.files.spill import load_blob, read_spill_head
+from transforms.mapping.roles import grant_items
+from transforms.mapping.validate import Reason
+from transforms.output.batching import (
+    BodySpec,
+    Fragment,
+    body_temp_name,
+    fragment_of,
+    parse_body_temp_name,
+    plan_chunks,
+    render_fragments,
+    to_fragment,
+)
+from transforms.output.grants import filter_grants
+
+__all__ = [
+    "BodySpec",
+    "UsersToBodies",
+    "render_fragments",
+    "to_fragment",
+    "plan_chunks",
+    "body_temp_name",
+    "parse_body_temp_name",
+]
+
+_LOGGER = logging.getLogger(__name__)
+_DEAD = "dead"
+_REMAINDER = "remainder"
+_ID, _NAME = 0, 1
+
+
+def _sortkey(row: EncodedRow) -> tuple[int, int]:
+    return row[0], row[1]
+
+
+class _ClaimsFn(beam.DoFn):
+    """Each row claims its user id and user name, grouped by a hash of the claimed value."""
+
+    def process(self, element: tuple[int, bytes | str]) -> Iterator[tuple[int, bytes]]:
+        _, value = element
+        if isinstance(value, str):  # a spill file: read only its claims header
+            value = read_spill_head(value, claims_size(read_spill_head(value, 8)))
+        claims: dict[int, list[list[Any]]] = {}
+        with no_gc():
+            for user_id, name, file_index, position in decode_claims(value):
+                sortkey = [file_index, position]
+                if user_id:
+                    claims.setdefault(partition_of("i" + user_id), []).append([_ID, user_id, sortkey])
+                claims.setdefault(partition_of("n" + name), []).append([_NAME, name, sortkey])
+        for part, items in claims.items():
+            yield part, orjson.dumps(items)
+
+
+class _FindDuplicatesFn(beam.DoFn):
+    """The rows that lose a claim: ``(sortkey, (reason, detail))`` for all but the first."""
+
+    def process(self, element: tuple[int, Iterable[bytes]]):
+        _, blobs = element
+        first: set[tuple[int, str]] = set()
+        losers: dict[tuple[int, int], tuple[str, str]] = {}
+        with no_gc():
+            items = [item for blob in blobs for item in orjson.loads(blob)]
+            items.sort(key=lambda c: (c[2][0], c[2][1]))
+            for kind, value, sortkey in items:
+                if (kind, value) not in first:
+                    first.add((kind, value))
+                    continue
+                if kind == _ID:
+                    reason, detail = (
+                        Reason.DUPLICATE_USER_ID,
+                        f"user_id {value!r} already used by an earlier record",
+                    )
+                else:
+                    reason, detail = (
+                        Reason.DUPLICATE_USERNAME,
+                        f"userName {value!r} already used by an earlier record",
+                    )
+                losers.setdefault((sortkey[0], sortkey[1]), (reason, detail))
+        yield from losers.items()
+
+
+class _BodyWriterFn(beam.DoFn):
+    """Shared by both chunking steps: render fragments as a body and write it (mode 0600)."""
+
+    def __init__(self, spec: BodySpec, tmp_dir: str):
+        self._spec = spec
+        self._tmp_dir = tmp_dir
+
+    def setup(self):
+        self._users = Metrics.counter(NAMESPACE, "users_written")
+        self._with_pw = Metrics.counter(NAMESPACE, "users_with_password")
+        self._metadata = Metrics.counter(NAMESPACE, "metadata_written")
+        self._bodies = Metrics.counter(NAMESPACE, "bodies_written")
+        self._with_otp = Metrics.counter(NAMESPACE, "users_with_otp")
+
+    def _write(self, fragments: list[Fragment]) -> str:
+        from apache_beam.io.filesystems import FileSystems
+
+        data = render_fragments(self._spec, fragments)
+        digest = hashlib.sha256(data).hexdigest()
+        name = body_temp_name((fragments[0][0], fragments[0][1]), len(fragments), digest)
+        path = FileSystems.join(self._tmp_dir, name)
+        with open_private(path) as handle:
+            handle.write(data)
+        self._users.inc(len(fragments))
+        self._with_pw.inc(sum(1 for f in fragments if f[4]))
+        verifiers = collections.Counter(f[4] for f in fragments if f[4] and f[4] != "password")
+        for (
+            verifier,
+            count,
+        ) in verifiers.items():  # password_hashes.<verifier> (transforms/hashing/summary.py)
+            Metrics.counter(NAMESPACE, "password_hashes." + verifier).inc(count)
+        self._metadata.inc(sum(f[3].count(b'"id":') for f in fragments if f[3]))
+        self._bodies.inc()
+        # An unescaped '"otpCode":' can only be the key (quotes inside strings are escaped).
+        self._with_otp.inc(sum(1 for f in fragments if b'"otpCode":' in f[2]))
+        return path
+
+
+class _GrantTally:
+    """The grants of one partition's rows: collision losers removed, written and skipped counted.
+
+    Users share few role combinations, so each grant's JSON after the user id is rendered once
+    per combination (measured: rendering was most of the per-user cost of roles)."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._tails: dict[tuple, tuple[bytes, int, int]] = {}
+        self._users = self._grants = self._keys = 0
+
+    def items(self, row: EncodedRow, role_losers: frozenset) -> bytes:
+        grants = row[10]
+        if role_losers:
+            grants, removed = filter_grants(grants, role_losers)
+            self.counts["roles.skipped.key-case-collision"] += removed
+            if not grants:
+                return b""
+        tail = self._tails.get(grants)
+        if tail is None:
+            rendered = grant_items("", grants)  # '{"userId":"","projectId":...}' per grant
+            tail = (rendered, len(grants), sum(len(keys) for _, keys in grants))
+            if len(self._tails) < 10_000:
+                self._tails[grants] = tail
+        self._users += 1
+        self._grants += tail[1]
+        self._keys += tail[2]
+        user = b'{"userId":' + orjson.dumps(row[2])
+        return tail[0].replace(b'{"userId":""', user) if tail[1] > 1 else user + tail[0][12:]
+
+    def dead_lettered(self, row: EncodedRow) -> None:
+        self.counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in row[10])
+
+    def publish(self) -> None:
+        self.counts["authorizations.users_with_roles"] += self._users
+        self.counts["authorizations.grants"] += self._grants
+        self.counts["authorizations.keys_carried"] += self._keys
+        for name, value in self.counts.items():
+            if value:
+                Metrics.counter(NAMESPACE, name).inc(value)
+
+
+class _ChunkPartitionFn(_BodyWriterFn):
+    """Sort a partition's rows, drop duplicates, write full bodies, pass the remainder on."""
+
+    def process(
+        self, element: tuple[int, Iterable[bytes]], losers: dict, role_losers: frozenset = frozenset()
+    ):
+        _, blobs = element
+        with no_gc():
+            rows = [row for blob in blobs for row in decode_rows(load_blob(blob))]
+            rows.sort(key=_sortkey)
+            kept: list[Fragment] = []
+            grants = _GrantTally()
+            for row in rows:
+                lost = losers.get(_sortkey(row))
+                if lost is None:
+                    kept.append(fragment_of(row, grants.items(row, role_losers) if row[10] else b""))
+                    continue
+                if row[10]:  # the roles of a dead-lettered user (transforms/output/grants.py)
+                    grants.dead_lettered(row)
+                yield beam.pvalue.TaggedOutput(
+                    _DEAD, dead_letter(_sortkey(row), lost[0], lost[1], row[7], orjson.Fragment(row[8]))
+                )
+                for sortkey, source, record in orjson.loads(row[9]) if row[9] else []:
+                    yield beam.pvalue.TaggedOutput(
+                        _DEAD,
+                        dead_letter(
+                            sortkey,
+                            Reason.PROFILE_REJECTED,
+                            f"its user was dead-lettered ({lost[0]})",
+                            source,
+                            record,
+                        ),
+                    )
+            del rows
+            grants.publish()
+            full, rest = plan_chunks(kept, self._spec.batch_size)
+            for chunk in full:
+                yield self._write(chunk)
+            if rest:
+                yield beam.pvalue.TaggedOutput(_REMAINDER, (0, rest))
+
+
+class _ChunkRemaindersFn(_BodyWriterFn):
+    """All partitions' remainders, merged in input order, cut into bodies and written."""
+
+    def process(self, element: tuple[int, Iterable[list[Fragment]]]) -> Iterator[str]:
+        _, parts = element
+        with no_gc():
+            fragments = sorted((f for part in parts for f in part), key=lambda f: (f[0], f[1]))
+            full, rest = plan_chunks(fragments, self._spec.batch_size)
+            for chunk in full + ([rest] if rest else []):
+                yield self._write(chunk)
+
+
+@beam.typehints.with_input_types(PartitionRows)
+class UsersToBodies(beam.PTransform):
+    """``(partition, rows)`` → ``{'bodies': temp body paths, 'dead': duplicate dead letters}``.
+
+    ``rows`` is a blob from ``records.encode_rows``/``pack_rows`` or the path of a spill file
+    holding one; a partition may arrive as several elements.
+    """
+
+    def __init__(self, spec: BodySpec, tmp_dir: str, role_losers: beam.PCollection | None = None):
+        super().__init__()
+        if spec.batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._spec = spec
+        self._tmp_dir = tmp_dir
+        # A singleton frozenset of (project, key) that lost a case collision (grants.ResolveRoles).
+        self._role_losers = role_losers
+
+    def expand(self, rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
+        """Returns ``{'bodies': PCollection[str], 'dead': PCollection[DeadLetter]}``."""
+        losers = (
+            rows
+            | "Claims" >> beam.ParDo(_ClaimsFn())
+            | "GroupClaims" >> beam.GroupByKey()
+            | "FindDuplicates" >> beam.ParDo(_FindDuplicatesFn())
+        )
+        chunks = (
+            rows
+            | "GroupRows" >> beam.GroupByKey()
+            | "ChunkPartitions"
+            >> beam.ParDo(
+                _ChunkPartitionFn(self._spec, self._tmp_dir),
+                losers=beam.pvalue.AsDict(losers),
+                **(
+                    {"role_losers": beam.pvalue.AsSingleton(self._role_losers)}
+                    if self._role_losers is not None
+                    else {}
+                ),
+            )
+            .with_output_types(str, **{_DEAD: DeadLetter, _REMAINDER: Any})
+            .with_outputs(_DEAD, _REMAINDER, main="bodies")
+        )
+        merged = (
+            chunks[_REMAINDER]
+            | "GroupRemainders" >> beam.GroupByKey()
+            | "ChunkRemainders" >> beam.ParDo(_ChunkRemaindersFn(self._spec, self._tmp_dir))
+        )
+        bodies = (chunks.bodies, merged) | "AllBodies" >> beam.Flatten().with_output_types(str)
+        return {"bodies": bodies, "dead": chunks[_DEAD]}

@@ -1,0 +1,118 @@
+"""Push and verify of project roles and user grants (docs/roles.md); no Beam here.
+
+- ``check_projects``: before push sends any body, the projects the grants name must exist
+  (``--project-id`` without ``--create-project``, and every ``--client-project``); a missing one
+  stops the push with one line naming it. Existence is read from the admin events search
+  (``project.added`` / ``project.removed`` of the project's aggregate), the API push already uses.
+- ``grant_owners``: the import's id of each user grant of a body (``orgId_projectId_userId``) →
+  its user, so a refused grant fails its user (and a re-run sends it again).
+- ``expected_grants`` / ``missing_grants``: verify compares the grants of the bodies with the
+  ``user.grant.added`` events of each org and names what did not arrive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from transforms.common.errors import ConfigError
+from transforms.output.body_parts import org_id_of, orgs_of
+
+__all__ = [
+    "ROLE_KINDS",
+    "GRANT_ADDED",
+    "grant_owners",
+    "grants_of",
+    "check_projects",
+    "expected_grants",
+    "missing_grants",
+]
+
+# Import result types of what an authorizations body or a user body's grants create.
+ROLE_KINDS = ("project", "project_role", "user_grant")
+GRANT_ADDED = "user.grant.added"
+_GRANT_KEYS = ("userGrants", "user_grants")
+
+
+def grants_of(org: Mapping[str, Any]) -> list[dict]:
+    for key in _GRANT_KEYS:
+        if isinstance(org.get(key), list):
+            return [g for g in org[key] if isinstance(g, dict)]
+    return []
+
+
+def grant_owners(body: dict) -> dict[str, str]:
+    """``orgId_projectId_userId`` (the import's id of a user grant) → user id."""
+    out: dict[str, str] = {}
+    for org in orgs_of(body):
+        org_id = org_id_of(org)
+        for grant in grants_of(org):
+            user_id = str(grant.get("userId", grant.get("user_id", "")))
+            project_id = str(grant.get("projectId", grant.get("project_id", "")))
+            out[f"{org_id}_{project_id}_{user_id}"] = user_id
+    return out
+
+
+def _projects_to_check(raw: Mapping[str, Any]) -> list[str]:
+    auth = raw.get("authorizations")
+    if not isinstance(auth, Mapping) or not auth.get("project_id"):
+        return []
+    projects = [] if auth.get("create_project") else [str(auth["project_id"])]
+    clients = auth.get("client_projects")
+    if isinstance(clients, Mapping):
+        projects += sorted({str(p) for p in clients.values()} - set(projects))
+    return projects
+
+
+def check_projects(raw: Mapping[str, Any], client: Any) -> None:
+    """Raise ConfigError (one line) when a project the manifest's grants need does not exist."""
+    from transforms.zitadel_api import client as admin_api
+
+    for project_id in _projects_to_check(raw):
+        try:
+            events = client.search_events(
+                ["project.added", "project.removed"],
+                aggregate_types=["project"],
+                aggregate_id=project_id,
+                limit=1,
+                asc=False,
+            )
+        except admin_api.AdminApiError as err:
+            raise ConfigError(f"cannot check that project {project_id} exists: {err.message}") from None
+        latest = str(((events[0] if events else {}).get("type") or {}).get("type", ""))
+        if latest != "project.added":
+            raise ConfigError(
+                f"project {project_id} does not exist in the target: create it first, or migrate "
+                "again with --create-project=NAME (nothing was sent)"
+            )
+
+
+def expected_grants(body: dict) -> dict[str, set[tuple[str, str]]]:
+    """org id → {(user id, project id)} of a body's user grants."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    for org in orgs_of(body):
+        for grant in grants_of(org):
+            out.setdefault(org_id_of(org), set()).add(
+                (str(grant.get("userId", grant.get("user_id", ""))), str(grant.get("projectId", "")))
+            )
+    return out
+
+
+def missing_grants(
+    client: Any, expected: Mapping[str, set[tuple[str, str]]], page_size: int = 1000
+) -> list[str]:
+    """``userId@projectId`` of every expected grant without a ``user.grant.added`` event."""
+    from transforms.zitadel_api import client as admin_api
+
+    missing: list[str] = []
+    for org_id, wanted in expected.items():
+        found: set[tuple[str, str]] = set()
+        try:
+            for event in client.iter_events([GRANT_ADDED], resource_owner=org_id, page_size=page_size):
+                payload = event.get("payload")
+                if isinstance(payload, dict):
+                    found.add((str(payload.get("userId", "")), str(payload.get("projectId", ""))))
+        except admin_api.AdminApiError as err:
+            raise ConfigError(f"events search failed for org {org_id}: {err.message}") from None
+        missing += [f"{user}@{project}" for user, project in sorted(wanted - found)]
+    return missing

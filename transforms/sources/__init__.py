@@ -1,0 +1,1 @@
+"""Readers of source exports: one subpackage per source system, and the input checks they share."""

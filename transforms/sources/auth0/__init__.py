@@ -1,0 +1,1 @@
+"""Auth0 exports (profiles, password hashes, MFA) → user rows."""

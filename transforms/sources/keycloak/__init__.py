@@ -1,0 +1,1 @@
+"""Keycloak realm exports (single or split) → user rows."""

@@ -1,0 +1,1 @@
+"""ZITADEL export documents (dataOrgsv1) → a plan of import bodies."""

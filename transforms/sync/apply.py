@@ -1,0 +1,687 @@
+"""Apply a sync run's change files through ZITADEL's user service v2, then commit the state.
+
+Runs inside ``push`` after the bodies (``transforms/push/engine.py``), for a manifest with a
+``sync`` section (docs/sync.md):
+
+- each change file is checked against the manifest's sha256 before anything is sent;
+- one user at a time per worker (``--concurrency`` workers), the user's calls in order, each
+  with the admin client's retries, backoff and ``Retry-After``;
+- an action whose effect is already there counts as done (deactivating an inactive user,
+  reactivating an active one, deleting a user who is gone, removing a link or key that is not
+  there); an initial user, which ZITADEL refuses to deactivate, is locked instead;
+- every finished user is appended to ``<results>/changes-ledger-gNNNNNN.ndjson`` (fsynced),
+  so a re-run skips what was confirmed and sends the rest;
+- after a few consecutive calls without an answer (the client's ``NoAnswerStop``) the run stops
+  with one line, instead of timing out once per remaining user;
+- finally the state is committed: each user as the target now holds it. A user whose call failed
+  keeps its old record for the groups that call carried, so the next run sends it again.
+
+Example::
+
+    report = apply_changes(manifest, client, results_dir)
+    commit_state(manifest, body_results, report)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TextIO
+
+import orjson
+
+from transforms.common.errors import ConfigError
+from transforms.common.progress import LiveLine
+from transforms.common.records import partition_of
+from transforms.files.storage import read_bytes, resolve
+from transforms.output.manifest import Manifest
+from transforms.sync.state import StateStore
+from transforms.sync.state_records import call_path, merge_confirmed, quick_digest, state_record
+from transforms.zitadel_api import client as admin_api
+from transforms.zitadel_api.client import AdminClient
+
+__all__ = [
+    "apply_changes",
+    "commit_state",
+    "verify_changes",
+    "SyncReport",
+    "ChangeResult",
+    "check_base",
+    "CHANGES_LEDGER",
+]
+
+_LOGGER = logging.getLogger(__name__)
+
+CHANGES_LEDGER = "changes-ledger.ndjson"
+CHANGES_DEAD_LETTER = "changes-dead-letter.ndjson"
+
+# Error ids (docs/sync.md#already-done) that mean the call's effect is already there.
+_ALREADY_DONE = {
+    "DeactivateUser": ("Errors.User.AlreadyInactive",),
+    "ReactivateUser": ("Errors.User.NotInactive",),
+    "UnlockUser": ("Errors.User.NotLocked",),
+    "LockUser": ("Errors.User.AlreadyLocked",),
+    "DeleteUser": ("Errors.User.NotFound",),
+    "RemoveIDPLink": ("NotFound", "NotExisting"),
+    "DeleteUserMetadata": ("Errors.Metadata.KeyNotExisting",),
+    "AddIDPLink": ("Errors.User.ExternalIDP.AlreadyExists",),
+    "RemovePhone": ("Errors.User.Phone.NotFound", "NotFound"),
+}
+_CANT_DEACTIVATE_INITIAL = "Errors.User.CantDeactivateInitial"
+
+
+@dataclasses.dataclass
+class ChangeResult:
+    """One user's outcome; also its ledger line."""
+
+    file: str
+    sha256: str
+    user_id: str
+    status: str  # done | failed | not-sent
+    confirmed: list[str] = dataclasses.field(default_factory=list)
+    message: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "done"
+
+
+@dataclasses.dataclass
+class SyncReport:
+    results: list[ChangeResult]
+    seconds: float
+    calls: int
+    fatal: str | None = None
+    state_generation: int | None = None
+    users_committed: int = 0
+    dead_letter: str | None = None
+    verify_problems: list[str] | None = None  # after verify_changes: users whose state differs
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.results if r.status == "failed")
+
+    @property
+    def done(self) -> int:
+        return sum(1 for r in self.results if r.status == "done")
+
+    @property
+    def ok(self) -> bool:
+        verified = not self.verify_problems
+        return self.fatal is None and all(r.status == "done" for r in self.results) and verified
+
+    def table(self) -> str:
+        by_call: dict[str, int] = {}
+        for result in self.results:
+            for call in result.confirmed:
+                by_call[call] = by_call.get(call, 0) + 1
+        lines = [
+            f"changes: users {len(self.results)}, done {self.done}, failed {self.failed}, "
+            f"calls sent {self.calls}, {self.seconds:.1f} s  {'ok' if self.ok else 'FAILED'}"
+        ]
+        if by_call:
+            lines.append("  confirmed: " + ", ".join(f"{k} {v}" for k, v in sorted(by_call.items())))
+        if self.state_generation is not None:
+            lines.append(
+                f"state: committed generation {self.state_generation} ({self.users_committed} users updated)"
+            )
+        if self.dead_letter:
+            lines.append(f"per-user change failures: {self.dead_letter}")
+        if self.fatal:
+            lines.append(f"stopped: {self.fatal}")
+        if self.verify_problems is not None:
+            if self.verify_problems:
+                lines.append(f"verify changes: {len(self.verify_problems)} user(s) differ:")
+                lines += [f"  {p}" for p in self.verify_problems[:50]]
+            else:
+                lines.append("verify changes: ok (every confirmed change read back)")
+        return "\n".join(lines)
+
+
+def _change_files(manifest: Manifest) -> list[tuple[str, str, dict]]:
+    """``(resolved path, name, entry)`` of each change file listed in the manifest."""
+    base = os.path.dirname(manifest.path) if "://" not in manifest.path else manifest.path.rsplit("/", 1)[0]
+    return [
+        (resolve(base, entry["path"]), entry["path"], entry)
+        for entry in manifest.raw["sync"].get("changes", [])
+    ]
+
+
+def _read_changes(path: str, name: str, sha256: str) -> list[dict[str, Any]]:
+    try:
+        data = read_bytes(path)
+    except OSError as err:
+        raise ConfigError(f"change file {name}: cannot read it ({err.strerror or err})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        raise ConfigError(
+            f"change file {name}: sha256 is {digest[:12]}…, the manifest says {sha256[:12]}…: "
+            "it was changed after migrate wrote it; run migrate again"
+        )
+    return [orjson.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def check_base(manifest: Manifest) -> StateStore:
+    """Refuse a manifest made against another state generation than the committed one."""
+    sync = manifest.raw["sync"]
+    store = StateStore(sync["state"])
+    pointer = store.read_pointer()
+    current = (pointer or {}).get("generation", 0)
+    if current != sync.get("base_generation", 0):
+        raise ConfigError(
+            f"--state {store.root!r} is at generation {current}, this manifest was made against "
+            f"generation {sync.get('base_generation', 0)} (a push of it already committed, or another "
+            "run did): run migrate again"
+        )
+    return store
+
+
+class _Ledger:
+    """Append-only NDJSON of finished users, keyed by (change file sha256, user id)."""
+
+    def __init__(self, directory: str, base_generation: int) -> None:
+        os.makedirs(directory, exist_ok=True)
+        # One ledger per state generation the manifest was made against: it resumes that
+        # manifest's push, and a later night's identical change file does not read as done.
+        name = CHANGES_LEDGER.replace(".ndjson", f"-g{base_generation:06d}.ndjson")
+        self.path = os.path.join(directory, name)
+        for old in os.listdir(directory):
+            if old.startswith("changes-ledger") and old != name:
+                os.unlink(os.path.join(directory, old))
+        self._lock = threading.Lock()
+
+    def load(self) -> dict[tuple[str, str], ChangeResult]:
+        done: dict[tuple[str, str], ChangeResult] = {}
+        try:
+            with open(self.path, "rb") as handle:
+                for line in handle:
+                    try:
+                        data = json.loads(line)
+                        result = ChangeResult(**data)
+                    except (ValueError, TypeError):
+                        continue  # a line cut by a crash: that user is sent again
+                    if result.status == "done":
+                        done[(result.sha256, result.user_id)] = result
+        except FileNotFoundError:
+            pass
+        return done
+
+    def append(self, result: ChangeResult) -> None:
+        line = json.dumps(dataclasses.asdict(result), sort_keys=True).encode() + b"\n"
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+class _Stop:
+    """Set once the client reports the server gone (``admin_api.ServerGone``): no more users start."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+
+class _Progress(LiveLine):
+    """A live line on stderr: users done/total, calls sent, failures, rate, ETA."""
+
+    def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
+        super().__init__(stream, enabled and total > 0, "sync-progress")
+        self.total, self.done, self.failed, self.calls = total, 0, 0, 0
+
+    def add(self, result: ChangeResult, calls: int) -> None:
+        with self._lock:
+            self.done += 1
+            self.failed += int(result.status == "failed")
+            self.calls += calls
+
+    def line(self) -> str:
+        with self._lock:
+            rate, eta = self.rate_and_eta(self.done, max(self.total - self.done, 0))
+            return (
+                f"changes: users {self.done}/{self.total}  calls {self.calls}  failed {self.failed}  "
+                f"{rate:,.1f} users/s  ETA {eta}"
+            )
+
+
+class _Abort(Exception):
+    pass
+
+
+def _apply_user(
+    client: AdminClient,
+    change: Mapping[str, Any],
+    name: str,
+    sha256: str,
+    stop: _Stop,
+    timeout: float | None,
+    counter: list[int],
+) -> ChangeResult:
+    user_id = str(change["userId"])
+    result = ChangeResult(name, sha256, user_id, "done")
+    secrets = client.tokens.secrets()
+    for call in change.get("calls") or []:
+        if stop.reason:
+            result.status, result.message = "not-sent", "the run stopped before this user"
+            return result
+        call_name = call["call"]
+        try:
+            if call_name in ("SetUserGrant", "RemoveUserGrant"):
+                _grant_call(client, user_id, str(change.get("orgId") or ""), call, timeout, counter)
+                result.confirmed.append(call_name)
+                continue
+            method, path, body = call_path(user_id, call)
+            counter[0] += 1
+            client.request(method, path, body, timeout)
+            result.confirmed.append(call_name)
+            continue
+        except admin_api.AuthError as err:
+            raise _Abort(err.message) from None
+        except admin_api.ServerGone as err:
+            # The client saw several requests in a row go unanswered: stop, resume next run.
+            stop.reason = stop.reason or admin_api.scrub(err.message, secrets)
+            result.status, result.message = "not-sent", f"{call_name}: the server stopped answering"
+            return result
+        except admin_api.InvalidRequest as err:
+            message = admin_api.scrub(err.message, secrets)
+            if any(marker in message for marker in _ALREADY_DONE.get(call_name, ())):
+                result.confirmed.append(call_name)
+                continue
+            if call_name == "DeactivateUser" and _CANT_DEACTIVATE_INITIAL in message:
+                # An initial user (never signed in, e-mail not verified) cannot be deactivated;
+                # a locked user cannot sign in either (docs/sync.md#initial-users).
+                try:
+                    counter[0] += 1
+                    lock_method, lock_path, lock_body = call_path(user_id, {"call": "LockUser"})
+                    client.request(lock_method, lock_path, lock_body, timeout)
+                    result.confirmed.append("LockUser")
+                    continue
+                except admin_api.InvalidRequest as lock_err:
+                    lock_message = admin_api.scrub(lock_err.message, secrets)
+                    if "AlreadyLocked" in lock_message:
+                        result.confirmed.append("LockUser")
+                        continue
+                    message = lock_message
+                except admin_api.AuthError as auth_err:
+                    raise _Abort(auth_err.message) from None
+                except admin_api.ServerGone as gone:
+                    stop.reason = stop.reason or admin_api.scrub(gone.message, secrets)
+                    result.status, result.message = "not-sent", "LockUser: the server stopped answering"
+                    return result
+                except admin_api.AdminApiError as other:
+                    message = admin_api.scrub(other.message, secrets)
+            result.status, result.message = "failed", f"{call_name}: {message}"
+            return result
+        except admin_api.AdminApiError as err:  # retries exhausted, a server error
+            result.status, result.message = "failed", f"{call_name}: {admin_api.scrub(err.message, secrets)}"
+            return result
+    return result
+
+
+def _catalogue(manifest: Manifest) -> dict[str, set[str]]:
+    """Project → role keys of the manifest's authorizations body (empty without one)."""
+    from transforms.output.manifest import read_body
+
+    roles: dict[str, set[str]] = {}
+    for ref, entry in zip(manifest.bodies, manifest.raw.get("bodies") or [], strict=False):
+        if entry.get("kind") != "authorizations":
+            continue
+        body = json.loads(read_body(ref))
+        for org in (body.get("dataOrgs") or {}).get("orgs") or []:
+            for role in org.get("projectRoles") or []:
+                roles.setdefault(str(role.get("projectId")), set()).add(str(role.get("roleKey")))
+    return roles
+
+
+def _grant_call(
+    client: AdminClient,
+    user_id: str,
+    org_id: str,
+    call: Mapping[str, Any],
+    timeout: float | None,
+    counter: list[int],
+) -> None:
+    """Set (add or update) or remove a user's grant on one project (docs/sync.md#grants).
+
+    The import answers grants without their ids, so the grant is looked up first (management
+    API ``ListUserGrants``, filtered by user and project), then added (``AddUserGrant``), updated
+    with the full role list (``UpdateUserGrant``; ``NotChanged`` is done) or removed
+    (``RemoveUserGrant``; gone already is done). Raises the client's errors like any call.
+    """
+    from urllib.parse import quote
+
+    uid = quote(user_id, safe="")
+    project = str(call["projectId"])
+    search = {
+        "query": {"limit": 10},
+        "queries": [{"userIdQuery": {"userId": user_id}}, {"projectIdQuery": {"projectId": project}}],
+    }
+    counter[0] += 1
+    found = client.request("POST", "/management/v1/users/grants/_search", search, timeout, org_id=org_id)
+    grants = [g for g in found.get("result") or [] if str(g.get("projectId")) == project]
+    if call["call"] == "RemoveUserGrant":
+        for grant in grants:
+            counter[0] += 1
+            try:
+                client.request(
+                    "DELETE",
+                    f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
+                    None,
+                    timeout,
+                    org_id=org_id,
+                )
+            except admin_api.InvalidRequest as err:
+                if "Errors.UserGrant.NotFound" not in err.message:
+                    raise
+        return
+    keys = list(call.get("roleKeys") or [])
+    if not grants:
+        counter[0] += 1
+        client.request(
+            "POST",
+            f"/management/v1/users/{uid}/grants",
+            {"projectId": project, "roleKeys": keys},
+            timeout,
+            org_id=org_id,
+        )
+        return
+    grant = grants[0]
+    if sorted(grant.get("roleKeys") or []) == sorted(keys):
+        return  # already there (an earlier run's call whose answer was lost)
+    counter[0] += 1
+    try:
+        client.request(
+            "PUT",
+            f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
+            {"roleKeys": keys},
+            timeout,
+            org_id=org_id,
+        )
+    except admin_api.InvalidRequest as err:
+        if "Errors.UserGrant.NotChanged" not in err.message:
+            raise
+
+
+def _iter_changes(manifest: Manifest) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, name, entry in _change_files(manifest):
+        for change in _read_changes(path, name, entry["sha256"]):
+            yield name, entry["sha256"], change
+
+
+def apply_changes(
+    manifest: Manifest,
+    client: AdminClient,
+    results_dir: str,
+    *,
+    created: Iterable[str] = (),
+    concurrency: int = 1,
+    request_timeout: float | None = None,
+    progress: bool = True,
+    stream: TextIO | None = None,
+) -> tuple[SyncReport, list[dict[str, Any]]]:
+    """Send every change of the manifest (resuming from the ledger); returns the report and the
+    change records (for ``commit_state``). ``created``: users the bodies created or found, which
+    a ``new-blocked`` change (deactivate a user imported blocked) needs to exist."""
+    stream = stream or sys.stderr
+    started = time.monotonic()
+    ledger = _Ledger(results_dir, int(manifest.raw["sync"].get("base_generation", 0)))
+    earlier = ledger.load()
+    changes = list(_iter_changes(manifest))
+    imported = set(created)
+    stop = _Stop()
+    results: list[ChangeResult | None] = [None] * len(changes)
+    work: list[int] = []
+    for index, (name, sha256, change) in enumerate(changes):
+        previous = earlier.get((sha256, str(change["userId"])))
+        if previous is not None:
+            results[index] = previous
+        elif not change.get("calls"):
+            results[index] = ChangeResult(name, sha256, str(change["userId"]), "done")
+        elif change.get("kind") == "new-blocked" and str(change["userId"]) not in imported:
+            results[index] = ChangeResult(
+                name, sha256, str(change["userId"]), "failed", message="its body did not create the user"
+            )
+        else:
+            work.append(index)
+    allowed = _catalogue(manifest)
+    if allowed:
+        # Keys that lost a case collision are not roles in ZITADEL (docs/roles.md): never sent.
+        for _, _, change in changes:
+            for call in change.get("calls") or []:
+                if call["call"] == "SetUserGrant" and call["projectId"] in allowed:
+                    call["roleKeys"] = [k for k in call["roleKeys"] if k in allowed[call["projectId"]]]
+    counter = [0]
+    fatal: str | None = None
+    with _Progress(len(work), stream, progress) as live:
+
+        def run(index: int) -> ChangeResult:
+            name, sha256, change = changes[index]
+            calls_before = counter[0]
+            result = _apply_user(client, change, name, sha256, stop, request_timeout, counter)
+            if result.status != "not-sent":
+                ledger.append(result)
+            live.add(result, counter[0] - calls_before)
+            return result
+
+        with cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="sync") as pool:
+            futures: dict[cf.Future[ChangeResult], int] = {}
+            pending = list(work)
+            while pending or futures:
+                while pending and len(futures) < concurrency and fatal is None and stop.reason is None:
+                    index = pending.pop(0)
+                    futures[pool.submit(run, index)] = index
+                if (fatal is not None or stop.reason is not None) and pending:
+                    for index in pending:
+                        name, sha256, change = changes[index]
+                        results[index] = ChangeResult(name, sha256, str(change["userId"]), "not-sent")
+                    pending = []
+                if not futures:
+                    continue
+                finished, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                for future in finished:
+                    index = futures.pop(future)
+                    try:
+                        results[index] = future.result()
+                    except _Abort as err:
+                        fatal = f"authentication failed: {err}"
+                        name, sha256, change = changes[index]
+                        results[index] = ChangeResult(name, sha256, str(change["userId"]), "not-sent")
+    if stop.reason and fatal is None:
+        done = sum(1 for r in results if r is not None and r.status == "done")
+        fatal = f"{stop.reason}; {done} of {len(changes)} users done: run push again to resume"
+    final = [r for r in results if r is not None]
+    report = SyncReport(final, time.monotonic() - started, counter[0], fatal)
+    report.dead_letter = _write_failures(results_dir, final)
+    return report, [c for _, _, c in changes]
+
+
+def _write_failures(results_dir: str, results: list[ChangeResult]) -> str | None:
+    from transforms.files.storage import write_atomic
+
+    path = os.path.join(results_dir, CHANGES_DEAD_LETTER)
+    lines = [
+        json.dumps(
+            {"file": r.file, "userId": r.user_id, "status": r.status, "message": r.message}, sort_keys=True
+        )
+        for r in results
+        if r.status != "done"
+    ]
+    if not lines:
+        if os.path.exists(path):
+            os.unlink(path)
+        return None
+    write_atomic(path, ("\n".join(lines) + "\n").encode())
+    return path
+
+
+def _body_records(data: bytes, wanted: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """State records of the users of one import body (as the import wrote them)."""
+    body = json.loads(data)
+    document = body.get("dataOrgs") or body.get("dataOrgsv1") or {}
+    for org in document.get("orgs") or []:
+        metadata: dict[str, list[dict[str, Any]]] = {}
+        for item in org.get("userMetadata") or []:
+            metadata.setdefault(str(item.get("id", "")), []).append(item)
+        granted: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        for grant in org.get("userGrants") or []:  # with --project-id (docs/roles.md)
+            keys = tuple(str(k) for k in grant.get("roleKeys") or [])
+            granted.setdefault(str(grant.get("userId", "")), []).append((str(grant.get("projectId")), keys))
+        for entry in org.get("humanUsers") or []:
+            user_id = str(entry.get("userId") or "")
+            if user_id not in wanted:
+                continue
+            items = metadata.get(user_id, [])
+            meta_json = orjson.dumps(items)[1:-1] if items else b""
+            grants = tuple(sorted(granted.get(user_id, [])))
+            quick = quick_digest(orjson.dumps(entry), meta_json, False, grants)
+            plain = [{"key": m.get("key"), "value": m.get("value")} for m in items]
+            yield user_id, state_record(entry, plain, blocked=False, quick=quick, grants=grants)
+
+
+def commit_state(
+    manifest: Manifest,
+    confirmed_bodies: Mapping[int, set[str]],
+    changes: list[dict[str, Any]],
+    report: SyncReport,
+    authorizations_done: frozenset[int] = frozenset(),
+) -> None:
+    """Commit each user as the target now holds it; ``confirmed_bodies``: body index → users it
+    created or found present."""
+    from transforms.output.manifest import read_body
+
+    store = check_base(manifest)
+    base = store.read_pointer()
+    partitions = store.partitions(base)
+    updates: dict[int, dict[str, dict[str, Any] | None]] = {}
+    for ref in manifest.bodies:
+        wanted = confirmed_bodies.get(ref.index) or set()
+        if not wanted:
+            continue
+        for user_id, body_record in _body_records(read_body(ref), wanted):
+            updates.setdefault(partition_of(user_id, partitions), {})[user_id] = body_record
+    by_user = {r.user_id: r for r in report.results}
+    shards: dict[int, dict[str, dict[str, Any]]] = {}
+
+    def shard(part: int) -> dict[str, dict[str, Any]]:
+        if part not in shards:
+            shards[part] = store.read_shard(base, part)
+        return shards[part]
+
+    for change in changes:
+        user_id = str(change["userId"])
+        result = by_user.get(user_id)
+        if result is None or (not result.confirmed and not result.complete):
+            continue
+        if not change.get("calls"):
+            continue  # reported only: the state keeps the user
+        part = partition_of(user_id, partitions)
+        pending = updates.setdefault(part, {})
+        old = pending[user_id] if user_id in pending else shard(part).get(user_id)
+        if change.get("kind") == "new-blocked" and old is None:
+            continue
+        planned = [call["call"] for call in change.get("calls") or []]
+        pending[user_id] = merge_confirmed(old, change["state"], result.confirmed, result.complete, planned)
+    delta = 0
+    for part, users in updates.items():
+        records = shard(part)
+        for user_id, record in users.items():
+            if record is None:
+                delta -= int(records.pop(user_id, None) is not None)
+            else:
+                delta += int(user_id not in records)
+                records[user_id] = record
+    changed = {part: shards[part] for part in updates}
+    extra = {}
+    roles_digest = manifest.raw["sync"].get("authorizations_sha256")
+    roles_refs = [
+        ref.index
+        for ref, entry in zip(manifest.bodies, manifest.raw.get("bodies") or [], strict=False)
+        if entry.get("kind") == "authorizations"
+    ]
+    if roles_digest and all(i in authorizations_done for i in roles_refs):
+        extra["authorizations_sha256"] = roles_digest  # the target holds these projects and roles
+    pointer = store.commit(base, changed, delta, extra)
+    report.state_generation = pointer.get("generation")
+    report.users_committed = sum(len(u) for u in updates.values())
+
+
+_V2_STATES = {"inactive": "USER_STATE_INACTIVE", "locked": "USER_STATE_LOCKED"}
+
+
+def _expected_problems(
+    change: Mapping[str, Any], confirmed: list[str], answer: Mapping[str, Any]
+) -> list[str]:
+    """What the target holds that differs from what the confirmed calls of ``change`` set."""
+    user = answer.get("user") or {}
+    human = user.get("human") or {}
+    problems: list[str] = []
+    for call in change.get("calls") or []:
+        if call["call"] not in confirmed:
+            continue
+        if call["call"] == "UpdateHumanUser":
+            body = call["body"]
+            if "username" in body and user.get("username") != body["username"]:
+                problems.append(f"username is {user.get('username')!r}, not {body['username']!r}")
+            profile = body.get("profile") or {}
+            held = human.get("profile") or {}
+            for field in ("givenName", "familyName"):
+                if field in profile and held.get(field) != profile[field]:
+                    problems.append(f"{field} is {held.get(field)!r}, not {profile[field]!r}")
+            if "email" in body and (human.get("email") or {}).get("email") != body["email"].get("email"):
+                problems.append("e-mail differs")
+            if "phone" in body and (human.get("phone") or {}).get("phone") != body["phone"].get("phone"):
+                problems.append("phone differs")
+        elif call["call"] in ("DeactivateUser", "LockUser"):
+            wanted = _V2_STATES["inactive" if call["call"] == "DeactivateUser" else "locked"]
+            if user.get("state") not in (_V2_STATES["inactive"], _V2_STATES["locked"]):
+                problems.append(f"state is {user.get('state')}, not {wanted}")
+        elif call["call"] in ("ReactivateUser", "UnlockUser") and user.get("state") in _V2_STATES.values():
+            problems.append(f"state is still {user.get('state')}")
+    return problems
+
+
+def verify_changes(changes: list[dict[str, Any]], report: SyncReport, client: AdminClient) -> list[str]:
+    """Read back (``GET /v2/users/{id}``) every user whose calls were confirmed; one line per
+    user whose target state differs from what was sent (docs/sync.md#verify). Such a user counts
+    as failed and is not committed: the next run sends its change again. Runs before the commit."""
+    from urllib.parse import quote
+
+    by_user = {r.user_id: r for r in report.results}
+    problems: list[str] = []
+    for change in changes:
+        result = by_user.get(str(change["userId"]))
+        if result is None or not result.confirmed:
+            continue
+        user_id = str(change["userId"])
+        try:
+            answer = client.request("GET", f"/v2/users/{quote(user_id, safe='')}", None)
+        except admin_api.InvalidRequest as err:
+            if "DeleteUser" in result.confirmed and "NotFound" in err.message:
+                continue
+            problems.append(f"{user_id} ({change.get('userName')}): cannot be read back: {err.message}")
+            continue
+        except admin_api.AdminApiError as err:
+            problems.append(f"{user_id} ({change.get('userName')}): cannot be read back: {err.message}")
+            continue
+        found = (
+            ["still exists after DeleteUser"]
+            if "DeleteUser" in result.confirmed
+            else _expected_problems(change, result.confirmed, answer)
+        )
+        if found:
+            problems += [f"{user_id} ({change.get('userName')}): {p}" for p in found]
+            # Not what the target holds: not committed, so the next run sends it again.
+            result.status, result.confirmed = "failed", []
+            result.message = "verify: " + "; ".join(found)
+    report.verify_problems = problems
+    return problems

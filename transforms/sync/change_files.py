@@ -1,0 +1,150 @@
+"""Change files of a sync run: final names, the manifest's ``sync`` section, the summary lines.
+
+The compare step (``transforms/sync/compare.py``) writes one change shard per state partition into the
+run's temporary folder. When the pipeline has finished, they get their final names beside the
+bodies, ``<stem>.changes-00001-of-00003.ndjson`` (mode 0600: they hold password hashes), and the
+manifest lists each with its users, calls and sha256, so push can refuse a file edited after
+review (docs/sync.md#change-files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from transforms.files.storage import relative_path
+
+__all__ = [
+    "finalize_changes",
+    "existing_change_files",
+    "sync_manifest",
+    "sync_summary_lines",
+    "change_file_name",
+]
+
+
+def change_file_name(stem: str, index: int, total: int) -> str:
+    return f"{stem}.changes-{index:05d}-of-{total:05d}.ndjson"
+
+
+def existing_change_files(stem: str) -> list[str]:
+    """Files at the names a run's change files take (any ``<stem>.changes-N-of-M.ndjson``)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    pattern = f"{stem}.changes-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].ndjson"
+    if "://" in stem:
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    import glob
+
+    return sorted(glob.glob(glob.escape(stem) + pattern[len(stem) :]))
+
+
+def finalize_changes(
+    tmp_dir: str, stem: str, manifest_dir: str, check_replaceable: Callable[[list[str]], None]
+) -> list[dict[str, Any]]:
+    """Rename the change shards to their final names; return their manifest entries.
+
+    An earlier run's change files are replaced or deleted only when ``check_replaceable`` (the
+    run's guard: the earlier manifest names them with a sha256 that still matches) allows it;
+    left in place they would be applied twice.
+    """
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.sync.compare import CHANGE_PREFIX
+
+    found = sorted(
+        m.path for m in FileSystems.match([FileSystems.join(tmp_dir, CHANGE_PREFIX + "*")])[0].metadata_list
+    )
+    total = len(found)
+    finals = [change_file_name(stem, i + 1, total) for i in range(total)]
+    existing = existing_change_files(stem)
+    check_replaceable(existing)
+    stale = [path for path in existing if path not in finals]
+    if stale:
+        FileSystems.delete(stale)
+    entries = []
+    for path, final in zip(found, finals, strict=True):
+        with FileSystems.open(path, compression_type="uncompressed") as handle:
+            data = handle.read()
+        users = calls = 0
+        kinds: dict[str, int] = {}
+        for line in data.splitlines():
+            if line:
+                change = orjson.loads(line)
+                users += 1
+                calls += len(change.get("calls") or [])
+                kinds[change["kind"]] = kinds.get(change["kind"], 0) + 1
+        entries.append(
+            {
+                "path": relative_path(manifest_dir, final),
+                "users": users,
+                "calls": calls,
+                "kinds": dict(sorted(kinds.items())),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
+    if found:
+        FileSystems.rename(found, finals)
+    return entries
+
+
+def sync_manifest(
+    counts: Mapping[str, int],
+    store_root: str,
+    pointer: Mapping[str, Any] | None,
+    on_removed: str,
+    max_removals: int,
+    changes: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The manifest's ``sync`` section: where the state is, which generation this run compared
+    with (push commits on top of exactly that one), the change files and the counts."""
+    return {
+        "state": store_root,
+        "base_generation": (pointer or {}).get("generation", 0),
+        "partitions": int((pointer or {}).get("partitions", 0)) or None,
+        "users_in_state": int((pointer or {}).get("users", 0)),
+        "on_removed": on_removed,
+        "max_removals": max_removals,
+        "changes": changes,
+        "counts": {k[len("sync.") :]: v for k, v in sorted(counts.items()) if k.startswith("sync.")},
+    }
+
+
+def sync_summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
+    def get(name: str) -> int:
+        return counts.get(f"sync.{name}", 0)
+
+    lines: list[tuple[str, Any]] = [
+        ("", ""),
+        ("sync: new (to bodies)", get("new")),
+        ("sync: unchanged (nothing sent)", get("unchanged")),
+        ("sync: changed", get("changed")),
+    ]
+    for name, value in sorted(counts.items()):
+        if name.startswith("sync.changed_fields."):
+            lines.append((f"  {name.rsplit('.', 1)[1]}", value))
+    for name, value in sorted(counts.items()):
+        if name.startswith("sync.not_applied."):
+            lines.append((f"  not applicable to an existing user: {name.rsplit('.', 1)[1]}", value))
+    lines += [
+        ("sync: to deactivate (blocked at the source)", get("deactivate") - get("removed.deactivate")),
+        ("sync: to reactivate", get("reactivate")),
+    ]
+    for policy in ("report", "deactivate", "delete", "already-inactive", "held"):
+        if get(f"removed.{policy}"):
+            label = {
+                "report": "gone from the export: reported only",
+                "deactivate": "gone from the export: to deactivate",
+                "delete": "gone from the export: to delete",
+                "already-inactive": "gone from the export: already deactivated",
+                "held": "  of them held back (an unreadable user record)",
+            }[policy]
+            lines.append((f"sync: {label}", get(f"removed.{policy}")))
+    lines += [
+        ("sync: dead-lettered today, left alone", get("left_alone_dead_lettered")),
+        ("sync: calls to send", get("calls")),
+    ]
+    return lines
