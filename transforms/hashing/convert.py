@@ -117,7 +117,7 @@ class HashFailure:
     detail: str
 
 
-def _b64decode(text: Any) -> bytes | None:
+def _b64decode(text: object) -> bytes | None:
     """Standard base64 (padding optional) → bytes; None when ``text`` is not that."""
     if not isinstance(text, str) or not text or not _B64_RE.match(text):
         return None
@@ -132,7 +132,7 @@ def _raw_b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii").rstrip("=")
 
 
-def _positive_int(value: Any) -> int | None:
+def _positive_int(value: object) -> int | None:
     """Keycloak writes numbers as JSON numbers, additionalParameters as lists of strings."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
@@ -145,14 +145,14 @@ def _positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
-def _param(params: Mapping[str, Any], name: str) -> str | None:
+def _param(params: Mapping[str, object], name: str) -> str | None:
     value = params.get(name, KEYCLOAK_ARGON2_DEFAULTS.get(name))
     if isinstance(value, list):
         value = value[0] if len(value) == 1 else None
     return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
-def _shown(name: Any) -> str:
+def _shown(name: object) -> str:
     """An algorithm name fit for a dead-letter detail (printable, at most 40 characters)."""
     if not isinstance(name, str):
         return "?"
@@ -162,7 +162,9 @@ def _shown(name: Any) -> str:
 # --------------------------------------------------------------------------- building blocks
 
 
-def pbkdf2_mcf(algorithm: str, iterations: Any, salt: Any, value: Any) -> ConvertedHash | HashFailure:
+def pbkdf2_mcf(
+    algorithm: str, iterations: object, salt: object, value: object
+) -> ConvertedHash | HashFailure:
     """pbkdf2 parts (salt and hash in standard base64) → ``$pbkdf2[-sha<n>]$<rounds>$<salt>$<hash>``."""
     ident = PBKDF2_IDENTIFIERS.get(algorithm)
     if ident is None:
@@ -181,7 +183,7 @@ def pbkdf2_mcf(algorithm: str, iterations: Any, salt: Any, value: Any) -> Conver
 
 
 def argon2_phc(
-    iterations: Any, params: Mapping[str, Any], salt: Any, value: Any
+    iterations: object, params: Mapping[str, object], salt: object, value: object
 ) -> ConvertedHash | HashFailure:
     """Keycloak argon2 credential parts → PHC ``$argon2<i|id>$v=19$m=..,t=..,p=..$salt$hash``."""
     type_name = _ARGON2_TYPES.get(_param(params, "type") or "")
@@ -221,10 +223,9 @@ def argon2_phc(
     )
 
 
-def bcrypt_mcf(value: Any) -> ConvertedHash | HashFailure:
+def bcrypt_mcf(value: object) -> ConvertedHash | HashFailure:
     """A bcrypt MCF string (``$2a$``/``$2b$``/``$2y$``) as is; passwap refuses ``$2$`` and ``$2x$``."""
-    match = _BCRYPT_RE.match(value) if isinstance(value, str) else None
-    if match:
+    if isinstance(value, str) and (match := _BCRYPT_RE.match(value)):
         return ConvertedHash("bcrypt", value, "bcrypt", (("cost", int(match.group(1))),))
     return HashFailure(Reason.INVALID_HASH, "bcrypt value is not a $2a$/$2b$/$2y$ MCF string")
 
@@ -262,7 +263,7 @@ def _strict_raw_b64(text: str) -> bytes | None:
     return data if _raw_b64(data) == text else None
 
 
-def parse_hash(value: Any) -> ConvertedHash | HashFailure:
+def parse_hash(value: object) -> ConvertedHash | HashFailure:
     """Which ZITADEL verifier claims an already-formed hash string, with its cost parameters.
 
     Follows passwap's parsers (docs/password-hashes.md): prefixes, field order, strict unpadded
@@ -347,7 +348,7 @@ def parse_hash(value: Any) -> ConvertedHash | HashFailure:
 # --------------------------------------------------------------------------- Keycloak
 
 
-def _json_part(credential: Mapping[str, Any], key: str) -> dict[str, Any] | HashFailure:
+def _json_part(credential: Mapping[str, object], key: str) -> dict[str, Any] | HashFailure:
     """``secretData`` / ``credentialData``: a JSON document in a string (or, rarely, an object)."""
     raw = credential.get(key)
     if isinstance(raw, dict):
@@ -363,7 +364,7 @@ def _json_part(credential: Mapping[str, Any], key: str) -> dict[str, Any] | Hash
     return parsed
 
 
-def plaintext_value(credential: Any) -> str | None:
+def plaintext_value(credential: object) -> str | None:
     """The cleartext of a ``{"type": "password", "value": "..."}`` credential (one a realm file
     hands Keycloak to hash on import), or None when the credential is not one."""
     if not isinstance(credential, Mapping) or "secretData" in credential or "hashedSaltedValue" in credential:
@@ -372,7 +373,7 @@ def plaintext_value(credential: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def convert_credential(credential: Mapping[str, Any]) -> ConvertedHash | HashFailure:
+def convert_credential(credential: Mapping[str, object]) -> ConvertedHash | HashFailure:
     """One Keycloak ``password`` credential → the hash string to import, or why not."""
     if not isinstance(credential, Mapping):
         return HashFailure(Reason.UNSUPPORTED_HASH, "password credential is not an object")
@@ -426,7 +427,7 @@ _AUTH0_PBKDF2_DIGESTS = {"sha1": "pbkdf2", "sha256": "pbkdf2-sha256", "sha512": 
 _HEX_RE = re.compile(r"^(?:[0-9a-fA-F]{2})+$")
 
 
-def _decode(value: Any, encoding: Any) -> bytes | None:
+def _decode(value: object, encoding: object) -> bytes | None:
     """Auth0's ``{value, encoding}`` pair → bytes (hex, base64 or utf8); None when invalid."""
     if not isinstance(value, str) or not value:
         return None
@@ -440,7 +441,7 @@ def _decode(value: Any, encoding: Any) -> bytes | None:
     return None
 
 
-def convert_auth0(block: Any) -> ConvertedHash | HashFailure:
+def convert_auth0(block: object) -> ConvertedHash | HashFailure:
     """Auth0 bulk-import ``custom_password_hash`` → the passwap string, or why not.
 
     Algorithms and their mapping: docs/password-hashes.md. Labels are ``auth0-<algorithm>``
@@ -538,7 +539,7 @@ def _auth0_pbkdf2(value: str) -> ConvertedHash | HashFailure:
 
 
 def _auth0_md5(
-    value: str, encoding: Any, salt_block: Mapping[str, Any] | None
+    value: str, encoding: object, salt_block: Mapping[str, object] | None
 ) -> ConvertedHash | HashFailure:
     digest = _decode(value, encoding)
     if digest is None or len(digest) != 16:
@@ -575,7 +576,7 @@ def _auth0_md5(
 
 
 def _auth0_scrypt(
-    block: Mapping[str, Any], value: str, encoding: Any, salt_block: Mapping[str, Any] | None
+    block: Mapping[str, object], value: str, encoding: object, salt_block: Mapping[str, object] | None
 ) -> ConvertedHash | HashFailure:
     digest = _decode(value, encoding)
     salt = _decode(salt_block.get("value"), salt_block.get("encoding") or "utf8") if salt_block else None

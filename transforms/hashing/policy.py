@@ -218,13 +218,13 @@ class HashPolicy:
         return problems
 
 
-def _int(value: Any, where: str) -> int:
+def _int(value: object, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
         raise ConfigError(f"{where} must be a non-negative integer")
     return int(value)
 
 
-def _verifier_list(value: Any, where: str) -> list[str]:
+def _verifier_list(value: object, where: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):  # the env form: comma or space separated
@@ -237,7 +237,7 @@ def _verifier_list(value: Any, where: str) -> list[str]:
     return [item.lower() for item in value]
 
 
-def _ci_get(mapping: Mapping[str, Any], key: str) -> Any:
+def _ci_get(mapping: Mapping[str, object], key: str) -> Any:
     """Viper reads config keys case-insensitively; so do we."""
     for name, value in mapping.items():
         if isinstance(name, str) and name.lower() == key.lower():
@@ -246,7 +246,12 @@ def _ci_get(mapping: Mapping[str, Any], key: str) -> Any:
 
 
 def _apply(
-    verifiers: set[str], limits: dict[str, int], hasher: Any, listed: Any, raw_limits: Any, where: str
+    verifiers: set[str],
+    limits: dict[str, int],
+    hasher: object,
+    listed: object,
+    raw_limits: object,
+    where: str,
 ) -> None:
     if hasher is not None:
         algorithm = _ci_get(hasher, "Algorithm") if isinstance(hasher, Mapping) else hasher

@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import re
 from collections.abc import Mapping
-from typing import Any
 
 __all__ = ["MAX_UNKNOWN_FIELD_NAMES", "present", "counter_safe", "unknown_fields", "FieldTally"]
 
@@ -24,12 +23,12 @@ _FIELD_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _SAFE_NAMES: dict[str, str] = {}
 
 
-def present(value: Any) -> bool:
+def present(value: object) -> bool:
     """A field counts as had when it holds something (not null, "", [], {}, 0 or false)."""
     return value not in (None, "", [], {}, 0, False)
 
 
-def counter_safe(name: Any) -> str:
+def counter_safe(name: object) -> str:
     """A provider, alias or credential type as a counter-name part (``[a-z0-9_-]``, at most 40)."""
     if not isinstance(name, str):
         return "unknown"
@@ -41,7 +40,7 @@ def counter_safe(name: Any) -> str:
     return safe
 
 
-def unknown_fields(record: Mapping[str, Any], known: frozenset[str]) -> list[str]:
+def unknown_fields(record: Mapping[str, object], known: frozenset[str]) -> list[str]:
     """Counter-safe names of the keys of ``record`` that are not in ``known``."""
     extra = record.keys() - known
     return [_FIELD_SAFE.sub("_", k)[:60] or "_" for k in extra] if extra else []
@@ -72,7 +71,7 @@ class FieldTally:
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._seen: collections.Counter[tuple[tuple[str, ...], tuple[str, ...]]] = collections.Counter()
 
-    def count(self, record: Mapping[str, Any], extra: tuple[str, ...] = ()) -> None:
+    def count(self, record: Mapping[str, object], extra: tuple[str, ...] = ()) -> None:
         """Count ``record`` (and ``extra``, more names not carried that the caller found)."""
         layout = tuple(record)
         cached = self._layouts.get(layout)
@@ -84,7 +83,7 @@ class FieldTally:
         had = tuple([k for k in candidates if present(record[k])]) if candidates else ()
         self._seen[(had + extra if extra else had, unknown)] += 1
 
-    def _layout(self, record: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _layout(self, record: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         keys = record.keys()
         names = []
         for field in sorted(unknown_fields(record, self._known)):

@@ -59,7 +59,7 @@ UPDATE_PASSWORD = "UPDATE_PASSWORD"
 _CAUSE_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
-def cause_name(value: Any) -> str:
+def cause_name(value: object) -> str:
     """A source value as a counter-name part, case kept (``HmacSHA256``, ``CONFIGURE_TOTP``)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return "unknown"
@@ -88,7 +88,7 @@ REALM_POLICY_KEYS = {
 }
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     """A positive whole number from JSON (hand-written files write "6"); None when absent or 0."""
     if isinstance(value, bool):
         return None
@@ -99,11 +99,11 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def realm_policy(values: Mapping[str, Any]) -> OtpPolicy:
+def realm_policy(values: Mapping[str, object]) -> OtpPolicy:
     """``{"otpPolicyDigits": 8, ...}`` (a realm's top-level values) → its policy; a value left
     out or unusable keeps Keycloak's default."""
     fields: dict[str, Any] = {}
@@ -114,7 +114,7 @@ def realm_policy(values: Mapping[str, Any]) -> OtpPolicy:
     return dataclasses.replace(KEYCLOAK_DEFAULT_POLICY, **fields)
 
 
-def _json_object(value: Any) -> Mapping[str, Any] | None:
+def _json_object(value: object) -> Mapping[str, object] | None:
     """``credentialData``/``secretData``: JSON text in exports, an object in hand-written files."""
     if isinstance(value, Mapping):
         return value
@@ -138,7 +138,7 @@ def _base32_key(text: str) -> bytes | None:
         return None
 
 
-def _legacy_config_base64(config: Any) -> bool:
+def _legacy_config_base64(config: object) -> bool:
     """Some older Keycloak releases marked OTP values stored Base64-encoded with ``config.base64Encoded``."""
     if not isinstance(config, Mapping):
         return False
@@ -155,7 +155,7 @@ class _Device:
     cause: str | None  # why not, otherwise
 
 
-def _device(credential: Mapping[str, Any], policy: OtpPolicy | None) -> _Device:
+def _device(credential: Mapping[str, object], policy: OtpPolicy | None) -> _Device:
     """One Keycloak OTP credential → the base32 secret ZITADEL verifies, or the cause why not."""
     created = _int(credential.get("createdDate")) or 0
     kind = credential.get("type")
@@ -231,7 +231,7 @@ def _check(
     return _Device(created, secret, None)
 
 
-def keycloak_otp(credentials: Any, policy: OtpPolicy | None) -> tuple[str | None, list[str]]:
+def keycloak_otp(credentials: object, policy: OtpPolicy | None) -> tuple[str | None, list[str]]:
     """A Keycloak user's ``credentials`` → ``(otpCode or None, causes)``.
 
     One cause per OTP credential not written: its refused parameter (``hotp``,
@@ -259,7 +259,7 @@ def keycloak_otp(credentials: Any, policy: OtpPolicy | None) -> tuple[str | None
     return usable[newest].secret, causes
 
 
-def required_actions(user: Mapping[str, Any]) -> tuple[bool, list[str]]:
+def required_actions(user: Mapping[str, object]) -> tuple[bool, list[str]]:
     """``requiredActions`` → ``(UPDATE_PASSWORD present, the other actions' names)``."""
     actions = user.get("requiredActions")
     if not isinstance(actions, list):
@@ -274,7 +274,7 @@ def required_actions(user: Mapping[str, Any]) -> tuple[bool, list[str]]:
     return update, others
 
 
-def auth0_mfa_factors(factors: Any) -> tuple[str | None, list[str]]:
+def auth0_mfa_factors(factors: object) -> tuple[str | None, list[str]]:
     """A bulk-import profile's ``mfa_factors`` → ``(otpCode or None, causes not carried)``.
 
     Auth0's schema: an array of objects each holding one of ``totp {secret}`` (unpadded base32),

@@ -87,18 +87,18 @@ def key_problem(key: str) -> str | None:
     return None
 
 
-def display_name(description: Any, name: str) -> str:
+def display_name(description: object, name: str) -> str:
     """The role's description, else its name; at most 200 characters, never empty."""
     text = description.strip() if isinstance(description, str) else ""
     text = (text or name).replace("\x00", "")
     return text[:MAX_KEY] or name[:MAX_KEY]
 
 
-def _names(value: Any) -> list[str]:
+def _names(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def role_names(value: Any) -> list[str]:
+def role_names(value: object) -> list[str]:
     """A list of role names, each a string or ``{"name": ...}`` (Auth0 role files); others ignored."""
     out: list[str] = []
     for item in value if isinstance(value, list) else []:
@@ -147,11 +147,11 @@ class KeycloakRoles:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def from_realm(cls, realm: Mapping[str, Any], settings: RoleSettings) -> KeycloakRoles:
+    def from_realm(cls, realm: Mapping[str, object], settings: RoleSettings) -> KeycloakRoles:
         return cls.from_parts([realm], settings)
 
     @classmethod
-    def from_parts(cls, parts: Iterable[Mapping[str, Any]], settings: RoleSettings) -> KeycloakRoles:
+    def from_parts(cls, parts: Iterable[Mapping[str, object]], settings: RoleSettings) -> KeycloakRoles:
         """Merge the definitions of several documents (a split export's realm file and parts)."""
         descriptions: dict[Role, str] = {}
         composites: dict[Role, tuple[Role, ...]] = {}
@@ -184,7 +184,7 @@ class KeycloakRoles:
         client, name = role
         return client in BUILTIN_CLIENTS if client else name in self.builtin_realm
 
-    def effective(self, user: Mapping[str, Any]) -> set[Role]:
+    def effective(self, user: Mapping[str, object]) -> set[Role]:
         """Direct roles + group (and ancestor group) roles, composites expanded transitively."""
         start: list[Role] = [("", n) for n in _names(user.get("realmRoles"))]
         clients = user.get("clientRoles")
@@ -215,7 +215,7 @@ class KeycloakRoles:
             return mapped, name, display, client[:MAX_KEY]
         return self.settings.project_id, f"{client}:{name}", display, client[:MAX_KEY]
 
-    def user_grants(self, user: Mapping[str, Any]) -> tuple[Grants, tuple[tuple[str, int], ...]]:
+    def user_grants(self, user: Mapping[str, object]) -> tuple[Grants, tuple[tuple[str, int], ...]]:
         """The user's grants and the outcome counts of its role assignments (``assigned``,
         ``skipped.<reason>``, ``undefined``); memoised on the user's direct roles and groups."""
         memo_key = (
@@ -247,7 +247,7 @@ class KeycloakRoles:
             self._memo[memo_key] = result
         return result
 
-    def held_entries(self, user: Mapping[str, Any]) -> list[RoleEntry]:
+    def held_entries(self, user: Mapping[str, object]) -> list[RoleEntry]:
         """The project roles of the roles ``user`` holds that the export does not define."""
         out = []
         for role in self.effective(user):
@@ -280,7 +280,7 @@ def grant_items(user_id: str, grants: Grants) -> bytes:
     )
 
 
-def _add_role(role: Any, rep: Any, descriptions: dict, composites: dict) -> None:
+def _add_role(role: tuple[str, object] | None, rep: Any, descriptions: dict, composites: dict) -> None:
     if role is None or not isinstance(role[1], str) or not role[1]:
         return
     descriptions.setdefault(role, rep.get("description") if isinstance(rep.get("description"), str) else "")
@@ -296,7 +296,7 @@ def _add_role(role: Any, rep: Any, descriptions: dict, composites: dict) -> None
     composites[role] = tuple(dict.fromkeys(composites.get(role, ()) + tuple(found)))
 
 
-def _add_groups(groups: Any, parent: str, out: dict[str, tuple[Role, ...]]) -> None:
+def _add_groups(groups: object, parent: str, out: dict[str, tuple[Role, ...]]) -> None:
     for group in groups if isinstance(groups, list) else []:
         if not isinstance(group, Mapping):
             continue
@@ -326,7 +326,7 @@ def _ancestors(path: str) -> list[str]:
     return out
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: object) -> Any:
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, Mapping):
@@ -337,7 +337,7 @@ def _freeze(value: Any) -> Any:
 # --------------------------------------------------------------------------- loading a realm
 
 
-def direct_roles_beyond_builtin(user: Mapping[str, Any], realm: str) -> bool:
+def direct_roles_beyond_builtin(user: Mapping[str, object], realm: str) -> bool:
     """Without ``--project-id``: does ``user`` hold a role or group beyond Keycloak's built-ins
     (direct assignments only; the summary's hint)?"""
     builtin = BUILTIN_REALM_ROLES | {f"default-roles-{realm.lower()}"}

@@ -23,6 +23,7 @@ from typing import Any
 
 from transforms.common.reasons import Reason  # re-exported: the reason codes predate their own module
 from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
+from transforms.hashing.policy import HashPolicy
 
 __all__ = [
     "Reason",
@@ -61,7 +62,7 @@ class ValidationOptions:
     allowed_hash_families: tuple[str, ...] = ("bcrypt",)
     # The target's verifiers and limits (transforms/hashing/policy.py, HashPolicy); None: format and
     # bcrypt cost only (push, which leaves the rest to the server and warns from the manifest).
-    hash_policy: Any = None
+    hash_policy: HashPolicy | None = None
 
 
 @dataclasses.dataclass
@@ -104,7 +105,7 @@ def clean_text(value: str) -> str:
     return _CONTROL_RE.sub("", _WHITESPACE_CONTROL_RE.sub(" ", value)).strip()
 
 
-def control_char_problem(value: Any, field: str) -> tuple[str, str] | None:
+def control_char_problem(value: object, field: str) -> tuple[str, str] | None:
     """``(control-characters, detail naming field)`` when ``value`` is a string holding a C0
     control character or DEL; the detail names the code point, never the value."""
     if isinstance(value, str) and not value.isprintable():  # C0 and DEL are never printable
@@ -122,7 +123,7 @@ def valid_email(email: str) -> bool:
     return len(local) <= 64 and _EMAIL_RE.match(email) is not None
 
 
-def base_language(locale: Any) -> str | None:
+def base_language(locale: object) -> str | None:
     """``fr-FR`` → ``fr``, ``en-u-rg-uszzzz`` → ``en``; None when nothing valid remains."""
     if not isinstance(locale, str):
         return None
@@ -132,13 +133,13 @@ def base_language(locale: Any) -> str | None:
     return base.lower()
 
 
-def hash_problem(value: Any, opts: ValidationOptions) -> tuple[str, str] | None:
+def hash_problem(value: object, opts: ValidationOptions) -> tuple[str, str] | None:
     """Return ``(reason, detail)`` when ``value`` is not a hash the server can verify, else None."""
     checked = check_hash(value, opts)
     return None if checked.__class__ is ConvertedHash else checked
 
 
-def check_hash(value: Any, opts: ValidationOptions) -> Any:
+def check_hash(value: object, opts: ValidationOptions) -> Any:
     """The parsed hash (transforms.hashing.convert.ConvertedHash) when the server can verify ``value``,
     else ``(reason, detail)``.
 
@@ -168,7 +169,7 @@ def check_hash(value: Any, opts: ValidationOptions) -> Any:
     return (failure.reason, failure.detail) if failure is not None else parsed
 
 
-def otp_problem(value: Any) -> tuple[str, str] | None:
+def otp_problem(value: object) -> tuple[str, str] | None:
     """``(reason, detail)`` when ``value`` is not a base32 TOTP secret (the detail omits it)."""
     if not isinstance(value, str) or not _BASE32_RE.match(value.strip().upper().replace(" ", "")):
         return Reason.INVALID_OTP_SECRET, "OTP secret is not base32 (16-128 characters of A-Z, 2-7)"
@@ -180,7 +181,7 @@ def normalise_otp(value: str) -> str:
     return value.strip().upper().replace(" ", "")
 
 
-def idp_link_problem(link: Any) -> tuple[str, str] | None:
+def idp_link_problem(link: object) -> tuple[str, str] | None:
     if not isinstance(link, dict):
         return Reason.INVALID_IDP_LINK, "idps entry is not an object"
     for key in ("configId", "externalUserId"):
@@ -196,7 +197,7 @@ def idp_link_problem(link: Any) -> tuple[str, str] | None:
     return None
 
 
-def _check_len(value: Any, what: str, reason: str) -> tuple[str, str] | None:
+def _check_len(value: object, what: str, reason: str) -> tuple[str, str] | None:
     if not isinstance(value, str) or not value:
         return reason, f"{what} is empty"
     if len(value) > MAX_NAME:

@@ -51,7 +51,7 @@ class CheckedBody:
     changed: bool
 
 
-def camel_keys(value: Any) -> Any:
+def camel_keys(value: object) -> Any:
     """``user_name`` → ``userName`` at every level (protojson's JSON names)."""
     if isinstance(value, dict):
         return {_SNAKE.sub(lambda m: m.group(1).upper(), k): camel_keys(v) for k, v in value.items()}
