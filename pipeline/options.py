@@ -17,8 +17,8 @@ from collections.abc import Mapping
 
 from pipeline.errors import ConfigError
 from transforms.common.durations import flag_duration, flag_seconds
-from transforms.zitadel_api import client as admin_api
-from transforms.zitadel_api.client import Credentials
+from transforms.zitadel_api import credentials as admin_api
+from transforms.zitadel_api.credentials import Credentials
 
 __all__ = [
     "add_credential_arguments",

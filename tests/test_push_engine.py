@@ -22,7 +22,7 @@ from pipeline.errors import ConfigError
 from transforms.output import body_parts
 from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
-from transforms.zitadel_api.client import Credentials, load_credentials
+from transforms.zitadel_api.credentials import Credentials, load_credentials
 
 TOKEN = Credentials("token", token=PAT)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

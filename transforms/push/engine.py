@@ -43,8 +43,10 @@ from transforms.output.body_parts import body_user_ids, metadata_of, orgs_of, sh
 from transforms.output.manifest import BodyRef, Manifest, default_results_dir, load_manifest, read_body
 from transforms.push.grant_calls import ROLE_KINDS, check_projects, grant_owners
 from transforms.push.verification import verify_manifest
-from transforms.zitadel_api import client as admin_api
-from transforms.zitadel_api.client import AdminClient, Credentials, connect
+from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api.client import AdminClient, connect
+from transforms.zitadel_api.credentials import Credentials
+from transforms.zitadel_api.transport import CallStats
 
 __all__ = [
     "push_manifest",
@@ -109,7 +111,7 @@ class PushReport:
     seconds: float
     results_dir: str
     dead_letter: str | None
-    stats: admin_api.CallStats
+    stats: CallStats
     fatal: str | None = None
     verify: Any = None  # transforms.push.verification.VerifyReport when verify=True
     sync: Any = None  # transforms.sync.apply.SyncReport for a manifest with change files
