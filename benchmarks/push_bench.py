@@ -25,7 +25,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")
 from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 
 from transforms.push.engine import push_manifest  # noqa: E402 - after the sys.path set-up above
-from transforms.zitadel_api.client import Credentials  # noqa: E402 - after the sys.path set-up above
+from transforms.zitadel_api.credentials import Credentials  # noqa: E402 - after the sys.path set-up above
 
 __all__ = ["main"]
 

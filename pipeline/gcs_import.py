@@ -26,7 +26,7 @@ from pipeline.errors import ConfigError
 from pipeline.options import credentials_from_args, flag_seconds
 from transforms.push.instance_moves import document_user_ids, gcs_import_request
 from transforms.push.verification import wait_until_added
-from transforms.zitadel_api import client as admin_api
+from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import connect
 
 __all__ = ["run_gcs_push"]

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 
 from pipeline.errors import ConfigError
 from transforms.common.durations import flag_duration, flag_seconds
-from transforms.zitadel_api import client as admin_api
-from transforms.zitadel_api.client import Credentials
+from transforms.zitadel_api import credentials as admin_api
+from transforms.zitadel_api.credentials import Credentials
 
 __all__ = [
     "add_credential_arguments",
@@ -71,7 +71,9 @@ def add_side_credential_arguments(parser: argparse.ArgumentParser, side: str) ->
     group.add_argument(f"--{side}-client-secret-file", help=f"file with that client's secret ({side})")
 
 
-def credentials_for(args: argparse.Namespace, side: str, environ=None) -> admin_api.Credentials:
+def credentials_for(
+    args: argparse.Namespace, side: str, environ: Mapping[str, str] | None = None
+) -> Credentials:
     """The credentials of one side; the env fallbacks are ZITADEL_SOURCE_TOKEN / ZITADEL_TARGET_TOKEN
     and ZITADEL_SOURCE_KEY_FILE / ZITADEL_TARGET_KEY_FILE."""
     environ = os.environ if environ is None else environ

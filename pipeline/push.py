@@ -26,7 +26,8 @@ from pipeline.options import add_credential_arguments, add_gcs_arguments, creden
 from transforms.files.locks import acquire_lock
 from transforms.hashing.policy import load_policy
 from transforms.output.manifest import default_results_dir, load_manifest, write_body_manifest
-from transforms.push.engine import TIMEOUT_MARGIN, push_manifest
+from transforms.push.engine import push_manifest
+from transforms.push.send_body import TIMEOUT_MARGIN
 
 __all__ = ["add_arguments", "run"]
 

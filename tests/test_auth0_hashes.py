@@ -23,7 +23,7 @@ from zitadel_fixtures import PAT, zitadel_fixture  # noqa: F401 - pytest fixture
 
 from pipeline.cli import main
 from transforms.mapping.validate import Reason
-from transforms.zitadel_api.client import Credentials
+from transforms.zitadel_api.credentials import Credentials
 
 ENABLED = Path(__file__).resolve().parent / "data" / "zitadel-config" / "verifiers-enabled.yaml"
 

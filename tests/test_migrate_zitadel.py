@@ -17,7 +17,7 @@ from pipeline.cli import main
 from pipeline.migrate_zitadel import split_export
 from transforms.push import engine as push_engine
 from transforms.sources.zitadel.plan import ExportFormatError, iter_export, render_data_org
-from transforms.zitadel_api.client import Credentials
+from transforms.zitadel_api.credentials import Credentials
 
 TOKEN = Credentials("token", token=PAT)
 

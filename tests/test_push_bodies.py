@@ -126,7 +126,7 @@ def test_check_body_fixes_like_migrate_and_keeps_valid_bodies_byte_for_byte():
 def test_keycloak_users_without_id_are_pushed_and_verified_by_user_name(zitadel, tmp_path):
     realm = REALWORLD / "keycloak" / "strimzi-kafka-authz-realm.json"
     from transforms.push import engine as push_engine
-    from transforms.zitadel_api.client import Credentials
+    from transforms.zitadel_api.credentials import Credentials
 
     out = tmp_path / "importBody.json"
     # alice and bob have pbkdf2-sha256 hashes: a target with the pbkdf2 verifier enabled.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -20,9 +19,8 @@ from pipeline import push
 from pipeline.cli import main
 from pipeline.errors import ConfigError
 from transforms.output import body_parts
-from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
-from transforms.zitadel_api.client import Credentials, load_credentials
+from transforms.zitadel_api.credentials import Credentials, load_credentials
 
 TOKEN = Credentials("token", token=PAT)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -270,15 +268,6 @@ def test_split_body_keeps_metadata_with_its_user_and_org_settings_first():
     assert first["dataOrgs"]["orgs"][0]["org"] == {"name": "A"} and "org" not in second["dataOrgs"]["orgs"][0]
     assert second["dataOrgs"]["orgs"][0]["userMetadata"] == [{"id": "e", "key": "k"}]
     assert first["timeout"] == second["timeout"] == "1m"
-
-
-def test_progress_line_shows_rate_and_eta(tmp_path):
-    manifest, _ = write_manifest(tmp_path, users=20, bodies=2)
-    stream = io.StringIO()
-    with push_engine._Progress(load_manifest(str(manifest)), stream, enabled=True, interval=60) as live:
-        live.users_processed(10, 0, 0)
-        line = live.line()
-    assert "bodies 0/2" in line and "created 10" in line and "users/s" in line and "ETA 0:0" in line
 
 
 def test_killed_push_resumes_without_duplicates(zitadel, tmp_path):

@@ -33,8 +33,9 @@ from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 from transforms.push import engine as push_engine
-from transforms.zitadel_api import client as admin_api
-from transforms.zitadel_api.client import AdminClient, Credentials
+from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api.client import AdminClient
+from transforms.zitadel_api.credentials import Credentials
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = "MARKER7f3c"

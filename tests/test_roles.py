@@ -356,7 +356,7 @@ def test_push_sends_authorizations_first_then_grants_and_a_rerun_finds_them_pres
     from zitadel_fixtures import PAT
 
     from transforms.push import engine as push_engine
-    from transforms.zitadel_api.client import Credentials
+    from transforms.zitadel_api.credentials import Credentials
 
     manifest = _migrated(tmp_path, "--create-project=Acme", "--client-project=shop=p-shop")
     token = Credentials("token", token=PAT)
@@ -390,7 +390,7 @@ def test_push_refuses_a_missing_project_and_verify_names_missing_grants(zitadel,
 
     from transforms.push import engine as push_engine
     from transforms.push import verification as verify_engine
-    from transforms.zitadel_api.client import Credentials
+    from transforms.zitadel_api.credentials import Credentials
 
     manifest = _migrated(tmp_path)
     token = Credentials("token", token=PAT)

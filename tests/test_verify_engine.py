@@ -9,7 +9,7 @@ from zitadel_fixtures import PAT, leaked_secrets, write_manifest, zitadel_fixtur
 from pipeline.cli import main
 from transforms.push import engine as push_engine
 from transforms.push import verification as verify_engine
-from transforms.zitadel_api.client import Credentials
+from transforms.zitadel_api.credentials import Credentials
 
 TOKEN = Credentials("token", token=PAT)
 

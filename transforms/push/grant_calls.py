@@ -13,10 +13,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transforms.common.errors import ConfigError
 from transforms.output.body_parts import org_id_of, orgs_of
+from transforms.zitadel_api import api_errors as admin_api
+
+if TYPE_CHECKING:  # the client's type only: this module is imported where no client is opened
+    from transforms.zitadel_api.admin_v1 import AdminV1Calls
 
 __all__ = [
     "ROLE_KINDS",
@@ -53,7 +57,7 @@ def grant_owners(body: dict) -> dict[str, str]:
     return out
 
 
-def _projects_to_check(raw: Mapping[str, Any]) -> list[str]:
+def _projects_to_check(raw: Mapping[str, object]) -> list[str]:
     auth = raw.get("authorizations")
     if not isinstance(auth, Mapping) or not auth.get("project_id"):
         return []
@@ -64,10 +68,8 @@ def _projects_to_check(raw: Mapping[str, Any]) -> list[str]:
     return projects
 
 
-def check_projects(raw: Mapping[str, Any], client: Any) -> None:
+def check_projects(raw: Mapping[str, object], client: AdminV1Calls) -> None:
     """Raise ConfigError (one line) when a project the manifest's grants need does not exist."""
-    from transforms.zitadel_api import client as admin_api
-
     for project_id in _projects_to_check(raw):
         try:
             events = client.search_events(
@@ -99,11 +101,9 @@ def expected_grants(body: dict) -> dict[str, set[tuple[str, str]]]:
 
 
 def missing_grants(
-    client: Any, expected: Mapping[str, set[tuple[str, str]]], page_size: int = 1000
+    client: AdminV1Calls, expected: Mapping[str, set[tuple[str, str]]], page_size: int = 1000
 ) -> list[str]:
     """``userId@projectId`` of every expected grant without a ``user.grant.added`` event."""
-    from transforms.zitadel_api import client as admin_api
-
     missing: list[str] = []
     for org_id, wanted in expected.items():
         found: set[tuple[str, str]] = set()

@@ -34,7 +34,7 @@ from transforms.files.storage import (
 )
 from transforms.output.manifest import load_manifest, read_body
 from transforms.push.verification import MACHINE_ADDED, check_orgs
-from transforms.zitadel_api import client as admin_api
+from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 
 __all__ = [

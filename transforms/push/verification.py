@@ -26,8 +26,9 @@ from transforms.files.storage import write_atomic
 from transforms.output.body_parts import body_user_ids, orgs_of, user_name_of, users_of
 from transforms.output.manifest import default_results_dir, load_manifest, read_body
 from transforms.push.grant_calls import expected_grants, missing_grants
-from transforms.zitadel_api import client as admin_api
-from transforms.zitadel_api.client import AdminClient, Credentials, connect
+from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api.client import AdminClient, connect
+from transforms.zitadel_api.credentials import Credentials
 
 __all__ = [
     "USER_ADDED",

@@ -45,7 +45,7 @@ from transforms.files.storage import read_bytes, resolve
 from transforms.output.manifest import Manifest
 from transforms.sync.state import StateStore
 from transforms.sync.state_records import call_path, merge_confirmed, quick_digest, state_record
-from transforms.zitadel_api import client as admin_api
+from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 
 __all__ = [

@@ -1,0 +1,163 @@
+"""The admin API's failures: the error classes, how an answer is classified, and scrubbing.
+
+Failures are classified by the HTTP status *and* the gRPC ``code``/``message`` of the body
+(docs/zitadel-import-api.md#error-bodies: ZITADEL Cloud once answered a missing token with HTTP 500 and code 2
+"Unauthenticated"): auth failures and invalid requests are never retried; 429, 502, 503, 504
+(other than the server's own ``context deadline exceeded``) are worth another attempt. No token,
+secret or password hash ever reaches a log line or an exception message: ``scrub`` removes them.
+Used by the transport (``transport.py``) and by every caller that catches a failed call::
+
+    try:
+        client.import_data(body, timeout=330.0)
+    except DeadlineExceeded:
+        ...  # split the body and send the halves
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import json
+import re
+import time
+
+__all__ = [
+    "AdminApiError",
+    "AuthError",
+    "InvalidRequest",
+    "DeadlineExceeded",
+    "RetriesExhausted",
+    "ServerGone",
+    "Failure",
+    "classify",
+    "error_for",
+    "scrub",
+]
+
+_MAX_ERROR_TEXT = 300
+_RETRYABLE_STATUS = {429, 502, 503, 504}
+
+# Password hashes (MCF / PHC), bearer tokens, JWTs and token fields in echoed bodies.
+_SCRUB_PATTERNS = [
+    re.compile(r"\$(?:2[aby]|argon2(?:id|i|d)?|pbkdf2[-\w]*|scrypt|md5|[156PH])\$[^\s\"',}]*"),
+    re.compile(r"(?i)bearer\s+[^\s\"',}]+"),
+    re.compile(r"eyJ[\w-]+\.[\w-]+\.[\w-]*"),
+    re.compile(
+        r"(?i)(\"?(?:access_token|client_secret|assertion|password|token|key)\"?\s*[:=]\s*\"?)[^\s\"',}&]+"
+    ),
+]
+
+
+def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """Remove hashes, tokens and known secrets from ``text`` and cut it to a readable length.
+
+    >>> scrub('bad {"hashedPassword":{"value":"$2b$10$abc"}}')
+    'bad {"hashedPassword":{"value":"[redacted]"}}'
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    for pattern in _SCRUB_PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: m.group(1) + "[redacted]", text)
+        else:
+            text = pattern.sub("[redacted]", text)
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_ERROR_TEXT else text[:_MAX_ERROR_TEXT] + "…"
+
+
+class AdminApiError(Exception):
+    """A failed call. ``status`` (0 for no answer), gRPC ``code`` and a scrubbed ``message``."""
+
+    def __init__(self, message: str, status: int = 0, code: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class AuthError(AdminApiError):
+    """Unauthenticated or permission denied: a bad or expired credential. Never retried."""
+
+
+class InvalidRequest(AdminApiError):
+    """The server rejected the request (gRPC InvalidArgument and other 4xx). Never retried."""
+
+
+class DeadlineExceeded(AdminApiError):
+    """The server's own import ``timeout`` elapsed; work done so far is kept (split and retry)."""
+
+
+class RetriesExhausted(AdminApiError):
+    """A retryable failure persisted through ``max_attempts`` attempts."""
+
+
+class ServerGone(AdminApiError):
+    """Several requests in a row got no answer at all; every further call fails at once with this."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    kind: str  # "auth" | "invalid" | "deadline" | "retry" | "fatal"
+    status: int
+    code: int | None
+    message: str
+    retry_after: float | None = None
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def classify(status: int, body: bytes, retry_after: str | None = None) -> Failure:
+    """Classify a non-2xx answer by its status and its gRPC-gateway body.
+
+    >>> classify(500, b'{"code":2,"message":"rpc error: code = Unauthenticated desc = auth header missing ()"}').kind
+    'auth'
+    >>> classify(503, b"<html>upstream</html>").kind
+    'retry'
+    """
+    code: int | None = None
+    message = ""
+    try:
+        parsed = json.loads(body or b"{}")
+        if isinstance(parsed, dict):
+            code = parsed.get("code") if isinstance(parsed.get("code"), int) else None
+            message = str(
+                parsed.get("message") or parsed.get("error_description") or parsed.get("error") or ""
+            )
+    except ValueError:
+        message = body[:200].decode("utf-8", "replace")
+    message = scrub(message) or f"HTTP {status}"
+    lowered = message.lower()
+    auth_words = ("unauthenticated", "permissiondenied", "permission denied", "auth header missing")
+    if status in (401, 403) or code in (7, 16) or any(w in lowered for w in auth_words):
+        return Failure("auth", status, code, message)
+    if code == 4 and "deadline exceeded" in lowered:
+        return Failure("deadline", status, code, message)
+    if status in _RETRYABLE_STATUS or code in (8, 14):
+        return Failure("retry", status, code, message, _parse_retry_after(retry_after))
+    if 400 <= status < 500 or code in (3, 5, 9):
+        return Failure("invalid", status, code, message)
+    return Failure("fatal", status, code, message)
+
+
+def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") -> AdminApiError:
+    status = f"HTTP {failure.status}" if failure.status else "no answer"
+    text = f"{method} {path}: {failure.message} ({status}"
+    text += f", code {failure.code})" if failure.code is not None else ")"
+    cls = {
+        "auth": AuthError,
+        "invalid": InvalidRequest,
+        "deadline": DeadlineExceeded,
+        "fatal": AdminApiError,
+    }.get(failure.kind)
+    if cls is None:
+        return RetriesExhausted(f"{text} after {attempts} attempts", failure.status, failure.code)
+    return cls(text, failure.status, failure.code)
