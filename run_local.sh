@@ -28,7 +28,10 @@ case "$mode" in
     .venv/bin/ruff check --quiet .
     .venv/bin/ruff format --check --quiet .
     .venv/bin/mypy
-    exec .venv/bin/python -m pytest -q tests "$@"
+    # `./run_local.sh test tests/test_x.py` runs that file; other arguments (-k, -x) the whole suite.
+    where=tests
+    for arg in "$@"; do [ -e "${arg%%::*}" ] && where=""; done
+    exec .venv/bin/python -m pytest -q $where "$@"
     ;;
   run)
     mkdir -p out
