@@ -253,7 +253,8 @@ def _open_export(path: str):
 
 
 def _describe_export(path: str) -> str:
-    from transforms.sources.input_stream import describe_head, open_input
+    from transforms.sources.input_sniff import describe_head
+    from transforms.sources.input_stream import open_input
 
     try:
         with open_input(path) as stream:

@@ -11,13 +11,12 @@ import orjson
 import pytest
 
 from transforms.common.errors import ConfigError
+from transforms.sources.input_sniff import check_readable, describe_head
 from transforms.sources.input_stream import (
     MAX_DEPTH,
     TOO_DEEP_MARKER,
     DepthGuard,
     InputReadError,
-    check_readable,
-    describe_head,
     detect_bom,
     has_marker,
     open_input,

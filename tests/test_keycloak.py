@@ -23,21 +23,17 @@ from transforms.common.ids import keycloak_user_id
 from transforms.common.records import decode_rows
 from transforms.files.spill import load_blob
 from transforms.mapping.validate import Reason
-from transforms.sources.keycloak.read import (
-    FILE_SOURCE,
+from transforms.sources.keycloak.keycloak_mapping import (
     IMPORT_WITHOUT_PASSWORD,
-    SOURCE,
     KeycloakOptions,
     MappedUser,
-    ReadKeycloakUsers,
-    RealmInputError,
-    RealmSource,
     Rejection,
     attribute_metadata,
     map_user,
     other_credential_types,
-    plan_realm_sources,
 )
+from transforms.sources.keycloak.keycloak_read import FILE_SOURCE, SOURCE, ReadKeycloakUsers
+from transforms.sources.keycloak.keycloak_realm_files import RealmInputError, RealmSource, plan_realm_sources
 
 DATA = Path(__file__).resolve().parent / "data"
 REFERENCE = DATA / "zitadel-tools" / "keycloak"
@@ -563,7 +559,7 @@ def test_cli_split_export_from_gcs(tmp_path, gcs_emulator):
 # --------------------------------------------------------------------------- brokered users, fields
 
 
-from transforms.sources.keycloak.read import fields_not_carried, idp_links, unknown_fields  # noqa: E402 - imported where the tests that use it start
+from transforms.sources.keycloak.keycloak_mapping import fields_not_carried, idp_links, unknown_fields  # noqa: E402 - imported where the tests that use it start
 
 
 @pytest.mark.parametrize(
