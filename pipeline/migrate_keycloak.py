@@ -19,14 +19,17 @@ argon2 verifier (self-hosted ``SystemDefaults.PasswordHasher.Verifiers``; ZITADE
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import count_prefix, shared_summary_lines
 from pipeline.role_options import add_role_arguments, role_settings
+
+if TYPE_CHECKING:  # imported in run() only: --help stays fast
+    from transforms.sources.keycloak.keycloak_realm_files import RealmSource
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
 
@@ -195,7 +198,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     )
 
 
-def _realm_name(sources) -> str | None:
+def _realm_name(sources: Sequence[RealmSource]) -> str | None:
     """The realm's name when every file is of one realm (derived ids of dead-lettered users)."""
     names = {s.realm for s in sources}
     return names.pop() if len(names) == 1 and "" not in names else None
