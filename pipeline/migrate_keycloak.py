@@ -19,8 +19,8 @@ argon2 verifier (self-hosted ``SystemDefaults.PasswordHasher.Verifiers``; ZITADE
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
@@ -28,9 +28,14 @@ from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import count_prefix, shared_summary_lines
 from pipeline.role_options import add_role_arguments, role_settings
 
+if TYPE_CHECKING:  # imported in run() only: --help stays fast
+    from transforms.sources.keycloak.keycloak_realm_files import RealmSource
+
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
 
-_SOURCE = "keycloak-user"  # transforms.sources.keycloak.read.SOURCE; not imported here to keep --help fast
+_SOURCE = (
+    "keycloak-user"  # transforms.sources.keycloak.keycloak_read.SOURCE; not imported here to keep --help fast
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,19 +103,16 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
         ("  without password", written - with_pw),
         ("converted, by hash algorithm", ""),
     ]
-    for name, value in counts.items():
-        if name.startswith("keycloak.with_password."):
-            lines.append((f"  {name.split('.', 2)[2]}", value))
+    for suffix, value in _by_suffix(counts, "keycloak.with_password."):
+        lines.append((f"  {suffix}", value))
     lines += [
         ("  no password", counts.get("keycloak.without_password", 0)),
         ("  federated (LDAP/Kerberos, no local hash)", counts.get("keycloak.federated", 0)),
     ]
-    for name, value in counts.items():
-        if name.startswith("keycloak.password_dropped."):
-            lines.append((f"  password dropped ({name.split('.', 2)[2]})", value))
-    for name, value in counts.items():
-        if name.startswith("keycloak.other_credentials."):
-            lines.append((f"other credentials not converted: {name.split('.', 2)[2]}", value))
+    for suffix, value in _by_suffix(counts, "keycloak.password_dropped."):
+        lines.append((f"  password dropped ({suffix})", value))
+    for suffix, value in _by_suffix(counts, "keycloak.other_credentials."):
+        lines.append((f"other credentials not converted: {suffix}", value))
     # What did not arrive is listed by cause with the other fields not carried (pipeline/report.py).
     lines.append(("users written with OTP (otpCode)", counts.get("users_with_otp", 0)))
     lines.append(
@@ -127,21 +129,22 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
             ("unmapped", "no --idp-map, not linked"),
             ("invalid", "no usable userId, not linked"),
         ):
-            for name, value in sorted(links.items()):
-                if name.startswith(f"keycloak.idp_links.{outcome}."):
-                    lines.append((f"  {label}: {name.split('.', 3)[3]}", value))
+            for suffix, value in _by_suffix(dict(sorted(links.items())), f"keycloak.idp_links.{outcome}."):
+                lines.append((f"  {label}: {suffix}", value))
     return lines + shared_summary_lines(counts, "keycloak")
+
+
+def _by_suffix(counts: Mapping[str, int], prefix: str) -> list[tuple[str, int]]:
+    """``(what follows prefix, value)`` of the counters named ``prefix...``, in ``counts``' order."""
+    return [(name[len(prefix) :], value) for name, value in counts.items() if name.startswith(prefix)]
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.keycloak.read import (
-        KeycloakOptions,
-        ReadKeycloakUsers,
-        RealmInputError,
-        plan_realm_sources,
-    )
+    from transforms.sources.keycloak.keycloak_mapping import KeycloakOptions
+    from transforms.sources.keycloak.keycloak_read import ReadKeycloakUsers
+    from transforms.sources.keycloak.keycloak_realm_files import RealmInputError, plan_realm_sources
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map)
@@ -167,7 +170,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     roles_settings = role_settings(known_args)
     model = None
     if roles_settings is not None:  # roles and groups → project roles and grants (docs/roles.md)
-        from transforms.sources.keycloak.read import load_keycloak_roles
+        from transforms.sources.keycloak.keycloak_roles import load_keycloak_roles
 
         try:
             model = load_keycloak_roles(known_args.realm, known_args.realm_name, roles_settings)
@@ -195,7 +198,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     )
 
 
-def _realm_name(sources) -> str | None:
+def _realm_name(sources: Sequence[RealmSource]) -> str | None:
     """The realm's name when every file is of one realm (derived ids of dead-lettered users)."""
     names = {s.realm for s in sources}
     return names.pop() if len(names) == 1 and "" not in names else None

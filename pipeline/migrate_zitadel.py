@@ -47,7 +47,7 @@ from apache_beam.metrics import Metrics
 
 from pipeline import signals
 from pipeline.errors import ConfigError
-from pipeline.migrate import MAX_BATCH_SIZE, add_output_arguments
+from pipeline.migrate import MAX_BATCH_SIZE, RunOutputs, add_output_arguments
 from pipeline.preflight import check_written
 from transforms.common.durations import normalise_duration
 from transforms.common.records import NAMESPACE
@@ -55,7 +55,7 @@ from transforms.files.storage import size
 from transforms.hashing.policy import load_policy
 from transforms.hashing.summary import hash_manifest
 from transforms.hashing.tally import HASH_COUNTER
-from transforms.sources.zitadel.plan import BodyElement
+from transforms.sources.zitadel.plan import BodyElement, ExportPlan
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
 
@@ -136,7 +136,7 @@ class _RenderBodyFn(beam.DoFn):
         from transforms.files.sinks import open_private
         from transforms.files.spill import read_spill
         from transforms.output.batching import body_temp_name
-        from transforms.sources.zitadel.plan import render_data_org
+        from transforms.sources.zitadel.data_org import render_data_org
 
         index, org_id, org_json, segments = element
         data_org = render_data_org(org_id, org_json, [read_spill(p) for p in segments])
@@ -253,7 +253,8 @@ def _open_export(path: str):
 
 
 def _describe_export(path: str) -> str:
-    from transforms.sources.input_stream import describe_head, open_input
+    from transforms.sources.input_sniff import describe_head
+    from transforms.sources.input_stream import open_input
 
     try:
         with open_input(path) as stream:
@@ -278,30 +279,11 @@ def split_export(
     >>> split_export("export.json", "out/importBody.json", batch_size=2000).manifest  # doctest: +SKIP
     'out/importBody.manifest.json'
     """
-    from apache_beam.io.filesystems import FileSystems
-
-    from pipeline.migrate import (
-        check_gcs_reachable,
-        finalize_outputs,
-        open_outputs,
-        output_layout,
-        raise_output_failure,
-        run_pipeline,
-        write_manifest,
-    )
-    from pipeline.report import counters_from_result
-    from transforms.files.sinks import dead_shard_name, open_private
+    from pipeline.migrate import check_gcs_reachable, open_outputs, output_layout, raise_output_failure
     from transforms.files.storage import register_cleanup, unregister_cleanup
-    from transforms.sources.zitadel.plan import ExportFormatError, plan_export
+    from transforms.sources.zitadel.export_reader import ExportFormatError
 
-    try:
-        timeout = normalise_duration(timeout)
-    except ValueError as err:
-        raise ConfigError(f"--timeout: {err}") from None
-    if not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise ConfigError(f"--batch-size {batch_size} is outside 1...{MAX_BATCH_SIZE}")
-    if not output or output.endswith("/"):
-        raise ConfigError(f"--output {output!r} must name a file")
+    timeout = _checked_settings(output, timeout, batch_size)
     layout = output_layout(output, dead_letter)
     check_gcs_reachable([export, layout.output, layout.dead_letter])
     run = open_outputs(layout, list(pipeline_args or []), command="migrate zitadel", break_lock=break_lock)
@@ -309,35 +291,10 @@ def split_export(
     scratch = tempfile.mkdtemp(prefix="zitadel-beam-plan-")
     os.chmod(scratch, 0o700)
     scratch_cleanup = register_cleanup(lambda: shutil.rmtree(scratch, ignore_errors=True))
-    started = time.monotonic()
     try:
-        with (
-            _open_export(export) as handle,
-            open_private(FileSystems.join(layout.tmp_dir, dead_shard_name(0))) as dead,
-        ):
-            plan = plan_export(handle, layout.tmp_dir, batch_size, scratch, dead)
-        planned = time.monotonic() - started
-        _LOGGER.info("planned %d bodies in %.1f s", len(plan.bodies), planned)
-        elements = [b.element() for b in plan.bodies]
-        pipeline = build_pipeline(elements, layout.tmp_dir, timeout, multiline, list(pipeline_args or []))
-        result = run_pipeline(pipeline, layout.tmp_dir)
-        beam_counts = counters_from_result(result)
-        with signals.finishing():
-            bodies, dead_count, dead_sha = finalize_outputs(run)
-            manifest = _manifest(
-                plan,
-                bodies,
-                beam_counts,
-                export,
-                layout,
-                timeout,
-                batch_size,
-                dead_count,
-                dead_sha,
-                started,
-                planned,
-            )
-            write_manifest(layout.manifest, manifest)
+        plan, manifest, dead_count = _split(
+            export, run, scratch, timeout, batch_size, multiline, list(pipeline_args or [])
+        )
     except ExportFormatError as err:
         run.close()
         text = str(err)
@@ -355,16 +312,79 @@ def split_export(
         unregister_cleanup(scratch_cleanup)
     run.close()
     return SplitResult(
-        layout.manifest,
-        manifest["bodies"],
-        manifest["counts"],
-        plan.dead_by_reason,
-        dead_count,
-        layout.dead_letter,
-        manifest["invariant"]["holds"],
-        manifest["invariant"]["text"],
-        manifest["seconds"],
+        manifest=layout.manifest,
+        bodies=manifest["bodies"],
+        counts=manifest["counts"],
+        dead_by_reason=plan.dead_by_reason,
+        dead_count=dead_count,
+        dead_letter=layout.dead_letter,
+        holds=manifest["invariant"]["holds"],
+        invariant=manifest["invariant"]["text"],
+        seconds=manifest["seconds"],
     )
+
+
+def _checked_settings(output: str, timeout: str, batch_size: int) -> str:
+    """The normalised ``--timeout``; ConfigError (one line) for a setting the split cannot use."""
+    try:
+        timeout = normalise_duration(timeout)
+    except ValueError as err:
+        raise ConfigError(f"--timeout: {err}") from None
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise ConfigError(f"--batch-size {batch_size} is outside 1...{MAX_BATCH_SIZE}")
+    if not output or output.endswith("/"):
+        raise ConfigError(f"--output {output!r} must name a file")
+    return timeout
+
+
+def _split(
+    export: str,
+    run: RunOutputs,
+    scratch: str,
+    timeout: str,
+    batch_size: int,
+    multiline: bool,
+    pipeline_args: list[str],
+) -> tuple[ExportPlan, dict[str, Any], int]:
+    """Plan (one streamed pass), render the bodies with Beam, finalize the outputs and write the
+    manifest; returns the plan, the manifest and the number of dead letters."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipeline.migrate import finalize_outputs, run_pipeline, write_manifest
+    from pipeline.report import counters_from_result
+    from transforms.files.sinks import dead_shard_name, open_private
+    from transforms.sources.zitadel.plan import plan_export
+
+    layout = run.layout
+    started = time.monotonic()
+    with (
+        _open_export(export) as handle,
+        open_private(FileSystems.join(layout.tmp_dir, dead_shard_name(0))) as dead,
+    ):
+        plan = plan_export(handle, layout.tmp_dir, batch_size, scratch, dead)
+    planned = time.monotonic() - started
+    _LOGGER.info("planned %d bodies in %.1f s", len(plan.bodies), planned)
+    elements = [b.element() for b in plan.bodies]
+    pipeline = build_pipeline(elements, layout.tmp_dir, timeout, multiline, pipeline_args)
+    result = run_pipeline(pipeline, layout.tmp_dir)
+    beam_counts = counters_from_result(result)
+    with signals.finishing():
+        bodies, dead_count, dead_sha = finalize_outputs(run)
+        manifest = _manifest(
+            plan,
+            bodies,
+            beam_counts,
+            export,
+            layout,
+            timeout,
+            batch_size,
+            dead_count,
+            dead_sha,
+            started,
+            planned,
+        )
+        write_manifest(layout.manifest, manifest)
+    return plan, manifest, dead_count
 
 
 def _manifest(

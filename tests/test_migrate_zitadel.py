@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import gzip
-import io
 import json
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from zitadel_server import ZitadelServer
 from pipeline.cli import main
 from pipeline.migrate_zitadel import split_export
 from transforms.push import engine as push_engine
-from transforms.sources.zitadel.plan import ExportFormatError, iter_export, render_data_org
 from transforms.zitadel_api.credentials import Credentials
 
 TOKEN = Credentials("token", token=PAT)
@@ -67,44 +65,6 @@ def _reassemble(manifest_path: Path) -> tuple[dict, dict, list[dict]]:
         record = letter["record"]
         out[(record["orgId"], record["field"])][_canon(record["item"])] += 1
     return out, orgs, bodies, dead
-
-
-def test_iter_export_streams_items_and_folds_snake_case():
-    doc = (
-        b'{"timeout":"1m","data_orgsv1":{"orgs":[{"org_id":"1","label_policy":{"a":1},'
-        b'"human_users":[{"userId":"u"},{"userId":"v"}],"orgMembers":[]}]}}'
-    )
-    items = list(iter_export(io.BytesIO(doc)))
-    assert items == [
-        (0, "orgId", "1", False),
-        (0, "labelPolicy", {"a": 1}, False),
-        (0, "humanUsers", {"userId": "u"}, True),
-        (0, "humanUsers", {"userId": "v"}, True),
-        (0, "", None, False),
-    ]
-
-
-@pytest.mark.parametrize(
-    "raw, message",
-    [
-        (b'{"orgs": [{"orgId": "1", "humanUsers": [{"userId": "a"', "truncated or invalid JSON"),
-        (b'{"users": []}', "not a ZITADEL export: no 'orgs' array"),
-        (b'[{"orgId": "1"}]', "not a JSON object"),
-        (b"", "empty"),
-        (b'{"dataOrgs": {"orgs": []}, "timeout": "5m"}', "dataOrgs import body, not an export"),
-        (b'{"orgs": {"orgId": "1"}}', "not an array of organizations"),
-        (b'{"orgs": [1, 2]}', "organization 1 is not a JSON object"),
-    ],
-)
-def test_iter_export_rejects_what_is_not_an_export(raw, message):
-    with pytest.raises(ExportFormatError, match=message):
-        list(iter_export(io.BytesIO(raw)))
-
-
-def test_render_data_org_orders_fields_like_the_proto():
-    segments = [b'["userMetadata",{"id":"u"}]\n["humanUsers",{"userId":"u"}]\n["=labelPolicy",{"x":1}]\n']
-    org = render_data_org("7", b'{"name":"A"}', segments)
-    assert list(org) == ["orgId", "org", "labelPolicy", "humanUsers", "userMetadata"]
 
 
 def test_split_of_a_12000_user_export_imports_in_order_and_loses_nothing(tmp_path):

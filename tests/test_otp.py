@@ -30,7 +30,7 @@ from transforms.mapping.otp import (
     realm_policy,
     required_actions,
 )
-from transforms.sources.keycloak.read import plan_realm_sources
+from transforms.sources.keycloak.keycloak_realm_files import plan_realm_sources
 
 DATA = Path(__file__).resolve().parent / "data"
 KC = DATA / "keycloak-otp"

@@ -16,7 +16,8 @@ from transforms.files.sinks import WriteDeadLetterShards
 from transforms.output.batching import BodySpec
 from transforms.output.bodies import UsersToBodies
 from transforms.sources.auth0.read import Auth0Options, ReadAuth0Users
-from transforms.sources.keycloak.read import KeycloakOptions, ReadKeycloakUsers
+from transforms.sources.keycloak.keycloak_mapping import KeycloakOptions
+from transforms.sources.keycloak.keycloak_read import ReadKeycloakUsers
 
 
 def _spec() -> BodySpec:

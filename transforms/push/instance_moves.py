@@ -142,7 +142,7 @@ class ExportSummary:
 
 def count_document(data: bytes) -> dict[str, int]:
     """Stream the document once: check it is a complete export and count its items per field."""
-    from transforms.sources.zitadel.plan import iter_export
+    from transforms.sources.zitadel.export_reader import iter_export
 
     counts: dict[str, int] = {"orgs": 0}
     for _, field, _, is_item in iter_export(io.BytesIO(data)):
@@ -155,7 +155,7 @@ def count_document(data: bytes) -> dict[str, int]:
 
 def export_document(client: AdminClient, request: dict, output: str | None) -> ExportSummary:
     """Run the export and write it (``responseOutput``), or let the server write it (``gcsOutput``)."""
-    from transforms.sources.zitadel.plan import ExportFormatError
+    from transforms.sources.zitadel.export_reader import ExportFormatError
 
     seconds = parse_duration(request.get("timeout", "30m0s")) + CLIENT_MARGIN
     started = time.monotonic()
@@ -204,7 +204,7 @@ def document_user_ids(path: str) -> dict[str, list[str]]:
     """org id → human user ids of an export document (local or gs://), streamed."""
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.sources.zitadel.plan import ExportFormatError, iter_export
+    from transforms.sources.zitadel.export_reader import ExportFormatError, iter_export
 
     check_gcs_reachable([path])
     per_org: dict[str, list[str]] = {}

@@ -1,4 +1,4 @@
-"""Opening an input file: compression, byte-order marks, integrity, nesting depth, a first look.
+"""Opening an input file: compression, byte-order marks, integrity, nesting depth.
 
 Every reader (``fileio`` for Auth0, ``keycloak``, ``zitadel_export``) opens its files here, so
 that what a file's bytes mean is decided once, the same way (docs/inputs.md):
@@ -13,9 +13,8 @@ that what a file's bytes mean is decided once, the same way (docs/inputs.md):
   JSON stream before ijson sees them (ijson's prefix bookkeeping grows with the square of the
   depth: 200,000 levels took more than 20 GB), leaving a marker the reader turns into a
   ``too-deep`` dead letter.
-- **A first look.** :func:`check_readable` reads the head of a file in the launcher and refuses,
-  with one line, a file from which not one JSON value can be read (binary data, HTML, a ZIP),
-  saying what its first bytes look like.
+
+The launcher's first look at a file (is there one JSON value in it?) is ``input_sniff.py``.
 
 Example::
 
@@ -37,16 +36,13 @@ import orjson
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.common.errors import ConfigError
-
 __all__ = [
     "InputReadError",
     "UTF8_BOM",
     "InputStream",
     "open_input",
     "detect_bom",
-    "check_readable",
-    "describe_head",
+    "one_line",
     "DepthGuard",
     "MAX_DEPTH",
     "TOO_DEEP_MARKER",
@@ -134,7 +130,7 @@ class InputStream(io.RawIOBase):
                 f"{self.name_for_errors}: the compressed data ends early (the file was cut)"
             ) from None
         except (gzip.BadGzipFile, zlib.error) as err:
-            raise InputReadError(f"{self.name_for_errors}: damaged gzip data ({_one_line(err)})") from None
+            raise InputReadError(f"{self.name_for_errors}: damaged gzip data ({one_line(err)})") from None
 
     def _decode(self, data: bytes, final: bool) -> bytes:
         assert self._decoder is not None
@@ -200,125 +196,10 @@ def open_input(path: str) -> InputStream:
     return InputStream(path)
 
 
-def _one_line(err: BaseException) -> str:
+def one_line(err: BaseException) -> str:
+    """The first line of an error's message, at most 200 characters (messages may quote input)."""
     text = str(err).strip().splitlines()
     return text[0][:200] if text else type(err).__name__
-
-
-# --------------------------------------------------------------------------- a first look
-
-_HEAD_BYTES = 1 << 16
-_PRINTABLE = re.compile(rb"[\x20-\x7e]")
-
-
-def describe_head(head: bytes) -> str:
-    """What the first bytes of a file look like, in words, with a short printable preview."""
-    start = head.lstrip()
-    lower = start[:200].lower()
-    if not head:
-        return "it is empty (0 bytes)"
-    if not start:
-        return "it holds only white space"
-    if head.startswith(b"\x1f\x8b"):
-        return "looks like gzip data in a file whose name does not end in .gz (rename it to .gz)"
-    if head.startswith(b"PK\x03\x04"):
-        return "looks like a ZIP archive (unzip it first)"
-    if lower.startswith((b"<!doctype html", b"<html")) or b"<html" in lower or b"<head" in lower:
-        return "looks like HTML (an error or login page saved instead of the export?)"
-    if lower.startswith(b"<?xml") or lower.startswith(b"<"):
-        return "looks like XML or HTML, not JSON"
-    sample = head[:64]
-    if b"\x00" in sample and sample.count(b"\x00") * 3 >= len(sample):
-        return "looks like UTF-16 or UTF-32 text without a byte-order mark (save it as UTF-8)"
-    printable = len(_PRINTABLE.findall(sample)) + sample.count(b"\n") + sample.count(b"\t")
-    if printable < len(sample) * 0.9:
-        return f"looks like binary data (first bytes {sample[:16].hex(' ')})"
-    preview = start[:40].decode("ascii", "replace").replace("\n", "\\n").replace("\r", "\\r")
-    return f"looks like text that is not JSON (starts {preview!r})"
-
-
-def _readable(head: bytes, complete: bool) -> bool:
-    """Whether ``head`` (UTF-8, BOM removed) holds at least one JSON value a reader would yield,
-    or cannot be decided from the head alone (a first value longer than the head)."""
-    import ijson
-
-    text = head.lstrip()
-    if not text:
-        return False
-    lines = text.split(b"\n")
-    if not complete:
-        lines = lines[:-1]  # the last line may be cut by the head's end
-    for line in lines:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            orjson.loads(line)
-            return True
-        except orjson.JSONDecodeError as err:
-            refused = "depth" in err.msg or "surrogate" in err.msg or "UTF-8" in err.msg
-            if refused and line[:1] in (b"{", b"[") and line[-1:] in (b"}", b"]"):
-                return True  # a record, refused for its content: the reader dead-letters it
-    if text[:1] not in (b"[", b"{"):
-        return False
-    try:
-        events = ijson.basic_parse(DepthGuard(io.BytesIO(text)), multiple_values=True)
-        depth = 0
-        for event, _ in events:
-            if event in ("start_map", "start_array"):
-                depth += 1
-            elif event in ("end_map", "end_array"):
-                depth -= 1
-                if depth <= 1:  # a whole element of the array (or a whole top-level value)
-                    return True
-            elif depth <= 1 and text[:1] == b"[":
-                return True  # a scalar element: read, then dead-lettered as not an object
-            if depth > MAX_DEPTH:
-                return True  # too deep to decide here; the reader dead-letters it
-    except ijson.IncompleteJSONError as err:
-        # The head ended inside the first value: readable as far as anyone can tell here.
-        return not complete and "premature EOF" in str(err)
-    except ijson.JSONError:
-        return False
-    return not complete
-
-
-def check_readable(path: str, what: str, allow_empty: bool = False) -> None:
-    """Refuse (ConfigError, one line) a file from which not one JSON value can be read.
-
-    Reads at most 64 KiB (decompressed) of the head. A 0-byte file is refused unless
-    ``allow_empty`` (docs/inputs.md: an empty password or MFA export is legitimate, an empty
-    users export is almost always a mistake). A file that breaks further on is the reader's
-    business (``unreadable-input`` dead letter, counted).
-    """
-    name = path
-    head = b""
-    complete = False
-    try:
-        with open_input(path) as stream:
-            while len(head) < _HEAD_BYTES:
-                piece = stream.read(_HEAD_BYTES - len(head))
-                if not piece:
-                    complete = True
-                    break
-                head += piece
-    except InputReadError as err:
-        if not head:  # a broken gzip header: nothing at all can be read
-            raise ConfigError(f"{what} {name}: cannot be read: {_one_line(err)}") from None
-        # Damage further on (a cut or a bad CRC): the reader keeps what comes before it and
-        # reports the rest (unreadable-input, exit 1 unless --allow-partial).
-    except OSError as err:
-        raise ConfigError(f"{what} {name}: cannot be read ({err.strerror or _one_line(err)})") from None
-    if not head:
-        if allow_empty:
-            return
-        raise ConfigError(
-            f"{what} {name}: the file is empty (0 bytes); an export without users is '[]' "
-            "(see docs/inputs.md)"
-        )
-    if _readable(head, complete):
-        return
-    raise ConfigError(f"{what} {name}: not one JSON record could be read: {describe_head(head)}")
 
 
 # --------------------------------------------------------------------------- nesting depth

@@ -34,12 +34,12 @@ from apache_beam.metrics import Metrics
 
 from transforms.common.reasons import Reason
 from transforms.common.records import NAMESPACE
+from transforms.sources.input_sniff import check_readable
 from transforms.sources.input_stream import (
     MAX_DEPTH,
     UTF8_BOM,
     DepthGuard,
     InputReadError,
-    check_readable,
     has_marker,
     marker_problem,
     open_input,

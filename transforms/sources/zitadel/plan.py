@@ -1,11 +1,11 @@
 """ZITADEL export documents (``{"orgs": [DataOrg]}``, the v1 form) → a plan of import bodies.
 
 An export is one JSON document; a large tenant's is several GB and one org may hold millions of
-users. :func:`plan_export` reads it once with ijson's event stream (never whole), and writes every
+users. :func:`plan_export` reads it once (``export_reader.iter_export``, never whole), and writes every
 item of every org into *segment* files (NDJSON lines ``[field, item]``) grouped by the body it
 will travel in. The plan it returns lists the bodies, their segments and the order constraints;
-rendering a body is then only "read its segments, group by field" (``pipeline/migrate_zitadel.py``
-does that in parallel with Beam, one element per body).
+rendering a body is then only "read its segments, group by field" (``data_org.py``;
+``pipeline/migrate_zitadel.py`` does that in parallel with Beam, one element per body).
 
 Which body an item goes to (docs/zitadel-import-api.md, docs/instance-moves.md; ZITADEL's import runs org-level resources before users
 and grants/members after them, within one request, so a split must keep those orders):
@@ -39,73 +39,26 @@ import dataclasses
 import logging
 import os
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, NamedTuple
 
-import ijson
 import orjson
 
 from transforms.files.sinks import open_private
 from transforms.hashing.convert import ConvertedHash, parse_hash
+from transforms.sources.zitadel.export_reader import iter_export
 
 __all__ = [
-    "ExportFormatError",
+    "BodyKey",
     "BodyPlan",
     "ExportPlan",
     "plan_export",
-    "iter_export",
-    "render_data_org",
     "USER_RECORD_FIELDS",
-    "FIELD_ORDER",
     "DEAD_SOURCE",
 ]
 
 _LOGGER = logging.getLogger(__name__)
 
 DEAD_SOURCE = "zitadel-export"
-
-# v1 DataOrg fields in proto field order (zitadel/v1.proto): bodies are written in this order.
-FIELD_ORDER = (
-    "orgId",
-    "org",
-    "iamPolicy",
-    "labelPolicy",
-    "lockoutPolicy",
-    "loginPolicy",
-    "passwordComplexityPolicy",
-    "privacyPolicy",
-    "projects",
-    "projectRoles",
-    "apiApps",
-    "oidcApps",
-    "humanUsers",
-    "machineUsers",
-    "triggerActions",
-    "actions",
-    "projectGrants",
-    "userGrants",
-    "orgMembers",
-    "projectMembers",
-    "projectGrantMembers",
-    "userMetadata",
-    "loginTexts",
-    "initMessages",
-    "passwordResetMessages",
-    "verifyEmailMessages",
-    "verifyPhoneMessages",
-    "domainClaimedMessages",
-    "passwordlessRegistrationMessages",
-    "oidcIdps",
-    "jwtIdps",
-    "secondFactors",
-    "multiFactors",
-    "idps",
-    "userLinks",
-    "domains",
-    "appKeys",
-    "machineKeys",
-    "domainPolicy",
-)
-_FIELD_RANK = {name: i for i, name in enumerate(FIELD_ORDER)}
 
 USER_FIELDS = ("humanUsers", "machineUsers")
 # Records that belong to one user, and the field naming that user.
@@ -119,8 +72,6 @@ USER_RECORD_FIELDS = {
     "machineKeys": "userId",
 }
 GRANT_FIELDS = ("projectGrants",)
-_ROOTS = ("orgs", "dataOrgsv1.orgs", "data_orgsv1.orgs")
-_WRAPPERS = ("dataOrgsv1", "data_orgsv1")
 
 _FLUSH_LINES = 4096  # a body's buffered lines are written as one segment file
 _MAX_BUFFERED = 40_000  # all buffers are flushed beyond this many lines
@@ -128,103 +79,16 @@ _MAX_PENDING = 20_000  # records waiting for their user spill to a local file be
 
 # One body of a plan, as the render step receives it: (index, org id, org JSON, segment paths).
 BodyElement = tuple[int, str, bytes, tuple[str, ...]]
+_KIND_RANK = {"head": 0, "grants": 1, "users": 2, "cross": 3}  # a body's place within its org
 
 
-class ExportFormatError(ValueError):
-    """The document is not a ZITADEL export (or is truncated); the message is one line."""
+class BodyKey(NamedTuple):
+    """Which body: its kind (head | grants | users | cross), its org's position in the export,
+    and for users and cross bodies the chunk (0 for the others)."""
 
-
-def _snake_to_camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-# --- reading -------------------------------------------------------------------------------------
-def iter_export(handle: IO[bytes]) -> Iterator[tuple[int, str, Any, bool]]:
-    """Stream ``(org_position, field, value, is_item)`` from an export document.
-
-    Array fields give one tuple per element (``(0, "humanUsers", {...}, True)``), other fields
-    one tuple with the whole value (``is_item`` False); ``(pos, "", None, False)`` marks the end of
-    an org. snake_case field names are
-    folded to lowerCamel (protojson accepts both). Raises ExportFormatError.
-    """
-    events = ijson.parse(handle, use_float=True)
-    root: str | None = None
-    pos = -1
-    field = raw_field = ""
-    array_field = False
-    builder: ijson.ObjectBuilder | None = None
-    depth = 0
-    in_array = False
-    top_keys: list[str] = []
-    first = None
-    try:
-        first = next(events, None)
-        if first is None:
-            raise ExportFormatError("the document is empty")
-        if first[1] != "start_map":
-            raise ExportFormatError('the document is not a JSON object (an export is {"orgs": [...]})')
-        for prefix, event, value in events:
-            if builder is not None:
-                builder.event(event, value)
-                if event in ("start_map", "start_array"):
-                    depth += 1
-                elif event in ("end_map", "end_array"):
-                    depth -= 1
-                if depth == 0:
-                    yield pos, field, builder.value, in_array
-                    builder = None
-                continue
-            if root is None or root == "<done>":
-                if prefix == "" and event == "map_key":
-                    top_keys.append(value)
-                elif prefix in _ROOTS and root is None:
-                    if event != "start_array":
-                        raise ExportFormatError(f"'{prefix}' is not an array of organizations")
-                    root = prefix
-                continue
-            item = root + ".item"
-            if prefix == root and event == "end_array":
-                root = "<done>"
-                continue
-            if prefix == item:
-                if event == "start_map":
-                    pos += 1
-                elif event == "end_map":
-                    yield pos, "", None, False
-                elif event == "map_key":
-                    raw_field, field = value, _snake_to_camel(value)
-                    array_field = False
-                else:
-                    raise ExportFormatError(f"organization {pos + 2} is not a JSON object")
-                continue
-            if prefix == f"{item}.{raw_field}":
-                if event == "start_array" and not array_field:
-                    array_field = True
-                    continue
-                if event == "end_array" and array_field:
-                    array_field = False
-                    continue
-            # The start of a value: an array element or a singular field.
-            in_array = array_field
-            builder = ijson.ObjectBuilder()
-            builder.event(event, value)
-            depth = 1 if event in ("start_map", "start_array") else 0
-            if depth == 0:
-                yield pos, field, builder.value, in_array
-                builder = None
-    except ijson.JSONError as err:
-        if first is None and "premature EOF" in str(err):
-            raise ExportFormatError("the document is empty") from None
-        if first is None:
-            raise ExportFormatError("not a JSON document") from None
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ExportFormatError(f"truncated or invalid JSON ({text})") from None
-    if root is None:
-        if any(k in ("dataOrgs", "data_orgs") for k in top_keys):
-            raise ExportFormatError("this is a dataOrgs import body, not an export: push it as it is")
-        keys = ", ".join(repr(k) for k in top_keys[:5]) or "none"
-        raise ExportFormatError(f"not a ZITADEL export: no 'orgs' array at the top (top-level keys: {keys})")
+    kind: str
+    org_pos: int
+    chunk: int = 0
 
 
 # --- the plan ------------------------------------------------------------------------------------
@@ -232,11 +96,11 @@ def iter_export(handle: IO[bytes]) -> Iterator[tuple[int, str, Any, bool]]:
 class BodyPlan:
     """One body to render: its org, its segment files, its counts and its order constraints."""
 
-    key: tuple
+    key: BodyKey
     kind: str  # head | grants | users | cross
     org_pos: int
     org_id: str = ""
-    org: Any = None
+    org: object = None
     segments: list[str] = dataclasses.field(default_factory=list)
     users: int = 0  # human users
     machines: int = 0  # machine users
@@ -244,10 +108,10 @@ class BodyPlan:
     index: int = -1
     after: list[int] = dataclasses.field(default_factory=list)
     # Unresolved constraints, turned into ``after`` at the end of the plan.
-    need_projects: set = dataclasses.field(default_factory=set)
-    need_grants_of: set = dataclasses.field(default_factory=set)
-    need_orgs: set = dataclasses.field(default_factory=set)
-    need_keys: set = dataclasses.field(default_factory=set)
+    need_projects: set[str] = dataclasses.field(default_factory=set)
+    need_grants_of: set[str] = dataclasses.field(default_factory=set)
+    need_orgs: set[str] = dataclasses.field(default_factory=set)
+    need_keys: set[BodyKey] = dataclasses.field(default_factory=set)
 
     def element(self) -> BodyElement:
         """What the render step needs: (index, org id, org JSON, segment paths)."""
@@ -279,9 +143,9 @@ class _Planner:
         self.batch_size = batch_size
         self.work_dir = work_dir
         self.dead = dead
-        self.bodies: dict[tuple, BodyPlan] = {}
-        self.order: list[tuple] = []
-        self.buffers: dict[tuple, list[bytes]] = {}
+        self.bodies: dict[BodyKey, BodyPlan] = {}
+        self.order: list[BodyKey] = []
+        self.buffers: dict[BodyKey, list[bytes]] = {}
         self.buffered = 0
         self.seq = 0
         self.counts: dict[str, int] = {}
@@ -301,27 +165,27 @@ class _Planner:
     def _start_org(self, pos: int) -> None:
         self.pos = pos
         self.org_id = ""
-        self.org: Any = None
+        self.org: object = None
         self.index: dict[str, int] = {}
         self.n_users = 0
         self.pending: list[bytes] = []
         self.pending_files: list[str] = []
-        self.org_keys: list[tuple] = []
+        self.org_keys: list[BodyKey] = []
 
     def bump(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
 
-    def body(self, key: tuple) -> BodyPlan:
+    def body(self, key: BodyKey) -> BodyPlan:
         plan = self.bodies.get(key)
         if plan is None:
-            plan = BodyPlan(key, key[0], key[1])
+            plan = BodyPlan(key, key.kind, key.org_pos)
             self.bodies[key] = plan
             self.order.append(key)
-            if key[1] == self.pos:
+            if key.org_pos == self.pos:
                 self.org_keys.append(key)  # the current org's bodies get its id and name at its end
         return plan
 
-    def add(self, key: tuple, field: str, line: bytes) -> BodyPlan:
+    def add(self, key: BodyKey, field: str, line: bytes) -> BodyPlan:
         plan = self.body(key)
         buf = self.buffers.setdefault(key, [])
         buf.append(line)
@@ -333,7 +197,7 @@ class _Planner:
                 self._flush(k)
         return plan
 
-    def _flush(self, key: tuple) -> None:
+    def _flush(self, key: BodyKey) -> None:
         lines = self.buffers.pop(key, None)
         if not lines:
             return
@@ -346,7 +210,9 @@ class _Planner:
             handle.write(b"\n".join(lines) + b"\n")
         self.bodies[key].segments.append(path)
 
-    def dead_letter(self, reason: str, detail: str, field: str, item: Any, org_id: str | None = None) -> None:
+    def dead_letter(
+        self, reason: str, detail: str, field: str, item: object, org_id: str | None = None
+    ) -> None:
         record = {"orgId": self.org_id if org_id is None else org_id, "field": field, "item": item}
         line = orjson.dumps({"reason": reason, "detail": detail, "source": DEAD_SOURCE, "record": record})
         self.dead.write(line + b"\n")
@@ -354,7 +220,7 @@ class _Planner:
         self.bump("dead_letters")
 
     # -- items
-    def item(self, field: str, value: Any, is_item: bool) -> None:
+    def item(self, field: str, value: object, is_item: bool) -> None:
         if field == "orgId" and not is_item:
             self.org_id = str(value) if value is not None else ""
             return
@@ -372,20 +238,20 @@ class _Planner:
         elif field in USER_RECORD_FIELDS:
             self._record(field, value, line)
         elif field in GRANT_FIELDS:
-            plan = self.add(("grants", self.pos), field, line)
+            plan = self.add(BodyKey("grants", self.pos), field, line)
             plan.records += 1
             if isinstance(value, dict):
                 grant = value.get("projectGrant")
-                inner: dict[str, Any] = grant if isinstance(grant, dict) else value
+                inner: dict[str, object] = grant if isinstance(grant, dict) else value
                 if inner.get("grantedOrgId"):
                     plan.need_orgs.add(str(inner["grantedOrgId"]))
         else:
-            plan = self.add(("head", self.pos), field, line)
+            plan = self.add(BodyKey("head", self.pos), field, line)
             plan.records += 1
             if field == "projects" and isinstance(value, dict) and value.get("projectId"):
                 self.project_owner.setdefault(str(value["projectId"]), self.pos)
 
-    def _user(self, field: str, value: Any, line: bytes) -> None:
+    def _user(self, field: str, value: object, line: bytes) -> None:
         if not isinstance(value, dict) or not isinstance(value.get("user"), dict):
             self.dead_letter("malformed-user", f"a {field} entry without a 'user' object", field, value)
             return
@@ -406,7 +272,7 @@ class _Planner:
             value["user"]["hashedPassword"] = {k: v for k, v in hashed.items() if k != "algorithm"}
             line = orjson.dumps([field, value])
             self.bump("hash_algorithm_dropped")
-        plan = self.add(("users", self.pos, chunk), field, line)
+        plan = self.add(BodyKey("users", self.pos, chunk), field, line)
         if field == "humanUsers":
             plan.users += 1
             self.bump("human_users")
@@ -417,7 +283,7 @@ class _Planner:
             plan.machines += 1
             self.bump("machine_users")
 
-    def _tally_hash(self, value: Any) -> None:
+    def _tally_hash(self, value: object) -> None:
         parsed = parse_hash(value)
         if not isinstance(parsed, ConvertedHash):
             self.bump("hashes_unparsed")  # the target will refuse it; counted, the user still goes
@@ -428,7 +294,7 @@ class _Planner:
             low, high = ranges.get(name, (number, number))
             ranges[name] = (min(low, number), max(high, number))
 
-    def _record(self, field: str, value: Any, line: bytes) -> None:
+    def _record(self, field: str, value: object, line: bytes) -> None:
         uid = value.get(USER_RECORD_FIELDS[field]) if isinstance(value, dict) else None
         if uid in (None, ""):
             self.dead_letter("record-without-user", f"a {field} entry that names no user", field, value)
@@ -445,9 +311,9 @@ class _Planner:
                 self.pending_files.append(path)
                 self.pending = []
             return
-        self._place(("users", self.pos, chunk), field, value, line)
+        self._place(BodyKey("users", self.pos, chunk), field, value, line)
 
-    def _place(self, key: tuple, field: str, value: Any, line: bytes) -> BodyPlan:
+    def _place(self, key: BodyKey, field: str, value: object, line: bytes) -> BodyPlan:
         plan = self.add(key, field, line)
         plan.records += 1
         self.bump(f"records.{field}")
@@ -459,7 +325,7 @@ class _Planner:
                     plan.need_grants_of.add(str(project))
         return plan
 
-    def _iter_pending(self) -> Iterator[tuple[str, str, Any]]:
+    def _iter_pending(self) -> Iterator[tuple[str, str, object]]:
         for path in self.pending_files:
             with open(path, "rb") as handle:
                 for raw in handle:
@@ -477,11 +343,11 @@ class _Planner:
         else:
             self.org_ids.append(self.org_id)
             self.org_pos_of.setdefault(self.org_id, pos)
-            head = self.body(("head", pos))
+            head = self.body(BodyKey("head", pos))
             for uid, field, value in self._iter_pending():
                 chunk = self.index.get(uid)
                 if chunk is not None:
-                    self._place(("users", pos, chunk), field, value, orjson.dumps([field, value]))
+                    self._place(BodyKey("users", pos, chunk), field, value, orjson.dumps([field, value]))
                 else:
                     if self._unresolved_handle is None:
                         self._unresolved_handle = open(self.unresolved_file, "wb")
@@ -490,7 +356,7 @@ class _Planner:
             for key in self.org_keys:
                 plan = self.bodies[key]
                 plan.org_id, plan.org = self.org_id, self.org
-                if key[0] != "head":
+                if key.kind != "head":
                     plan.need_keys.add(head.key)
             if self.index:
                 path = os.path.join(self.work_dir, f"index-{pos}.json")
@@ -526,29 +392,12 @@ class _Planner:
         for key in list(self.buffers):
             self._flush(key)
         # Indexes in document order: per org head, grants, users chunks, cross chunks.
-        rank = {"head": 0, "grants": 1, "users": 2, "cross": 3}
-        ordered = sorted(self.order, key=lambda k: (k[1], rank[k[0]], k[2] if len(k) > 2 else 0))
+        ordered = sorted(self.order, key=lambda k: (k.org_pos, _KIND_RANK[k.kind], k.chunk))
         plans = [self.bodies[k] for k in ordered]
         for i, plan in enumerate(plans):
             plan.index = i
         for plan in plans:
-            deps: set[int] = {self.bodies[k].index for k in plan.need_keys if k in self.bodies}
-            for org_id in plan.need_orgs:
-                pos = self.org_pos_of.get(org_id)
-                if pos is None:
-                    self.bump("grants_to_orgs_outside_export")
-                elif ("head", pos) in self.bodies:
-                    deps.add(self.bodies[("head", pos)].index)
-            for project in plan.need_projects:
-                owner = self.project_owner.get(project)
-                if owner is not None and ("head", owner) in self.bodies:
-                    deps.add(self.bodies[("head", owner)].index)
-            for project in plan.need_grants_of:
-                owner = self.project_owner.get(project)
-                if owner is not None and ("grants", owner) in self.bodies:
-                    deps.add(self.bodies[("grants", owner)].index)
-            deps.discard(plan.index)
-            plan.after = sorted(deps)
+            plan.after = self._after(plan)
         for path in self.index_files.values():
             if os.path.exists(path):
                 os.unlink(path)
@@ -560,6 +409,26 @@ class _Planner:
             self.hash_counts,
             self.hash_ranges,
         )
+
+    def _after(self, plan: BodyPlan) -> list[int]:
+        """The indexes of the bodies ``plan`` must wait for (its unresolved constraints resolved)."""
+        deps: set[int] = {self.bodies[k].index for k in plan.need_keys if k in self.bodies}
+        for org_id in plan.need_orgs:
+            pos = self.org_pos_of.get(org_id)
+            if pos is None:
+                self.bump("grants_to_orgs_outside_export")
+            elif BodyKey("head", pos) in self.bodies:
+                deps.add(self.bodies[BodyKey("head", pos)].index)
+        for project in plan.need_projects:
+            owner = self.project_owner.get(project)
+            if owner is not None and BodyKey("head", owner) in self.bodies:
+                deps.add(self.bodies[BodyKey("head", owner)].index)
+        for project in plan.need_grants_of:
+            owner = self.project_owner.get(project)
+            if owner is not None and BodyKey("grants", owner) in self.bodies:
+                deps.add(self.bodies[BodyKey("grants", owner)].index)
+        deps.discard(plan.index)
+        return sorted(deps)
 
     def _resolve_cross_org(self) -> None:
         where: dict[str, tuple[int, int]] = {}
@@ -574,7 +443,7 @@ class _Planner:
             for raw in handle:
                 pos, uid, field, value = orjson.loads(raw)
                 home = where.get(uid)
-                origin = next((self.bodies[k] for k in (("head", pos),) if k in self.bodies), None)
+                origin = self.bodies.get(BodyKey("head", pos))
                 org_id = origin.org_id if origin else ""
                 if home is None:
                     self.dead_letter(
@@ -587,13 +456,14 @@ class _Planner:
                     continue
                 n = cross_counts.get(pos, 0)
                 cross_counts[pos] = n + 1
-                key = ("cross", pos, n // self.batch_size)
+                key = BodyKey("cross", pos, n // self.batch_size)
                 new = key not in self.bodies
                 plan = self._place(key, field, value, orjson.dumps([field, value]))
                 if new and origin is not None:
                     plan.org_id, plan.org = origin.org_id, origin.org
-                    plan.need_keys.add(("head", pos))
-                plan.need_keys.add(("users", home[0], home[1]))
+                    plan.need_keys.add(BodyKey("head", pos))
+                home_pos, home_chunk = home
+                plan.need_keys.add(BodyKey("users", home_pos, home_chunk))
         os.unlink(self.unresolved_file)
 
 
@@ -612,28 +482,3 @@ def plan_export(
         else:
             planner.item(field, value, is_item)
     return planner.finish()
-
-
-# --- rendering -----------------------------------------------------------------------------------
-def render_data_org(org_id: str, org_json: bytes, segments: list[bytes]) -> dict:
-    """One DataOrg from a body's segment contents: fields in proto order, items in document order.
-
-    >>> render_data_org("1", b'{"name":"A"}', [b'["humanUsers",{"userId":"u"}]\\n["=loginPolicy",{}]\\n'])
-    {'orgId': '1', 'org': {'name': 'A'}, 'loginPolicy': {}, 'humanUsers': [{'userId': 'u'}]}
-    """
-    merged: dict[str, Any] = {}
-    for blob in segments:
-        for raw in blob.splitlines():
-            if not raw:
-                continue
-            field, value = orjson.loads(raw)
-            if field.startswith("="):
-                merged[field[1:]] = value
-            else:
-                merged.setdefault(field, []).append(value)
-    org: dict[str, Any] = {"orgId": org_id}
-    if org_json:
-        org["org"] = orjson.loads(org_json)
-    for name in sorted(merged, key=lambda n: (_FIELD_RANK.get(n, len(FIELD_ORDER)), n)):
-        org[name] = merged[name]
-    return org

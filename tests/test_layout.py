@@ -1,0 +1,148 @@
+"""The code layout's rules, measured on the code itself (README, "Code layout").
+
+A newcomer finds each job by folder name and each name in one home; these tests keep it so:
+- nothing in ``transforms/`` imports from ``pipeline/``, and no module imports itself back
+  through a cycle;
+- at most two modules sit directly in ``transforms/``; module basenames are unique across
+  ``pipeline/`` and ``transforms/``, so ``tests/test_<module>.py`` names exactly one module, and at
+  least 70% of modules have one;
+- no module over 500 lines, no function or method over 80 lines;
+- elements that travel between stages are read by name: at most 15 positional reads ``x[n]``
+  (n >= 2) in all, and ``Any`` at most 150 times.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("pipeline", "transforms")
+
+
+def _modules() -> Iterator[Path]:
+    for package in PACKAGES:
+        yield from sorted((ROOT / package).rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(path): path for path in _modules()}
+TREES = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
+
+
+def _imports(name: str) -> set[str]:
+    """The project modules ``name`` imports (``from a.b import c`` counts ``a.b.c`` when a module)."""
+    found = set()
+    package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(TREES[name]):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base])
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(target for target in targets if target in MODULES and target != name)
+    return found
+
+
+def test_transforms_never_imports_pipeline():
+    wrong = [
+        f"{name} imports {target}"
+        for name in MODULES
+        if name.startswith("transforms")
+        for target in _imports(name)
+        if target.startswith("pipeline")
+    ]
+    assert wrong == []
+
+
+def test_no_import_cycle():
+    graph = {name: _imports(name) for name in MODULES}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_transforms_is_folders_by_job():
+    flat = sorted(p.name for p in (ROOT / "transforms").glob("*.py") if p.name != "__init__.py")
+    assert len(flat) <= 2, flat
+
+
+def test_module_basenames_are_unique():
+    seen: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if path.name != "__init__.py":
+            seen.setdefault(path.stem, []).append(name)
+    assert {stem: names for stem, names in seen.items() if len(names) > 1} == {}
+
+
+def test_most_modules_have_a_test_named_after_them():
+    modules = [path for path in MODULES.values() if path.name not in ("__init__.py", "__main__.py")]
+    tests = {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    missing = sorted(_name(path) for path in modules if f"test_{path.name}" not in tests)
+    share = 1 - len(missing) / len(modules)
+    assert share >= 0.70, f"{share:.0%} of modules have a test; without one: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_and_function_size(name):
+    lines = MODULES[name].read_text(encoding="utf-8").count("\n")
+    assert lines <= 500, f"{name} has {lines} lines"
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(TREES[name])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > 80
+    ]
+    assert long == []
+
+
+def _positional_reads() -> list[str]:
+    return [
+        f"{name}:{node.lineno}"
+        for name, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and type(node.slice.value) is int
+        and node.slice.value >= 2
+    ]
+
+
+def test_elements_are_read_by_name():
+    reads = _positional_reads()
+    assert len(reads) <= 15, reads
+
+
+def test_any_is_rare():
+    count = sum(
+        1
+        for tree in TREES.values()
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and node.id == "Any")
+        or (isinstance(node, ast.Attribute) and node.attr == "Any")
+    )
+    assert count <= 150

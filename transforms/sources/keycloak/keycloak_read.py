@@ -1,0 +1,398 @@
+"""Keycloak realm exports → user rows: stream the ``users`` array, map, convert hashes, validate.
+
+Shape of the work (few, large elements; see ``transforms/common/records.py``)::
+
+    RealmSource per file ─ Reshuffle ─ ReadRealmFile ──► (partition, rows_blob or spill path)
+                                            │                   one per partition and ~20,000 users
+                                            └─► dead letters (sortkey, line)
+
+Each file is read by one worker with ijson's C backend straight from ``FileSystems.open``
+(local or gs://), so a 1 GB realm never sits in memory whole and the ``<realm>-users-N.json``
+files of a split export (``kc.sh export --users different_files``) are read in parallel.
+Which files to read is decided in the launcher (``keycloak_realm_files.py``); what one user
+becomes is the pure mapping (``keycloak_mapping.py``); this module streams, counts and packs.
+
+Example::
+
+    sources = plan_realm_sources("exports/", realm_name="acme")
+    result = pipeline | "ReadKeycloak" >> ReadKeycloakUsers(sources, KeycloakOptions(), 32, tmp_dir)
+    rows, dead = result["rows"], result["dead"]
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import cast
+
+import apache_beam as beam
+import ijson
+import orjson
+from apache_beam.metrics import Metrics
+
+from transforms.common.records import (
+    NAMESPACE,
+    DeadLetter,
+    EncodedRow,
+    PartitionRows,
+    SortKey,
+    dead_letter,
+    no_gc,
+    pack_rows,
+    partition_of,
+    user_name_key,
+)
+from transforms.files.spill import write_spill
+from transforms.hashing.tally import HashTally
+from transforms.mapping.fields import FieldTally
+from transforms.mapping.otp import OtpPolicy
+from transforms.mapping.roles import Grants, KeycloakRoles, RoleEntry, direct_roles_beyond_builtin
+from transforms.mapping.validate import Reason
+from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem, one_line
+from transforms.sources.keycloak.keycloak_mapping import (
+    KNOWN_FIELDS,
+    ON_UNSUPPORTED_HASH,
+    KeycloakOptions,
+    MappedUser,
+    Rejection,
+    map_user,
+    not_carried_keys,
+    other_credential_types,
+)
+from transforms.sources.keycloak.keycloak_realm_files import (
+    RealmSource,
+    iter_users,
+    open_realm_file,
+)
+
+__all__ = ["ReadKeycloakUsers", "SOURCE", "FILE_SOURCE", "CHUNK_USERS"]
+
+_LOGGER = logging.getLogger(__name__)
+
+SOURCE = "keycloak-user"
+_ROLES = "roles"  # the project roles users hold that the export does not define (with roles)
+# Dead letters about a file rather than a user (a syntax error ends the file), so that
+# "users read = written + dead-lettered users" stays exact.
+FILE_SOURCE = "keycloak-file"
+_DEAD = "dead"
+
+# Users read before the buffered rows are flushed as one blob per partition: large enough that
+# Beam moves few elements, small enough that a worker holds only a slice of a 1 GB realm.
+CHUNK_USERS = 20_000
+
+
+class _ReadRealmFileFn(beam.DoFn):
+    """Stream one file's users; emit ``(partition, rows_blob)`` per partition every chunk."""
+
+    def __init__(
+        self,
+        options: KeycloakOptions,
+        partitions: int,
+        chunk_users: int,
+        tmp_dir: str | None,
+        roles: KeycloakRoles | None = None,
+    ):
+        self._options = options
+        self._partitions = partitions
+        self._chunk = chunk_users
+        self._tmp_dir = tmp_dir
+        # transforms.mapping.roles.KeycloakRoles with --project-id (grants in rows), else None.
+        self._roles = roles
+        self._held: set[RoleEntry] = set()
+
+    def setup(self):
+        self._tally = HashTally(self._tmp_dir)
+        not_carried = not_carried_keys(self._options.metadata)
+        if self._roles is not None:  # carried as grants (transforms/mapping/roles.py)
+            not_carried = not_carried - {"realmRoles", "clientRoles", "groups"}
+        self._fields = FieldTally("keycloak", KNOWN_FIELDS, not_carried)
+
+    def process(self, source: RealmSource):
+        counts: collections.Counter[str] = collections.Counter()
+        parts: dict[int, list[EncodedRow]] = {}
+        position = 0
+        try:
+            # no_gc: many small dicts per chunk, and the cyclic GC would rescan them all.
+            with no_gc(), open_realm_file(source.path) as handle:
+                if handle.encoding:
+                    counts[f"inputs.decoded.{handle.encoding}"] += 1
+                guard = DepthGuard(handle)
+                users = iter_users(source, guard)
+                seen_cuts = 0
+                while True:
+                    try:
+                        user = next(users)
+                    except StopIteration:
+                        break
+                    except InputReadError as err:  # a .gz cut short or damaged
+                        detail = (
+                            f"{one_line(err)}; {position} users were read before it, "
+                            "the rest of the file was not read"
+                        )
+                        counts[f"inputs.partial.{source.index}"] += position
+                        yield _unreadable_rest(source, position, detail, counts)
+                        break
+                    except (ijson.JSONError, ValueError) as err:  # ValueError: bad UTF-8, numbers
+                        # Nothing after a syntax error can be located reliably: one dead letter
+                        # for the rest of the file, and the run goes on with the other files.
+                        detail = (
+                            f"{os.path.basename(source.path)}: JSON syntax error after user {position} "
+                            f"({one_line(err)}); the rest of the file was not read"
+                        )
+                        yield _unreadable_rest(source, position, detail, counts)
+                        break
+                    dead: DeadLetter | None
+                    marker = has_marker(user) if guard.cut > seen_cuts else None
+                    if marker is not None:
+                        seen_cuts += 1
+                        counts["keycloak.users_read"] += 1
+                        reason, detail = marker_problem(marker)
+                        dead = dead_letter(
+                            (source.index, position),
+                            reason,
+                            f"user {position}: {detail}",
+                            SOURCE,
+                            {"file": source.path, "position": position},
+                        )
+                    else:
+                        dead = self._one(
+                            user, (source.index, position), parts, counts, source.realm, source.otp_policy
+                        )
+                    position += 1
+                    if dead is not None:
+                        yield beam.pvalue.TaggedOutput(_DEAD, dead)
+                    if position % self._chunk == 0:
+                        yield from self._flush(source, position, parts)
+            yield from self._flush(source, position, parts)
+            if self._roles is not None:  # the roles users hold that the export does not define
+                yield beam.pvalue.TaggedOutput(_ROLES, sorted(self._held))
+                self._held = set()
+        finally:
+            counts["keycloak.users_read"] += 0  # always reported, even for an empty realm
+            self._fields.flush(counts)
+            for name, value in counts.items():
+                Metrics.counter(NAMESPACE, name).inc(value)
+            self._tally.publish()
+
+    def _one(
+        self,
+        user: object,
+        sortkey: SortKey,
+        parts: dict[int, list[EncodedRow]],
+        counts: collections.Counter[str],
+        realm: str = "",
+        otp_policy: OtpPolicy | None = None,
+    ) -> DeadLetter | None:
+        counts["keycloak.users_read"] += 1
+        others = other_credential_types(user.get("credentials")) if isinstance(user, Mapping) else []
+        for kind in others:
+            counts[f"keycloak.other_credentials.{kind}"] += 1
+        mapped = map_user(user, self._options, realm, otp_policy)
+        if isinstance(mapped, Rejection):
+            if self._roles is not None and isinstance(user, Mapping):  # roles: docs/roles.md
+                self._count_roles(user, counts, dead=True)
+            return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
+        user = cast(Mapping[str, object], user)  # map_user accepted it: a JSON object
+        grants = self._count_roles(user, counts, realm=realm)
+        try:
+            # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
+            # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
+            row = _row(sortkey, mapped, user, grants)
+        except orjson.JSONEncodeError as err:
+            counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
+            return _dead_letter(
+                sortkey,
+                Reason.UNREADABLE_INPUT,
+                f"user holds a value JSON output cannot carry ({one_line(err)})",
+                user,
+            )
+        self._count_written(user, mapped, others, counts)
+        key = mapped.entry.get("userId") or mapped.entry["user"]["userName"]
+        parts.setdefault(partition_of(key, self._partitions), []).append(row)
+        return None
+
+    def _count_written(
+        self,
+        user: Mapping[str, object],
+        mapped: MappedUser,
+        others: list[str],
+        counts: collections.Counter[str],
+    ) -> None:
+        """What the summary and the manifest count about a user that is written."""
+        if mapped.password is not None:
+            counts[f"keycloak.with_password.{mapped.password}"] += 1
+        else:
+            counts["keycloak.without_password"] += 1
+        if mapped.federated:
+            counts["keycloak.federated"] += 1
+        for outcome, alias in mapped.link_outcomes:
+            counts[f"keycloak.idp_links.{outcome}.{alias}"] += 1
+        if mapped.password is None and "idps" not in mapped.entry["user"]:
+            counts["cannot_sign_in.keycloak"] += 1
+        self._fields.count(user, tuple(f"credentials.{kind}" for kind in others) if others else ())
+        if mapped.dropped_hash is not None:
+            counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
+            email = mapped.entry["user"].get("email")
+            self._tally.without_password(
+                mapped.dropped_hash.reason,
+                mapped.entry.get("userId"),
+                email.get("email") if isinstance(email, dict) else None,
+            )
+        if mapped.converted is not None:
+            self._tally.add(mapped.converted)
+        for note in mapped.notes:
+            counts[f"notes.{note}"] += 1
+        if mapped.otp_not_carried or mapped.required_actions_not_carried:
+            for cause in mapped.otp_not_carried:
+                counts[f"keycloak.otp_not_carried.{cause}"] += 1
+            for action in mapped.required_actions_not_carried:
+                counts[f"keycloak.required_actions_not_carried.{action}"] += 1
+        if mapped.password_change_required:
+            counts["keycloak.password_change_required"] += 1
+        if self._options.metadata:
+            counts["keycloak.metadata_entries"] += len(mapped.metadata)
+            counts["keycloak.metadata_dropped"] += mapped.metadata_dropped
+
+    def _count_roles(
+        self,
+        user: Mapping[str, object],
+        counts: collections.Counter[str],
+        dead: bool = False,
+        realm: str = "",
+    ) -> Grants:
+        """The user's grants (transforms/mapping/roles.py); its role outcomes counted under ``roles.``."""
+        if self._roles is None:
+            if direct_roles_beyond_builtin(user, realm):
+                counts["roles.users_holding"] += 1
+            return ()
+        grants, outcomes = self._roles.user_grants(user)
+        for name, value in outcomes:
+            if not (dead and name == "undefined"):
+                counts["roles." + name] += value
+        if dead:
+            counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
+            return ()
+        if any(name == "undefined" for name, _ in outcomes):
+            self._held.update(self._roles.held_entries(user))
+        return grants
+
+    def _flush(
+        self, source: RealmSource, position: int, parts: dict[int, list[EncodedRow]]
+    ) -> Iterator[tuple[int, bytes | str]]:
+        """One blob per partition (rows already encoded one by one in ``_one``), or the path of
+        its spill file. Names are deterministic, so a retried bundle overwrites its own files."""
+        for part, rows in parts.items():
+            blob = pack_rows(rows)
+            if self._tmp_dir is None:
+                yield part, blob
+            else:
+                name = f"keycloak-{source.index:05d}-{source.item or 0:03d}-{position:010d}-p{part:03d}.pkl"
+                yield part, write_spill(self._tmp_dir, name, blob)
+        parts.clear()
+
+
+def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object], grants: Grants) -> EncodedRow:
+    """The one place a Keycloak row is built, in ``EncodedRow``'s field order
+    (transforms/common/records.py): the JSON of the entry, metadata and record rendered once."""
+    file_index, position = sortkey
+    entry = mapped.entry
+    user_id = entry.get("userId") or ""
+    # The hash's verifier; a plaintext password is "password"; "" for none.
+    password = mapped.converted.verifier if mapped.converted is not None else ""
+    if not password and "password" in entry["user"]:
+        password = "password"
+    metadata = mapped.metadata
+    meta = orjson.dumps([{"id": user_id, **item} for item in metadata])[1:-1] if metadata else b""
+    return (
+        file_index,
+        position,
+        user_id,
+        user_name_key(entry["user"].get("userName")),
+        orjson.dumps(entry),
+        meta,
+        password,
+        SOURCE,
+        orjson.dumps(user),
+        b"",  # companions: a Keycloak user is one record
+        grants or (),
+    )
+
+
+def _dead_letter(sortkey: SortKey, reason: str, detail: str, user: object) -> DeadLetter:
+    try:
+        return dead_letter(sortkey, reason, detail, SOURCE, user)
+    except orjson.JSONEncodeError:
+        # The record itself cannot be written as JSON: point at it instead.
+        return dead_letter(
+            sortkey, reason, detail, SOURCE, {"unencodable_record": True, "position": sortkey[1]}
+        )
+
+
+# --------------------------------------------------------------------------- PTransform
+
+
+@beam.typehints.with_input_types(beam.pvalue.PBegin)
+class ReadKeycloakUsers(beam.PTransform):
+    """Realm files → ``{'rows': (partition, rows_blob), 'dead': (sortkey, line)}``.
+
+    ``sources`` come from :func:`plan_realm_sources` (run in the launcher, so a missing or
+    unusable realm fails before the pipeline starts). With ``tmp_dir``, each blob is written to
+    a spill file there and the element carries its path (``transforms/files/spill.py``), which keeps
+    the runner's memory small; without it, the blobs themselves are the elements.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[RealmSource],
+        options: KeycloakOptions,
+        partitions: int,
+        tmp_dir: str | None = None,
+        chunk_users: int = CHUNK_USERS,
+        roles: KeycloakRoles | None = None,
+    ):
+        super().__init__()
+        self._roles = roles  # transforms.mapping.roles.KeycloakRoles (--project-id), or None
+        if options.on_unsupported_hash not in ON_UNSUPPORTED_HASH:
+            raise ValueError(f"on_unsupported_hash must be one of {', '.join(ON_UNSUPPORTED_HASH)}")
+        self._sources = list(sources)
+        self._options = options
+        self._partitions = partitions
+        self._chunk = chunk_users
+        self._tmp_dir = tmp_dir
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
+        read = (
+            pbegin
+            | "ListRealmFiles" >> beam.Create(self._sources)
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadRealmFiles"
+            >> beam.ParDo(
+                _ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir, self._roles)
+            )
+            .with_output_types(PartitionRows, **{_DEAD: DeadLetter, _ROLES: list[RoleEntry]})
+            .with_outputs(_DEAD, _ROLES, main="rows")
+        )
+        if self._roles is not None:  # with roles: transforms/output/grants.py resolves them
+            return {"rows": read.rows, "dead": read[_DEAD], "roles": read[_ROLES]}
+        return {"rows": read.rows, "dead": read[_DEAD]}
+
+
+def _unreadable_rest(
+    source: RealmSource, position: int, detail: str, counts: collections.Counter[str]
+) -> beam.pvalue.TaggedOutput:
+    """The one dead letter for the rest of a realm file that cannot be read on (logged, counted)."""
+    _LOGGER.error("%s", detail)
+    counts["keycloak.unreadable_files"] += 1
+    return beam.pvalue.TaggedOutput(
+        _DEAD,
+        dead_letter(
+            (source.index, position),
+            Reason.UNREADABLE_INPUT,
+            detail,
+            FILE_SOURCE,
+            {"file": source.path, "position": position},
+        ),
+    )
