@@ -25,17 +25,16 @@ from typing import TYPE_CHECKING, Any
 from pipeline.errors import ConfigError
 from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import count_prefix, shared_summary_lines
+from pipeline.report import shared_summary_lines
 from pipeline.role_options import add_role_arguments, role_settings
+from transforms.common import counters
+from transforms.common.counters import by_suffix
+from transforms.sources.keycloak import keycloak_accounting as kc
 
 if TYPE_CHECKING:  # imported in run() only: --help stays fast
     from transforms.sources.keycloak.keycloak_realm_files import RealmSource
 
-__all__ = ["add_arguments", "run", "summary_lines", "invariant"]
-
-_SOURCE = (
-    "keycloak-user"  # transforms.sources.keycloak.keycloak_read.SOURCE; not imported here to keep --help fast
-)
+__all__ = ["add_arguments", "run", "summary_lines"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,52 +75,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_role_arguments(parser, "keycloak")
 
 
-def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
-    """users read = written + dead-lettered; users converted = written + dropped as duplicates."""
-    read = counts.get("keycloak.users_read", 0)
-    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
-    written = counts.get("users_written", 0) + counts.get("sync.rows_not_imported", 0)
-    dead = count_prefix(counts, f"dead_letter.{_SOURCE}.")
-    converted = count_prefix(counts, "keycloak.with_password.") + counts.get("keycloak.without_password", 0)
-    duplicates = count_prefix(counts, f"dead_letter.{_SOURCE}.duplicate-")
-    rejected = counts.get("sync.rows_rejected", 0)  # disabled users new to ZITADEL (sync only)
-    holds = read == written + dead and converted == written + duplicates + rejected
-    text = (
-        f"users read {read:,} = written {written:,} + dead-lettered {dead:,}; "
-        f"converted {converted:,} = written {written:,} + duplicates {duplicates:,}"
-    )
-    return holds, text
-
-
 def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    written = counts.get("users_written", 0)
-    with_pw = counts.get("users_with_password", 0)
+    written = counts.get(counters.USERS_WRITTEN, 0)
+    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
     lines: list[tuple[str, Any]] = [
-        ("users read", counts.get("keycloak.users_read", 0)),
+        ("users read", counts.get(kc.USERS_READ, 0)),
         ("users written", written),
         ("  with password", with_pw),
         ("  without password", written - with_pw),
         ("converted, by hash algorithm", ""),
     ]
-    for suffix, value in _by_suffix(counts, "keycloak.with_password."):
+    for suffix, value in by_suffix(counts, kc.WITH_PASSWORD):
         lines.append((f"  {suffix}", value))
     lines += [
-        ("  no password", counts.get("keycloak.without_password", 0)),
-        ("  federated (LDAP/Kerberos, no local hash)", counts.get("keycloak.federated", 0)),
+        ("  no password", counts.get(kc.WITHOUT_PASSWORD, 0)),
+        ("  federated (LDAP/Kerberos, no local hash)", counts.get(kc.FEDERATED, 0)),
     ]
-    for suffix, value in _by_suffix(counts, "keycloak.password_dropped."):
+    for suffix, value in by_suffix(counts, kc.PASSWORD_DROPPED):
         lines.append((f"  password dropped ({suffix})", value))
-    for suffix, value in _by_suffix(counts, "keycloak.other_credentials."):
+    for suffix, value in by_suffix(counts, kc.OTHER_CREDENTIALS):
         lines.append((f"other credentials not converted: {suffix}", value))
     # What did not arrive is listed by cause with the other fields not carried (pipeline/report.py).
-    lines.append(("users written with OTP (otpCode)", counts.get("users_with_otp", 0)))
+    lines.append(("users written with OTP (otpCode)", counts.get(counters.USERS_WITH_OTP, 0)))
     lines.append(
         (
             "users with passwordChangeRequired (UPDATE_PASSWORD)",
-            counts.get("keycloak.password_change_required", 0),
+            counts.get(kc.PASSWORD_CHANGE_REQUIRED, 0),
         )
     )
-    links = {k: v for k, v in counts.items() if k.startswith("keycloak.idp_links.")}
+    links = {k: v for k, v in counts.items() if k.startswith(kc.IDP_LINKS)}
     if links:
         lines.append(("federatedIdentities (users written)", sum(links.values())))
         for outcome, label in (
@@ -129,14 +111,9 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
             ("unmapped", "no --idp-map, not linked"),
             ("invalid", "no usable userId, not linked"),
         ):
-            for suffix, value in _by_suffix(dict(sorted(links.items())), f"keycloak.idp_links.{outcome}."):
+            for suffix, value in by_suffix(dict(sorted(links.items())), f"{kc.IDP_LINKS}{outcome}."):
                 lines.append((f"  {label}: {suffix}", value))
-    return lines + shared_summary_lines(counts, "keycloak")
-
-
-def _by_suffix(counts: Mapping[str, int], prefix: str) -> list[tuple[str, int]]:
-    """``(what follows prefix, value)`` of the counters named ``prefix...``, in ``counts``' order."""
-    return [(name[len(prefix) :], value) for name, value in counts.items() if name.startswith(prefix)]
+    return lines + shared_summary_lines(counts, kc.PREFIX)
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
@@ -189,7 +166,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         pipeline_args=pipeline_args,
         input_paths=[known_args.realm],
         summary_lines=summary_lines,
-        invariant=invariant,
+        invariant=kc.invariant,
         extra_manifest={"realm_files": [s.path for s in sources]},
         sync_source={"include_blocked": known_args.include_disabled, "realm": _realm_name(sources)},
         input_names={s.index: s.path for s in sources},

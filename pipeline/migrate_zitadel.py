@@ -49,12 +49,12 @@ from pipeline import signals
 from pipeline.errors import ConfigError
 from pipeline.migrate import MAX_BATCH_SIZE, RunOutputs, add_output_arguments
 from pipeline.preflight import check_written
+from transforms.common.counters import PASSWORD_HASHES
 from transforms.common.durations import normalise_duration
 from transforms.common.records import NAMESPACE
 from transforms.files.storage import size
 from transforms.hashing.policy import load_policy
 from transforms.hashing.summary import hash_manifest
-from transforms.hashing.tally import HASH_COUNTER
 from transforms.sources.zitadel.plan import BodyElement, ExportPlan
 
 __all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
@@ -433,6 +433,8 @@ def _manifest(
         "invariant": {"holds": holds, "text": invariant},
         "seconds": round(elapsed, 3),
         "plan_seconds": round(planned, 3),
-        **hash_manifest({HASH_COUNTER + v: n for v, n in plan.hash_counts.items()}, plan.hash_ranges, None),
+        **hash_manifest(
+            {PASSWORD_HASHES + v: n for v, n in plan.hash_counts.items()}, plan.hash_ranges, None
+        ),
     }
     return manifest

@@ -19,6 +19,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.records import NAMESPACE, DeadLetter, SortKey, no_gc
 from transforms.files.storage import open_private
 
@@ -69,7 +70,7 @@ class _WriteDeadShardFn(beam.DoFn):
                 for _, line in items:
                     handle.write(line + b"\n")
                     letter = orjson.loads(line)
-                    name = f"dead_letter.{letter['source']}.{letter['reason']}"
+                    name = counters.dead_letter(letter["source"], letter["reason"])
                     counts[name] = counts.get(name, 0) + 1
         for name, count in counts.items():
             Metrics.counter(NAMESPACE, name).inc(count)

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from transforms.common.counters import HASH_PARAM, PASSWORD_HASHES, WITHOUT_PASSWORD
 from transforms.common.records import NAMESPACE
 from transforms.hashing.policy import HashPolicy, config_snippet
-from transforms.hashing.tally import HASH_COUNTER, PARAM_DISTRIBUTION, WITHOUT_PASSWORD_COUNTER
 
 __all__ = ["hash_ranges_from_result", "hash_manifest", "hash_summary", "uncovered_hashes", "warn_uncovered"]
 
@@ -30,12 +30,12 @@ def hash_ranges_from_result(result) -> dict[str, dict[str, tuple[int, int]]]:
     query = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
     for dist in query["distributions"]:
         name = dist.key.metric.name
-        if not name.startswith(PARAM_DISTRIBUTION):
+        if not name.startswith(HASH_PARAM):
             continue
         data = dist.committed if dist.committed is not None else dist.attempted
         if data is None or not data.count:
             continue
-        verifier, param = name[len(PARAM_DISTRIBUTION) :].split(".", 1)
+        verifier, param = name[len(HASH_PARAM) :].split(".", 1)
         low, high = ranges.get(verifier, {}).get(param, (data.min, data.max))
         ranges.setdefault(verifier, {})[param] = (min(low, data.min), max(high, data.max))
     return ranges
@@ -46,12 +46,14 @@ def hash_manifest(
 ) -> dict[str, Any]:
     """The manifest's hash fields."""
     hashes = {
-        name[len(HASH_COUNTER) :]: n for name, n in counts.items() if name.startswith(HASH_COUNTER) and n
+        name[len(PASSWORD_HASHES) :]: n
+        for name, n in counts.items()
+        if name.startswith(PASSWORD_HASHES) and n
     }
     without = {
-        name[len(WITHOUT_PASSWORD_COUNTER) :]: n
+        name[len(WITHOUT_PASSWORD) :]: n
         for name, n in counts.items()
-        if name.startswith(WITHOUT_PASSWORD_COUNTER) and n
+        if name.startswith(WITHOUT_PASSWORD) and n
     }
     needed = {verifier: dict(ranges.get(verifier, {})) for verifier in hashes}
     return {

@@ -16,20 +16,15 @@ from __future__ import annotations
 import collections
 import uuid
 
+from transforms.common import counters
 from transforms.common.records import NAMESPACE
 from transforms.hashing.convert import ConvertedHash
 
 __all__ = [
     "HashTally",
-    "HASH_COUNTER",
-    "WITHOUT_PASSWORD_COUNTER",
-    "PARAM_DISTRIBUTION",
     "PASSWORDLESS_PREFIX",
 ]
 
-HASH_COUNTER = "password_hashes."
-WITHOUT_PASSWORD_COUNTER = "without_password."
-PARAM_DISTRIBUTION = "hash_param."
 PASSWORDLESS_PREFIX = "passwordless-"
 
 
@@ -54,7 +49,7 @@ class HashTally:
                 self.ranges[key] = (min(low_high[0], value), max(low_high[1], value))
 
     def without_password(self, reason: str, user_id: object = None, email: object = None) -> None:
-        self.counts[WITHOUT_PASSWORD_COUNTER + reason] += 1
+        self.counts[counters.WITHOUT_PASSWORD + reason] += 1
         if self.tmp_dir is not None:
             import orjson
 
@@ -66,7 +61,7 @@ class HashTally:
         for name, value in self.counts.items():
             Metrics.counter(NAMESPACE, name).inc(value)
         for key, (low, high) in self.ranges.items():
-            distribution = Metrics.distribution(NAMESPACE, PARAM_DISTRIBUTION + key)
+            distribution = Metrics.distribution(NAMESPACE, counters.HASH_PARAM + key)
             distribution.update(low)
             distribution.update(high)
         self.counts.clear()

@@ -13,6 +13,8 @@ import collections
 import re
 from collections.abc import Mapping
 
+from transforms.common import counters
+
 __all__ = ["MAX_UNKNOWN_FIELD_NAMES", "present", "counter_safe", "unknown_fields", "FieldTally"]
 
 # Distinct unknown field names counted by name (per worker, and again in the manifest).
@@ -100,7 +102,7 @@ class FieldTally:
         ``unknown_field.<source>.<name>``, and start again."""
         for (not_carried, unknown), users in self._seen.items():
             for field in not_carried:
-                counts[f"not_carried.{self._source}.{field}"] += users
+                counts[f"{counters.NOT_CARRIED}{self._source}.{field}"] += users
             for field in unknown:
-                counts[f"unknown_field.{self._source}.{field}"] += users
+                counts[f"{counters.UNKNOWN_FIELD}{self._source}.{field}"] += users
         self._seen.clear()

@@ -32,6 +32,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.reasons import Reason
 from transforms.common.records import NAMESPACE
 from transforms.sources.input_sniff import check_readable
@@ -222,12 +223,12 @@ def _error(reason: str, text: str) -> ReadError:
 
 def _count_decoded(encoding: str | None) -> None:
     if encoding:
-        Metrics.counter(NAMESPACE, f"inputs.decoded.{encoding}").inc()
+        Metrics.counter(NAMESPACE, counters.INPUTS_DECODED + encoding).inc()
 
 
 def _partial(unit: Unit, position: int, records: int, err: BaseException) -> Record:
     """The record that ends a file cut short or damaged; counted for the launcher's exit status."""
-    Metrics.counter(NAMESPACE, f"inputs.partial.{unit.index}").inc(records)
+    Metrics.counter(NAMESPACE, f"{counters.INPUTS_PARTIAL}{unit.index}").inc(records)
     _LOGGER.error("%s; %d records were read before it", _first_line(err), records)
     return (
         position,

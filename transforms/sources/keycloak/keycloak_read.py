@@ -32,6 +32,7 @@ import ijson
 import orjson
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.records import (
     NAMESPACE,
     DeadLetter,
@@ -51,6 +52,8 @@ from transforms.mapping.otp import OtpPolicy
 from transforms.mapping.roles import Grants, KeycloakRoles, RoleEntry, direct_roles_beyond_builtin
 from transforms.mapping.validate import Reason
 from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem, one_line
+from transforms.sources.keycloak import keycloak_accounting as kc
+from transforms.sources.keycloak.keycloak_accounting import SOURCE
 from transforms.sources.keycloak.keycloak_mapping import (
     KNOWN_FIELDS,
     ON_UNSUPPORTED_HASH,
@@ -67,11 +70,10 @@ from transforms.sources.keycloak.keycloak_realm_files import (
     open_realm_file,
 )
 
-__all__ = ["ReadKeycloakUsers", "SOURCE", "FILE_SOURCE", "CHUNK_USERS"]
+__all__ = ["ReadKeycloakUsers", "FILE_SOURCE", "CHUNK_USERS"]
 
 _LOGGER = logging.getLogger(__name__)
 
-SOURCE = "keycloak-user"
 _ROLES = "roles"  # the project roles users hold that the export does not define (with roles)
 # Dead letters about a file rather than a user (a syntax error ends the file), so that
 # "users read = written + dead-lettered users" stays exact.
@@ -117,7 +119,7 @@ class _ReadRealmFileFn(beam.DoFn):
             # no_gc: many small dicts per chunk, and the cyclic GC would rescan them all.
             with no_gc(), open_realm_file(source.path) as handle:
                 if handle.encoding:
-                    counts[f"inputs.decoded.{handle.encoding}"] += 1
+                    counts[counters.INPUTS_DECODED + handle.encoding] += 1
                 guard = DepthGuard(handle)
                 users = iter_users(source, guard)
                 seen_cuts = 0
@@ -131,7 +133,7 @@ class _ReadRealmFileFn(beam.DoFn):
                             f"{one_line(err)}; {position} users were read before it, "
                             "the rest of the file was not read"
                         )
-                        counts[f"inputs.partial.{source.index}"] += position
+                        counts[f"{counters.INPUTS_PARTIAL}{source.index}"] += position
                         yield _unreadable_rest(source, position, detail, counts)
                         break
                     except (ijson.JSONError, ValueError) as err:  # ValueError: bad UTF-8, numbers
@@ -147,7 +149,7 @@ class _ReadRealmFileFn(beam.DoFn):
                     marker = has_marker(user) if guard.cut > seen_cuts else None
                     if marker is not None:
                         seen_cuts += 1
-                        counts["keycloak.users_read"] += 1
+                        counts[kc.USERS_READ] += 1
                         reason, detail = marker_problem(marker)
                         dead = dead_letter(
                             (source.index, position),
@@ -170,7 +172,7 @@ class _ReadRealmFileFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(_ROLES, sorted(self._held))
                 self._held = set()
         finally:
-            counts["keycloak.users_read"] += 0  # always reported, even for an empty realm
+            counts[kc.USERS_READ] += 0  # always reported, even for an empty realm
             self._fields.flush(counts)
             for name, value in counts.items():
                 Metrics.counter(NAMESPACE, name).inc(value)
@@ -185,10 +187,10 @@ class _ReadRealmFileFn(beam.DoFn):
         realm: str = "",
         otp_policy: OtpPolicy | None = None,
     ) -> DeadLetter | None:
-        counts["keycloak.users_read"] += 1
+        counts[kc.USERS_READ] += 1
         others = other_credential_types(user.get("credentials")) if isinstance(user, Mapping) else []
         for kind in others:
-            counts[f"keycloak.other_credentials.{kind}"] += 1
+            counts[kc.OTHER_CREDENTIALS + kind] += 1
         mapped = map_user(user, self._options, realm, otp_policy)
         if isinstance(mapped, Rejection):
             if self._roles is not None and isinstance(user, Mapping):  # roles: docs/roles.md
@@ -201,7 +203,7 @@ class _ReadRealmFileFn(beam.DoFn):
             # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
             row = _row(sortkey, mapped, user, grants)
         except orjson.JSONEncodeError as err:
-            counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
+            counts[counters.ROLES_SKIPPED_DEAD_LETTERED] += sum(len(keys) for _, keys in grants)
             return _dead_letter(
                 sortkey,
                 Reason.UNREADABLE_INPUT,
@@ -222,18 +224,18 @@ class _ReadRealmFileFn(beam.DoFn):
     ) -> None:
         """What the summary and the manifest count about a user that is written."""
         if mapped.password is not None:
-            counts[f"keycloak.with_password.{mapped.password}"] += 1
+            counts[f"{kc.WITH_PASSWORD}{mapped.password}"] += 1
         else:
-            counts["keycloak.without_password"] += 1
+            counts[kc.WITHOUT_PASSWORD] += 1
         if mapped.federated:
-            counts["keycloak.federated"] += 1
+            counts[kc.FEDERATED] += 1
         for outcome, alias in mapped.link_outcomes:
-            counts[f"keycloak.idp_links.{outcome}.{alias}"] += 1
+            counts[f"{kc.IDP_LINKS}{outcome}.{alias}"] += 1
         if mapped.password is None and "idps" not in mapped.entry["user"]:
-            counts["cannot_sign_in.keycloak"] += 1
+            counts[counters.CANNOT_SIGN_IN + kc.PREFIX] += 1
         self._fields.count(user, tuple(f"credentials.{kind}" for kind in others) if others else ())
         if mapped.dropped_hash is not None:
-            counts[f"keycloak.password_dropped.{mapped.dropped_hash.reason}"] += 1
+            counts[f"{kc.PASSWORD_DROPPED}{mapped.dropped_hash.reason}"] += 1
             email = mapped.entry["user"].get("email")
             self._tally.without_password(
                 mapped.dropped_hash.reason,
@@ -243,17 +245,17 @@ class _ReadRealmFileFn(beam.DoFn):
         if mapped.converted is not None:
             self._tally.add(mapped.converted)
         for note in mapped.notes:
-            counts[f"notes.{note}"] += 1
+            counts[counters.note(note)] += 1
         if mapped.otp_not_carried or mapped.required_actions_not_carried:
             for cause in mapped.otp_not_carried:
-                counts[f"keycloak.otp_not_carried.{cause}"] += 1
+                counts[kc.OTP_NOT_CARRIED + cause] += 1
             for action in mapped.required_actions_not_carried:
-                counts[f"keycloak.required_actions_not_carried.{action}"] += 1
+                counts[kc.REQUIRED_ACTIONS_NOT_CARRIED + action] += 1
         if mapped.password_change_required:
-            counts["keycloak.password_change_required"] += 1
+            counts[kc.PASSWORD_CHANGE_REQUIRED] += 1
         if self._options.metadata:
-            counts["keycloak.metadata_entries"] += len(mapped.metadata)
-            counts["keycloak.metadata_dropped"] += mapped.metadata_dropped
+            counts[kc.METADATA_ENTRIES] += len(mapped.metadata)
+            counts[kc.METADATA_DROPPED] += mapped.metadata_dropped
 
     def _count_roles(
         self,
@@ -265,14 +267,14 @@ class _ReadRealmFileFn(beam.DoFn):
         """The user's grants (transforms/mapping/roles.py); its role outcomes counted under ``roles.``."""
         if self._roles is None:
             if direct_roles_beyond_builtin(user, realm):
-                counts["roles.users_holding"] += 1
+                counts[counters.ROLES_USERS_HOLDING] += 1
             return ()
         grants, outcomes = self._roles.user_grants(user)
         for name, value in outcomes:
             if not (dead and name == "undefined"):
-                counts["roles." + name] += value
+                counts[counters.ROLES + name] += value
         if dead:
-            counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
+            counts[counters.ROLES_SKIPPED_DEAD_LETTERED] += sum(len(keys) for _, keys in grants)
             return ()
         if any(name == "undefined" for name, _ in outcomes):
             self._held.update(self._roles.held_entries(user))
@@ -385,7 +387,7 @@ def _unreadable_rest(
 ) -> beam.pvalue.TaggedOutput:
     """The one dead letter for the rest of a realm file that cannot be read on (logged, counted)."""
     _LOGGER.error("%s", detail)
-    counts["keycloak.unreadable_files"] += 1
+    counts[kc.UNREADABLE_FILES] += 1
     return beam.pvalue.TaggedOutput(
         _DEAD,
         dead_letter(

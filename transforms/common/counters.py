@@ -1,0 +1,121 @@
+"""Every counter name a run shares between the code that writes it and the code that reads it.
+
+A migrate run counts with Beam metrics (``records.NAMESPACE``); the launcher reads them back
+into a ``{name: value}`` map, checks each source's accounting invariant and prints the summary,
+and the manifest keeps the map under ``counts``. A name written in one module and read in another
+is spelled once, here (a renamed counter used to surface only as a BROKEN invariant at the end
+of a run). Names that only one source writes and reads sit beside that source's code
+(``transforms/sources/<source>/<source>_accounting.py``, with its invariant).
+
+Names ending in ``.`` are prefixes: the full name adds a suffix (a reason, a verifier, a field).
+
+>>> dead_letter("keycloak", "invalid-email")
+'dead_letter.keycloak.invalid-email'
+>>> count_prefix({"dead_letter.a.x": 2, "dead_letter.b.y": 3, "users_written": 9}, DEAD_LETTER)
+5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "USERS_WRITTEN",
+    "USERS_WITH_PASSWORD",
+    "USERS_WITH_OTP",
+    "METADATA_WRITTEN",
+    "BODIES_WRITTEN",
+    "DEAD_LETTER",
+    "dead_letter",
+    "NOTES",
+    "note",
+    "CANNOT_SIGN_IN",
+    "PASSWORD_HASHES",
+    "WITHOUT_PASSWORD",
+    "HASH_PARAM",
+    "NOT_CARRIED",
+    "UNKNOWN_FIELD",
+    "INPUTS_DECODED",
+    "INPUTS_PARTIAL",
+    "ROLES",
+    "ROLES_USERS_HOLDING",
+    "ROLES_SKIPPED_DEAD_LETTERED",
+    "AUTHORIZATIONS_GRANTS",
+    "AUTHORIZATIONS_KEYS_CARRIED",
+    "AUTHORIZATIONS_USERS_WITH_ROLES",
+    "AUTHORIZATIONS_ROLES",
+    "SYNC_ROWS_NOT_IMPORTED",
+    "SYNC_ROWS_REJECTED",
+    "SYNC_REMOVALS",
+    "SYNC_CHANGED_FIELDS",
+    "SYNC_NOT_APPLIED",
+    "count_prefix",
+    "by_suffix",
+]
+
+# Bodies (transforms/output/bodies.py): what reached an import body.
+USERS_WRITTEN = "users_written"
+USERS_WITH_PASSWORD = "users_with_password"
+USERS_WITH_OTP = "users_with_otp"
+METADATA_WRITTEN = "metadata_written"
+BODIES_WRITTEN = "bodies_written"
+
+# Dead letters, counted where they are written (transforms/files/sinks.py): dead_letter.<source>.<reason>.
+DEAD_LETTER = "dead_letter."
+
+
+def dead_letter(source: str, reason: str = "") -> str:
+    """``dead_letter.<source>.<reason>``; without a reason, the prefix of one source's letters."""
+    return f"{DEAD_LETTER}{source}.{reason}"
+
+
+# Fields changed or dropped on the way (transforms/mapping/validate.py's notes): notes.<note>.
+NOTES = "notes."
+
+
+def note(name: str) -> str:
+    """``notes.<name>`` (``phone-dropped``, ``derived-id``, ...)."""
+    return NOTES + name
+
+
+# Written users with neither a password nor an IdP link: cannot_sign_in.<source>.
+CANNOT_SIGN_IN = "cannot_sign_in."
+
+# Password hashes (transforms/hashing/tally.py): by verifier, by reason dropped, parameter spread.
+PASSWORD_HASHES = "password_hashes."
+WITHOUT_PASSWORD = "without_password."
+HASH_PARAM = "hash_param."
+
+# Source fields the import does not carry (transforms/mapping/fields.py): <prefix><source>.<field>.
+NOT_CARRIED = "not_carried."
+UNKNOWN_FIELD = "unknown_field."
+
+# Input files (transforms/sources/json_units.py, the Keycloak reader).
+INPUTS_DECODED = "inputs.decoded."
+INPUTS_PARTIAL = "inputs.partial."
+
+# Roles and grants (transforms/mapping/roles.py, transforms/output/grants.py).
+ROLES = "roles."
+ROLES_USERS_HOLDING = "roles.users_holding"
+ROLES_SKIPPED_DEAD_LETTERED = "roles.skipped.user-dead-lettered"
+AUTHORIZATIONS_GRANTS = "authorizations.grants"
+AUTHORIZATIONS_KEYS_CARRIED = "authorizations.keys_carried"
+AUTHORIZATIONS_USERS_WITH_ROLES = "authorizations.users_with_roles"
+AUTHORIZATIONS_ROLES = "authorizations.roles"
+
+# Scheduled syncs (transforms/sync/compare.py, change_files.py).
+SYNC_ROWS_NOT_IMPORTED = "sync.rows_not_imported"
+SYNC_ROWS_REJECTED = "sync.rows_rejected"
+SYNC_REMOVALS = "sync.removals"
+SYNC_CHANGED_FIELDS = "sync.changed_fields."
+SYNC_NOT_APPLIED = "sync.not_applied."
+
+
+def count_prefix(counts: Mapping[str, int], prefix: str) -> int:
+    """The sum of every counter whose name starts with ``prefix``."""
+    return sum(value for name, value in counts.items() if name.startswith(prefix))
+
+
+def by_suffix(counts: Mapping[str, int], prefix: str) -> list[tuple[str, int]]:
+    """``(what follows prefix, value)`` of the counters named ``prefix...``, in ``counts``' order."""
+    return [(name[len(prefix) :], value) for name, value in counts.items() if name.startswith(prefix)]
