@@ -26,7 +26,7 @@ from baseline_common import render_all, write_bodies  # noqa: E402 - after the s
 from transforms.common.records import NUM_PARTITIONS, partition_of  # noqa: E402 - after the sys.path set-up above
 from transforms.mapping.validate import ValidationOptions, validate_user  # noqa: E402 - after the sys.path set-up above
 from transforms.output.batching import to_fragment  # noqa: E402 - after the sys.path set-up above
-from transforms.sources.auth0.mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402 - after the sys.path set-up above
+from transforms.sources.auth0.auth0_mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402 - after the sys.path set-up above
 
 
 def _read(path: str) -> list[tuple[int, object]]:
@@ -42,6 +42,18 @@ def _read(path: str) -> list[tuple[int, object]]:
                 except orjson.JSONDecodeError:
                     out.append((position, None))
     return out
+
+
+def _target(oid: str, candidates: list) -> list | None:
+    """The profile row a password record belongs to: its id, else the only profile, else the only
+    database profile."""
+    for row in candidates:
+        if oid and str(row[1].get("user_id", "")).rsplit("|", 1)[-1] == oid:
+            return row
+    if len(candidates) == 1:
+        return candidates[0]
+    db = [r for r in candidates if str(r[1].get("user_id", "")).startswith("auth0|")]
+    return db[0] if len(db) == 1 else None
 
 
 def convert(users: str, passwords: str, org: str, timeout: str, batch_size: int, email_verified: bool):
@@ -71,17 +83,7 @@ def convert(users: str, passwords: str, org: str, timeout: str, batch_size: int,
             reject("missing-email" if not email else "missing-password-hash")
             continue
         candidates = by_email.get(email, [])
-        target = None
-        oid = password_oid(rec)
-        for row in candidates:
-            if oid and str(row[1].get("user_id", "")).rsplit("|", 1)[-1] == oid:
-                target = row
-                break
-        if target is None and len(candidates) == 1:
-            target = candidates[0]
-        if target is None:
-            db = [r for r in candidates if str(r[1].get("user_id", "")).startswith("auth0|")]
-            target = db[0] if len(db) == 1 else None
+        target = _target(password_oid(rec), candidates)
         if target is None:
             reject("orphan-password" if not candidates else "ambiguous-password")
             continue

@@ -21,15 +21,21 @@ import argparse
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ConfigError
-from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
+from pipeline.migrate import CommonArgs, add_common_arguments, check_gcs_reachable, common_args, run_migration
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import count_prefix, shared_summary_lines
+from pipeline.report import shared_summary_lines
 from pipeline.role_options import add_role_arguments, role_settings
+from transforms.sources.auth0.auth0_accounting import invariant
 
-__all__ = ["add_arguments", "run", "summary_lines", "invariant", "RESERVED_ALIASES"]
+if TYPE_CHECKING:
+    from transforms.mapping.roles import RoleSettings
+    from transforms.sources import json_units as fileio
+    from transforms.sources.auth0.auth0_options import Auth0Options
+
+__all__ = ["add_arguments", "run", "summary_lines", "RESERVED_ALIASES"]
 
 # --idp-map aliases that are not IdPs in Auth0, with the reason shown.
 RESERVED_ALIASES = {"auth0": "'auth0' identities are Auth0's own database (the password), not an IdP"}
@@ -88,55 +94,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
-    """profiles read = users written + profiles dead-lettered; password hashes read (records and
-    custom_password_hash) = used + dead-lettered; MFA records read + bulk-import ``mfa_factors``
-    totp secrets = OTP secrets written + not importable + dead-lettered (both are OTP items of
-    the join, dead-lettered as ``auth0-mfa``)."""
-    profiles = counts.get("auth0.profiles_read", 0)
-    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
-    written = counts.get("users_written", 0) + counts.get("sync.rows_not_imported", 0)
-    dead_profiles = count_prefix(counts, "dead_letter.auth0-profile.")
-    passwords = counts.get("auth0.passwords_read", 0) + counts.get("auth0.custom_hashes_read", 0)
-    with_pw = counts.get("users_with_password", 0)
-    # A profile's own hash that was not used has no line of its own (counted, see
-    # transforms/sources/auth0/read.py EMBEDDED_UNUSED_PREFIX): one dead-letter line per rejected record.
-    dead_pw = (
-        count_prefix(counts, "dead_letter.auth0-password.")
-        + count_prefix(counts, "dead_letter.auth0-custom-hash.")
-        + count_prefix(counts, "auth0.custom_hash_unused.")
-    )
-    mfa = counts.get("auth0.mfa_read", 0)
-    factors = counts.get("auth0.mfa_factors.totp", 0)
-    with_otp = counts.get("users_with_otp", 0)
-    not_importable = count_prefix(counts, "auth0.mfa_not_importable.")
-    dead_mfa = count_prefix(counts, "dead_letter.auth0-mfa.")
-    holds = (
-        profiles == written + dead_profiles
-        and passwords == with_pw + dead_pw
-        and mfa + factors == with_otp + not_importable + dead_mfa
-    )
-    text = (
-        f"profiles {profiles:,} = written {written:,} + dead-lettered {dead_profiles:,}; "
-        f"password records {passwords:,} = used {with_pw:,} + dead-lettered {dead_pw:,}"
-    )
-    if mfa or factors:
-        read = (
-            f"MFA records {mfa:,}" if not factors else f"MFA records {mfa:,} + mfa_factors totp {factors:,}"
-        )
-        text += (
-            f"; {read} = OTP written {with_otp:,} + not importable {not_importable:,}"
-            f" + dead-lettered {dead_mfa:,}"
-        )
-    role_records = counts.get("auth0.role_records_read", 0)
-    if role_records:  # --roles-file (docs/roles.md): joined to a profile, or a dead letter
-        joined = counts.get("auth0.role_records_joined", 0)
-        dead_roles = count_prefix(counts, "dead_letter.auth0-roles.")
-        holds = holds and role_records == joined + dead_roles
-        text += f"; role records {role_records:,} = joined {joined:,} + dead-lettered {dead_roles:,}"
-    return holds, text
-
-
 def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     written = counts.get("users_written", 0)
     with_pw = counts.get("users_with_password", 0)
@@ -161,7 +118,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
         lines.append(("  users written with OTP (otpCode)", counts.get("users_with_otp", 0)))
         for name, value in sorted(counts.items()):
             if name.startswith("auth0.mfa_not_importable."):
-                lines.append((f"  not importable: {name.split('.', 2)[2]}", value))
+                lines.append((f"  not importable: {name.removeprefix('auth0.mfa_not_importable.')}", value))
     if any(k.startswith("auth0.mfa_factors") for k in counts):
         # The factors not carried are listed by cause at the end (pipeline/report.py).
         lines.append(("mfa_factors totp secrets read (bulk-import)", counts.get("auth0.mfa_factors.totp", 0)))
@@ -177,8 +134,9 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
             ("invalid", "no usable user_id, not linked"),
         ):
             for name, value in sorted(identities.items()):
-                if name.startswith(f"auth0.identities.{outcome}."):
-                    lines.append((f"  {label}: {name.split('.', 3)[3]}", value))
+                prefix = f"auth0.identities.{outcome}."
+                if name.startswith(prefix):
+                    lines.append((f"  {label}: {name.removeprefix(prefix)}", value))
     return lines + shared_summary_lines(counts, "auth0")
 
 
@@ -191,27 +149,13 @@ def _password_pattern(value: str | None) -> str | None:
     return value
 
 
-def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
-    from transforms.common.records import NUM_PARTITIONS
-    from transforms.mapping.validate import ValidationOptions
+def _match_files(
+    known_args: argparse.Namespace, password_pattern: str | None
+) -> tuple[list[fileio.InputFile], ...]:
+    """The files of ``--users``, ``--passwords``, ``--mfa`` and ``--roles-file``, numbered in that
+    order (the sort key's file index), each given a first look."""
     from transforms.sources import json_units as fileio
-    from transforms.sources.auth0.read import Auth0Options, ReadAuth0Users
 
-    common = common_args(known_args)
-    idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)
-    password_pattern = _password_pattern(known_args.passwords)
-    roles = role_settings(known_args)
-    patterns = {
-        "--users": known_args.users,
-        "--passwords": password_pattern,
-        "--mfa": known_args.mfa,
-        "--roles-file": known_args.roles_file,
-    }
-    patterns = {flag: value for flag, value in patterns.items() if value}
-    # Before matching: a gs:// match with Cloud Storage unreachable retries for ~120 s.
-    check_gcs_reachable(
-        list(patterns.values()) + [common.output] + ([common.dead_letter] if common.dead_letter else [])
-    )
     try:
         profiles = fileio.match_inputs([known_args.users], 0, "--users")
         passwords = (
@@ -237,12 +181,19 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     for flag, files in (("--users", profiles), ("--passwords", passwords), ("--mfa", mfa)):
         for file in files:
             fileio.check_readable(file.path, flag, allow_empty=flag != "--users")
-    if known_args.passwords is None and password_pattern is None:
-        _LOGGER.warning(
-            "no --passwords and no ./passwords.json: no password file: only bulk-import profiles' custom_password_hash can give users a "
-            "password (--passwords=PATH to add one)"
-        )
-    options = Auth0Options(
+    return profiles, passwords, mfa, role_files
+
+
+def _auth0_options(
+    known_args: argparse.Namespace,
+    common: CommonArgs,
+    idp_map: tuple[tuple[str, str], ...],
+    roles: RoleSettings | None,
+) -> Auth0Options:
+    from transforms.mapping.validate import ValidationOptions
+    from transforms.sources.auth0.auth0_options import Auth0Options
+
+    return Auth0Options(
         email_verified=known_args.email_verified,
         # With --state, blocked users are read so that those in ZITADEL can be deactivated; the
         # sync step still dead-letters blocked users who are new unless --include-blocked.
@@ -257,6 +208,34 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         roles_project=roles.project_id if roles is not None else None,
         roles_from=known_args.roles_from,
     )
+
+
+def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+    from transforms.common.records import NUM_PARTITIONS
+    from transforms.sources.auth0.auth0_read import ReadAuth0Users
+
+    common = common_args(known_args)
+    idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)
+    password_pattern = _password_pattern(known_args.passwords)
+    roles = role_settings(known_args)
+    patterns = {
+        "--users": known_args.users,
+        "--passwords": password_pattern,
+        "--mfa": known_args.mfa,
+        "--roles-file": known_args.roles_file,
+    }
+    patterns = {flag: value for flag, value in patterns.items() if value}
+    # Before matching: a gs:// match with Cloud Storage unreachable retries for ~120 s.
+    check_gcs_reachable(
+        list(patterns.values()) + [common.output] + ([common.dead_letter] if common.dead_letter else [])
+    )
+    profiles, passwords, mfa, role_files = _match_files(known_args, password_pattern)
+    if known_args.passwords is None and password_pattern is None:
+        _LOGGER.warning(
+            "no --passwords and no ./passwords.json: no password file: only bulk-import profiles' custom_password_hash can give users a "
+            "password (--passwords=PATH to add one)"
+        )
+    options = _auth0_options(known_args, common, idp_map, roles)
     if roles is not None and not known_args.roles_from and not known_args.roles_file:
         raise ConfigError(
             "--project-id: say where Auth0 keeps the roles: --roles-from=app_metadata.roles and/or "

@@ -1,4 +1,4 @@
-"""Auth0 record → humanUsers entry (transforms/sources/auth0/mapping.py): zitadel-tools' fallbacks as tables."""
+"""Auth0 record → humanUsers entry (transforms/sources/auth0/auth0_mapping.py): zitadel-tools' fallbacks as tables."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from transforms.sources.auth0.mapping import (
+from transforms.sources.auth0.auth0_mapping import (
     map_profile,
     metadata_entries,
     normalise_email,

@@ -17,7 +17,7 @@ from pipeline.errors import ConfigError
 from pipeline.migrate_auth0 import RESERVED_ALIASES
 from pipeline.options import parse_idp_map
 from transforms.mapping.validate import Reason
-from transforms.sources.auth0.mapping import idp_links
+from transforms.sources.auth0.auth0_mapping import idp_links
 
 # Reason codes these tests produce in the Auth0 pipeline (see test_cli_auth0's coverage check).
 MFA_REASONS = {Reason.UNKNOWN_USER, Reason.OTP_SUPERSEDED, Reason.INVALID_OTP_SECRET}
@@ -261,7 +261,7 @@ def test_passwords_default_is_zitadel_tools_file_when_present(tmp_path, monkeypa
 # --------------------------------------------------------------------------- fields not carried
 
 
-from transforms.sources.auth0.mapping import fields_not_carried, unknown_fields  # noqa: E402 - imported where the tests that use it start
+from transforms.sources.auth0.auth0_mapping import fields_not_carried, unknown_fields  # noqa: E402 - imported where the tests that use it start
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,8 @@ def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emula
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources import json_units as fileio
-    from transforms.sources.auth0.read import Auth0Options, ReadAuth0Users
+    from transforms.sources.auth0.auth0_options import Auth0Options
+    from transforms.sources.auth0.auth0_read import ReadAuth0Users
 
     built: list[tuple[str, list[str]]] = []
     original = stager.Stager._build_setup_package

@@ -130,7 +130,7 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     run_dir = tmp_path / "elsewhere"
     run_dir.mkdir()
     where = subprocess.run(
-        [str(python), "-c", "import pipeline, transforms.sources.auth0.read; print(pipeline.__file__)"],
+        [str(python), "-c", "import pipeline, transforms.sources.auth0.auth0_read; print(pipeline.__file__)"],
         cwd=run_dir,
         capture_output=True,
         text=True,

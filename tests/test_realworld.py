@@ -76,7 +76,7 @@ def _run(argv: list[str], out: Path) -> tuple[dict, list[dict], list[dict]]:
 def _profiles_for(path: Path, tmp: Path) -> Path:
     """Profiles for the users a password export names: e-mail and ``auth0|<_id>``."""
     from transforms.sources import json_units as fileio
-    from transforms.sources.auth0.mapping import password_oid, record_email
+    from transforms.sources.auth0.auth0_mapping import password_oid, record_email
 
     records = [
         value

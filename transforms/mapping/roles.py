@@ -63,7 +63,7 @@ Role = tuple[str, str]
 # One project role: (project id, key, display name, group).
 RoleEntry = tuple[str, str, str, str]
 # A user's grants: ((project id, (sorted, unique keys)), ...) sorted by project id. This is what
-# rows carry (records.EncodedRow[10]) and what a later comparison can fingerprint.
+# rows carry (the ``grants`` of ``records.encoded_row``) and what a later comparison can fingerprint.
 Grants = tuple[tuple[str, tuple[str, ...]], ...]
 
 

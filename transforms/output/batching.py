@@ -44,32 +44,36 @@ class BodySpec:
     multiline: bool = False
 
 
-# One user, encoded: (file_index, position, user JSON, metadata JSON items or b"", password:
-# the hash's ZITADEL verifier, "password" for plaintext, "" for none; see records.EncodedRow;
-# userGrants JSON items or b"").
+# One user, encoded (built by ``fragment_of``; read by unpacking it into locals of these names):
+#   (file_index, position, user_json, metadata_json, password, grants_json)
+# ``metadata_json``: its userMetadata JSON items or b""; ``password``: the hash's ZITADEL verifier,
+# "password" for plaintext, "" for none (see records.EncodedRow); ``grants_json``: its userGrants
+# JSON items or b"". A plain tuple: the remainders of every partition are shuffled as fragments.
 Fragment = tuple[int, int, bytes, bytes, str, bytes]
 
 
 def to_fragment(row: list[Any]) -> Fragment:
     """A source row (see ``records``) → the fragment a body is built from."""
     encoded = encode_row(row)
-    return fragment_of(encoded, grant_items(encoded[2], encoded[10]))
+    (_, _, user_id, _, _, _, _, _, _, _, grants) = encoded
+    return fragment_of(encoded, grant_items(user_id, grants))
 
 
 def fragment_of(encoded: EncodedRow, grants: bytes = b"") -> Fragment:
     """``grants``: the user's ``userGrants`` items (``grants.grant_items``), b"" for none."""
-    return (encoded[0], encoded[1], encoded[4], encoded[5], encoded[6], grants)
+    (file_index, position, _, _, entry_json, metadata_json, password, _, _, _, _) = encoded
+    return (file_index, position, entry_json, metadata_json, password, grants)
 
 
 def render_fragments(spec: BodySpec, fragments: list[Fragment]) -> bytes:
     """The ImportDataRequest for ``fragments`` (in order): exactly ``orjson.dumps`` of the dict
     ``{"dataOrgs": {"orgs": [{"orgId", "humanUsers", "userMetadata"?, "userGrants"?}]}, "timeout"}``."""
-    users = b",".join(f[2] for f in fragments)
-    metadata = b",".join(f[3] for f in fragments if f[3])
+    users = b",".join(user_json for _, _, user_json, _, _, _ in fragments)
+    metadata = b",".join(metadata_json for _, _, _, metadata_json, _, _ in fragments if metadata_json)
     body = b'{"dataOrgs":{"orgs":[{"orgId":' + orjson.dumps(spec.org_id) + b',"humanUsers":[' + users + b"]"
     if metadata:
         body += b',"userMetadata":[' + metadata + b"]"
-    grants = b",".join(f[5] for f in fragments if f[5])
+    grants = b",".join(grants_json for _, _, _, _, _, grants_json in fragments if grants_json)
     if grants:
         body += b',"userGrants":[' + grants + b"]"
     body += b'}]},"timeout":' + orjson.dumps(spec.timeout) + b"}"

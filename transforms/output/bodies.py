@@ -51,7 +51,7 @@ from transforms.common.records import (
 )
 from transforms.files.sinks import open_private
 from transforms.files.spill import load_blob, read_spill_head
-from transforms.mapping.roles import grant_items
+from transforms.mapping.roles import Grants, grant_items
 from transforms.mapping.validate import Reason
 from transforms.output.batching import (
     BodySpec,
@@ -63,7 +63,7 @@ from transforms.output.batching import (
     render_fragments,
     to_fragment,
 )
-from transforms.output.grants import filter_grants
+from transforms.output.grants import Losers, filter_grants
 
 __all__ = [
     "BodySpec",
@@ -103,6 +103,12 @@ class _ClaimsFn(beam.DoFn):
             yield part, orjson.dumps(items)
 
 
+def _claim_order(claim: list[Any]) -> tuple[int, int]:
+    """A claim ``[kind, value, [file_index, position]]`` sorts by where its row sits in the input."""
+    _, _, (file_index, position) = claim
+    return file_index, position
+
+
 class _FindDuplicatesFn(beam.DoFn):
     """The rows that lose a claim: ``(sortkey, (reason, detail))`` for all but the first."""
 
@@ -112,7 +118,7 @@ class _FindDuplicatesFn(beam.DoFn):
         losers: dict[tuple[int, int], tuple[str, str]] = {}
         with no_gc():
             items = [item for blob in blobs for item in orjson.loads(blob)]
-            items.sort(key=lambda c: (c[2][0], c[2][1]))
+            items.sort(key=_claim_order)
             for kind, value, sortkey in items:
                 if (kind, value) not in first:
                     first.add((kind, value))
@@ -150,22 +156,33 @@ class _BodyWriterFn(beam.DoFn):
 
         data = render_fragments(self._spec, fragments)
         digest = hashlib.sha256(data).hexdigest()
-        name = body_temp_name((fragments[0][0], fragments[0][1]), len(fragments), digest)
+        first_file, first_position, _, _, _, _ = fragments[0]
+        name = body_temp_name((first_file, first_position), len(fragments), digest)
         path = FileSystems.join(self._tmp_dir, name)
         with open_private(path) as handle:
             handle.write(data)
+        with_pw = metadata = with_otp = 0
+        verifiers: collections.Counter[str] = collections.Counter()
+        for _, _, user_json, metadata_json, password, _ in fragments:
+            if password:
+                with_pw += 1
+                if password != "password":
+                    verifiers[password] += 1
+            if metadata_json:
+                metadata += metadata_json.count(b'"id":')
+            # An unescaped '"otpCode":' can only be the key (quotes inside strings are escaped).
+            if b'"otpCode":' in user_json:
+                with_otp += 1
         self._users.inc(len(fragments))
-        self._with_pw.inc(sum(1 for f in fragments if f[4]))
-        verifiers = collections.Counter(f[4] for f in fragments if f[4] and f[4] != "password")
+        self._with_pw.inc(with_pw)
         for (
             verifier,
             count,
         ) in verifiers.items():  # password_hashes.<verifier> (transforms/hashing/summary.py)
             Metrics.counter(NAMESPACE, "password_hashes." + verifier).inc(count)
-        self._metadata.inc(sum(f[3].count(b'"id":') for f in fragments if f[3]))
+        self._metadata.inc(metadata)
         self._bodies.inc()
-        # An unescaped '"otpCode":' can only be the key (quotes inside strings are escaped).
-        self._with_otp.inc(sum(1 for f in fragments if b'"otpCode":' in f[2]))
+        self._with_otp.inc(with_otp)
         return path
 
 
@@ -177,11 +194,11 @@ class _GrantTally:
 
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
-        self._tails: dict[tuple, tuple[bytes, int, int]] = {}
+        self._tails: dict[Grants, tuple[bytes, int, int]] = {}
         self._users = self._grants = self._keys = 0
 
-    def items(self, row: EncodedRow, role_losers: frozenset) -> bytes:
-        grants = row[10]
+    def items(self, user_id: str, grants: Grants, role_losers: Losers) -> bytes:
+        """The user's ``userGrants`` JSON items (b"" when collisions removed every key)."""
         if role_losers:
             grants, removed = filter_grants(grants, role_losers)
             self.counts["roles.skipped.key-case-collision"] += removed
@@ -193,14 +210,15 @@ class _GrantTally:
             tail = (rendered, len(grants), sum(len(keys) for _, keys in grants))
             if len(self._tails) < 10_000:
                 self._tails[grants] = tail
+        rendered, grant_count, key_count = tail
         self._users += 1
-        self._grants += tail[1]
-        self._keys += tail[2]
-        user = b'{"userId":' + orjson.dumps(row[2])
-        return tail[0].replace(b'{"userId":""', user) if tail[1] > 1 else user + tail[0][12:]
+        self._grants += grant_count
+        self._keys += key_count
+        user = b'{"userId":' + orjson.dumps(user_id)
+        return rendered.replace(b'{"userId":""', user) if grant_count > 1 else user + rendered[12:]
 
-    def dead_lettered(self, row: EncodedRow) -> None:
-        self.counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in row[10])
+    def dead_lettered(self, grants: Grants) -> None:
+        self.counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
 
     def publish(self) -> None:
         self.counts["authorizations.users_with_roles"] += self._users
@@ -215,7 +233,10 @@ class _ChunkPartitionFn(_BodyWriterFn):
     """Sort a partition's rows, drop duplicates, write full bodies, pass the remainder on."""
 
     def process(
-        self, element: tuple[int, Iterable[bytes]], losers: dict, role_losers: frozenset = frozenset()
+        self,
+        element: tuple[int, Iterable[bytes]],
+        losers: dict[tuple[int, int], tuple[str, str]],
+        role_losers: Losers = frozenset(),
     ):
         _, blobs = element
         with no_gc():
@@ -224,23 +245,44 @@ class _ChunkPartitionFn(_BodyWriterFn):
             kept: list[Fragment] = []
             grants = _GrantTally()
             for row in rows:
-                lost = losers.get(_sortkey(row))
+                (
+                    file_index,
+                    position,
+                    user_id,
+                    _,
+                    _,
+                    _,
+                    _,
+                    source,
+                    record_json,
+                    companions_json,
+                    row_grants,
+                ) = row
+                lost = losers.get((file_index, position))
                 if lost is None:
-                    kept.append(fragment_of(row, grants.items(row, role_losers) if row[10] else b""))
+                    kept.append(
+                        fragment_of(
+                            row, grants.items(user_id, row_grants, role_losers) if row_grants else b""
+                        )
+                    )
                     continue
-                if row[10]:  # the roles of a dead-lettered user (transforms/output/grants.py)
-                    grants.dead_lettered(row)
+                if row_grants:  # the roles of a dead-lettered user (transforms/output/grants.py)
+                    grants.dead_lettered(row_grants)
+                reason, detail = lost
                 yield beam.pvalue.TaggedOutput(
-                    _DEAD, dead_letter(_sortkey(row), lost[0], lost[1], row[7], orjson.Fragment(row[8]))
+                    _DEAD,
+                    dead_letter((file_index, position), reason, detail, source, orjson.Fragment(record_json)),
                 )
-                for sortkey, source, record in orjson.loads(row[9]) if row[9] else []:
+                for sortkey, companion_source, record in (
+                    orjson.loads(companions_json) if companions_json else []
+                ):
                     yield beam.pvalue.TaggedOutput(
                         _DEAD,
                         dead_letter(
                             sortkey,
                             Reason.PROFILE_REJECTED,
-                            f"its user was dead-lettered ({lost[0]})",
-                            source,
+                            f"its user was dead-lettered ({reason})",
+                            companion_source,
                             record,
                         ),
                     )

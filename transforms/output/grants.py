@@ -1,6 +1,6 @@
 """Project roles and user grants in import bodies: the catalogue, case collisions, rendering.
 
-Sources put each user's grants into its row (``records.EncodedRow[10]``, ``roles.Grants``) and
+Sources put each user's grants into its row (``records.EncodedRow``'s ``grants``, ``roles.Grants``) and
 emit the project roles they used (``RoleEntry`` sets) on a ``roles`` output. This module:
 
 - merges those role sets (plus the roles the export defines) into one **catalogue**, and resolves
@@ -162,7 +162,10 @@ def read_catalogue(tmp_dir: str) -> list[RoleEntry]:
     if not FileSystems.exists(path):
         return []
     with FileSystems.open(path) as handle:
-        return [(e[0], e[1], e[2], e[3]) for e in orjson.loads(handle.read())["roles"]]
+        return [
+            (project, key, display, group)
+            for project, key, display, group in orjson.loads(handle.read())["roles"]
+        ]
 
 
 def authorizations_body(

@@ -40,6 +40,7 @@ from transforms.common.records import (
     PartitionRows,
     SortKey,
     dead_letter,
+    encoded_row,
     no_gc,
     pack_rows,
     partition_of,
@@ -296,8 +297,8 @@ class _ReadRealmFileFn(beam.DoFn):
 
 
 def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object], grants: Grants) -> EncodedRow:
-    """The one place a Keycloak row is built, in ``EncodedRow``'s field order
-    (transforms/common/records.py): the JSON of the entry, metadata and record rendered once."""
+    """A Keycloak user's row (``records.encoded_row``): the JSON of the entry, metadata and record
+    rendered once."""
     file_index, position = sortkey
     entry = mapped.entry
     user_id = entry.get("userId") or ""
@@ -307,18 +308,18 @@ def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object], grant
         password = "password"
     metadata = mapped.metadata
     meta = orjson.dumps([{"id": user_id, **item} for item in metadata])[1:-1] if metadata else b""
-    return (
-        file_index,
-        position,
-        user_id,
-        user_name_key(entry["user"].get("userName")),
-        orjson.dumps(entry),
-        meta,
-        password,
-        SOURCE,
-        orjson.dumps(user),
-        b"",  # companions: a Keycloak user is one record
-        grants or (),
+    return encoded_row(
+        file_index=file_index,
+        position=position,
+        user_id=user_id,
+        name_key=user_name_key(entry["user"].get("userName")),
+        entry_json=orjson.dumps(entry),
+        metadata_json=meta,
+        password=password,
+        source=SOURCE,
+        record_json=orjson.dumps(user),
+        companions_json=b"",  # a Keycloak user is one record
+        grants=grants or (),
     )
 
 

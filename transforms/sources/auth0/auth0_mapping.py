@@ -2,7 +2,7 @@
 
 Same mapping and fallbacks as ``zitadel-tools migrate auth0`` (docs/source-schemas.md), with its bugs fixed
 (the source's ``email_verified`` is kept unless ``--email-verified`` is given). Used by the
-pipeline (``transforms/sources/auth0/read.py``) and by the plain benchmark baseline.
+pipeline (``transforms/sources/auth0/auth0_parse.py``) and by the plain benchmark baseline.
 
 Example::
 

@@ -1,0 +1,89 @@
+"""The Auth0 reader's accounting: every record read ends written or dead-lettered, in counters.
+
+For whoever renames a counter of the Auth0 reader: the run's invariant (printed in the summary,
+stored in the manifest) reads those counters back, so it lives here, beside the code that writes
+them (``auth0_parse``, ``auth0_join``; ``users_written`` and friends come from
+``transforms/output/bodies.py``, ``sync.rows_not_imported`` from ``transforms/sync/compare.py``).
+
+Example::
+
+    holds, text = invariant(counts)  # counts: counter name → value, from the run's metrics
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from transforms.sources.auth0.auth0_items import (
+    CUSTOM_HASH_SOURCE,
+    EMBEDDED_UNUSED_PREFIX,
+    MFA_SOURCE,
+    PASSWORD_SOURCE,
+    PROFILE_SOURCE,
+    READ_COUNTERS,
+    ROLE_SOURCE,
+    Kind,
+)
+
+__all__ = ["invariant"]
+
+
+def _sum(counts: Mapping[str, int], prefix: str) -> int:
+    """The sum of every counter whose name starts with ``prefix``."""
+    return sum(value for name, value in counts.items() if name.startswith(prefix))
+
+
+def _dead(counts: Mapping[str, int], source: str) -> int:
+    """Dead letters of one source (``dead_letter.<source>.<reason>``, counted where they are written)."""
+    return _sum(counts, f"dead_letter.{source}.")
+
+
+def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
+    """profiles read = users written + profiles dead-lettered; password hashes read (records and
+    custom_password_hash) = used + dead-lettered; MFA records read + bulk-import ``mfa_factors``
+    totp secrets = OTP secrets written + not importable + dead-lettered (both are OTP items of
+    the join, dead-lettered as ``auth0-mfa``)."""
+    profiles = counts.get(READ_COUNTERS[Kind.PROFILES], 0)
+    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
+    written = counts.get("users_written", 0) + counts.get("sync.rows_not_imported", 0)
+    dead_profiles = _dead(counts, PROFILE_SOURCE)
+    passwords = counts.get(READ_COUNTERS[Kind.PASSWORDS], 0) + counts.get(
+        READ_COUNTERS[Kind.CUSTOM_HASHES], 0
+    )
+    with_pw = counts.get("users_with_password", 0)
+    # A profile's own hash that was not used has no line of its own (counted under
+    # EMBEDDED_UNUSED_PREFIX): one dead-letter line per rejected record.
+    dead_pw = (
+        _dead(counts, PASSWORD_SOURCE)
+        + _dead(counts, CUSTOM_HASH_SOURCE)
+        + _sum(counts, EMBEDDED_UNUSED_PREFIX)
+    )
+    mfa = counts.get(READ_COUNTERS[Kind.MFA], 0)
+    factors = counts.get("auth0.mfa_factors.totp", 0)
+    with_otp = counts.get("users_with_otp", 0)
+    not_importable = _sum(counts, "auth0.mfa_not_importable.")
+    dead_mfa = _dead(counts, MFA_SOURCE)
+    holds = (
+        profiles == written + dead_profiles
+        and passwords == with_pw + dead_pw
+        and mfa + factors == with_otp + not_importable + dead_mfa
+    )
+    text = (
+        f"profiles {profiles:,} = written {written:,} + dead-lettered {dead_profiles:,}; "
+        f"password records {passwords:,} = used {with_pw:,} + dead-lettered {dead_pw:,}"
+    )
+    if mfa or factors:
+        read = (
+            f"MFA records {mfa:,}" if not factors else f"MFA records {mfa:,} + mfa_factors totp {factors:,}"
+        )
+        text += (
+            f"; {read} = OTP written {with_otp:,} + not importable {not_importable:,}"
+            f" + dead-lettered {dead_mfa:,}"
+        )
+    role_records = counts.get(READ_COUNTERS[Kind.ROLE_RECORDS], 0)
+    if role_records:  # --roles-file (docs/roles.md): joined to a profile, or a dead letter
+        joined = counts.get("auth0.role_records_joined", 0)
+        dead_roles = _dead(counts, ROLE_SOURCE)
+        holds = holds and role_records == joined + dead_roles
+        text += f"; role records {role_records:,} = joined {joined:,} + dead-lettered {dead_roles:,}"
+    return holds, text
