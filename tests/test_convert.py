@@ -19,13 +19,9 @@ import passwap_rules
 import pytest
 from argon2.low_level import Type, hash_secret
 
-from transforms.hashing.convert import (
-    ConvertedHash,
-    HashFailure,
-    convert_auth0,
-    convert_credential,
-    parse_hash,
-)
+from transforms.hashing.auth0_hashes import convert_auth0
+from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
+from transforms.hashing.keycloak_hashes import convert_credential
 from transforms.mapping.validate import Reason
 
 PASSWORD, WRONG = "corrêct horse ✓", "corrêct horse ✗"

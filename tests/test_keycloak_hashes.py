@@ -18,7 +18,8 @@ import bcrypt
 import pytest
 from argon2.low_level import Type, hash_secret_raw
 
-from transforms.hashing.convert import ConvertedHash, HashFailure, convert_credential
+from transforms.hashing.convert import ConvertedHash, HashFailure
+from transforms.hashing.keycloak_hashes import convert_credential
 from transforms.mapping.validate import Reason, ValidationOptions, hash_problem
 
 PASSWORD = "correct horse battery staple"

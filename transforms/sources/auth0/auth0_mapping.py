@@ -18,7 +18,8 @@ from typing import Any
 import orjson
 
 from transforms.common.reasons import Reason
-from transforms.hashing.convert import ConvertedHash, bcrypt_mcf, convert_auth0
+from transforms.hashing.auth0_hashes import convert_auth0
+from transforms.hashing.convert import ConvertedHash, bcrypt_mcf
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
 from transforms.mapping.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE

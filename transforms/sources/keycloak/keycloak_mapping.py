@@ -23,7 +23,8 @@ from typing import Any
 import orjson
 
 from transforms.common.ids import fallback_email, keycloak_user_id
-from transforms.hashing.convert import ConvertedHash, HashFailure, convert_credential, plaintext_value
+from transforms.hashing.convert import ConvertedHash, HashFailure
+from transforms.hashing.keycloak_hashes import convert_credential, plaintext_value
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
 from transforms.mapping.otp import OTP_CREDENTIAL_TYPES, OtpPolicy, keycloak_otp, required_actions
