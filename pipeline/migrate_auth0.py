@@ -28,6 +28,8 @@ from pipeline.migrate import CommonArgs, add_common_arguments, check_gcs_reachab
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import shared_summary_lines
 from pipeline.role_options import add_role_arguments, role_settings
+from transforms.common import counters
+from transforms.sources.auth0 import auth0_items as a0
 from transforms.sources.auth0.auth0_accounting import invariant
 
 if TYPE_CHECKING:
@@ -95,49 +97,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    written = counts.get("users_written", 0)
-    with_pw = counts.get("users_with_password", 0)
+    written = counts.get(counters.USERS_WRITTEN, 0)
+    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
     lines: list[tuple[str, Any]] = [
-        ("profiles read", counts.get("auth0.profiles_read", 0)),
-        ("password records read", counts.get("auth0.passwords_read", 0)),
+        ("profiles read", counts.get(a0.READ_COUNTERS[a0.Kind.PROFILES], 0)),
+        ("password records read", counts.get(a0.READ_COUNTERS[a0.Kind.PASSWORDS], 0)),
     ]
-    if counts.get("auth0.custom_hashes_read"):
-        lines.append(("custom_password_hash read (bulk-import profiles)", counts["auth0.custom_hashes_read"]))
+    custom_hashes = counts.get(a0.READ_COUNTERS[a0.Kind.CUSTOM_HASHES], 0)
+    if custom_hashes:
+        lines.append(("custom_password_hash read (bulk-import profiles)", custom_hashes))
         for name, value in sorted(counts.items()):
-            if name.startswith("auth0.custom_hash_unused."):
+            if name.startswith(a0.EMBEDDED_UNUSED_PREFIX):
                 label = name.rsplit(".", 1)[1]
                 lines.append((f"  not used, in the profile's line: {label}", value))
     lines += [
         ("users written", written),
         ("  with password", with_pw),
         ("  without password", written - with_pw),
-        ("password conflicts (older record dropped)", counts.get("auth0.password_conflicts", 0)),
+        ("password conflicts (older record dropped)", counts.get(a0.PASSWORD_CONFLICTS, 0)),
     ]
-    if counts.get("auth0.mfa_read"):
-        lines.append(("MFA records read", counts["auth0.mfa_read"]))
-        lines.append(("  users written with OTP (otpCode)", counts.get("users_with_otp", 0)))
+    mfa_read = counts.get(a0.READ_COUNTERS[a0.Kind.MFA], 0)
+    if mfa_read:
+        lines.append(("MFA records read", mfa_read))
+        lines.append(("  users written with OTP (otpCode)", counts.get(counters.USERS_WITH_OTP, 0)))
         for name, value in sorted(counts.items()):
-            if name.startswith("auth0.mfa_not_importable."):
-                lines.append((f"  not importable: {name.removeprefix('auth0.mfa_not_importable.')}", value))
-    if any(k.startswith("auth0.mfa_factors") for k in counts):
+            if name.startswith(a0.MFA_NOT_IMPORTABLE):
+                lines.append((f"  not importable: {name.removeprefix(a0.MFA_NOT_IMPORTABLE)}", value))
+    if any(k.startswith(a0.MFA_FACTORS) for k in counts):
         # The factors not carried are listed by cause at the end (pipeline/report.py).
-        lines.append(("mfa_factors totp secrets read (bulk-import)", counts.get("auth0.mfa_factors.totp", 0)))
-        if not counts.get("auth0.mfa_read"):
-            lines.append(("  users written with OTP (otpCode)", counts.get("users_with_otp", 0)))
-    identities = {k: v for k, v in counts.items() if k.startswith("auth0.identities.")}
+        lines.append(("mfa_factors totp secrets read (bulk-import)", counts.get(a0.MFA_FACTORS_TOTP, 0)))
+        if not mfa_read:
+            lines.append(("  users written with OTP (otpCode)", counts.get(counters.USERS_WITH_OTP, 0)))
+    identities = {k: v for k, v in counts.items() if k.startswith(a0.IDENTITIES)}
     if identities:
         lines.append(("identities (valid profiles)", sum(identities.values())))
-        lines.append(("  auth0 database (the password)", counts.get("auth0.identities.database", 0)))
+        lines.append(("  auth0 database (the password)", counts.get(a0.IDENTITIES_DATABASE, 0)))
         for outcome, label in (
             ("linked", "linked to IdP"),
             ("unmapped", "no --idp-map, not linked"),
             ("invalid", "no usable user_id, not linked"),
         ):
             for name, value in sorted(identities.items()):
-                prefix = f"auth0.identities.{outcome}."
+                prefix = f"{a0.IDENTITIES}{outcome}."
                 if name.startswith(prefix):
                     lines.append((f"  {label}: {name.removeprefix(prefix)}", value))
-    return lines + shared_summary_lines(counts, "auth0")
+    return lines + shared_summary_lines(counts, a0.PREFIX)
 
 
 def _password_pattern(value: str | None) -> str | None:

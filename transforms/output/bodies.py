@@ -37,6 +37,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.records import (
     NAMESPACE,
     DeadLetter,
@@ -145,11 +146,11 @@ class _BodyWriterFn(beam.DoFn):
         self._tmp_dir = tmp_dir
 
     def setup(self):
-        self._users = Metrics.counter(NAMESPACE, "users_written")
-        self._with_pw = Metrics.counter(NAMESPACE, "users_with_password")
-        self._metadata = Metrics.counter(NAMESPACE, "metadata_written")
-        self._bodies = Metrics.counter(NAMESPACE, "bodies_written")
-        self._with_otp = Metrics.counter(NAMESPACE, "users_with_otp")
+        self._users = Metrics.counter(NAMESPACE, counters.USERS_WRITTEN)
+        self._with_pw = Metrics.counter(NAMESPACE, counters.USERS_WITH_PASSWORD)
+        self._metadata = Metrics.counter(NAMESPACE, counters.METADATA_WRITTEN)
+        self._bodies = Metrics.counter(NAMESPACE, counters.BODIES_WRITTEN)
+        self._with_otp = Metrics.counter(NAMESPACE, counters.USERS_WITH_OTP)
 
     def _write(self, fragments: list[Fragment]) -> str:
         from apache_beam.io.filesystems import FileSystems
@@ -179,7 +180,7 @@ class _BodyWriterFn(beam.DoFn):
             verifier,
             count,
         ) in verifiers.items():  # password_hashes.<verifier> (transforms/hashing/summary.py)
-            Metrics.counter(NAMESPACE, "password_hashes." + verifier).inc(count)
+            Metrics.counter(NAMESPACE, counters.PASSWORD_HASHES + verifier).inc(count)
         self._metadata.inc(metadata)
         self._bodies.inc()
         self._with_otp.inc(with_otp)
@@ -201,7 +202,7 @@ class _GrantTally:
         """The user's ``userGrants`` JSON items (b"" when collisions removed every key)."""
         if role_losers:
             grants, removed = filter_grants(grants, role_losers)
-            self.counts["roles.skipped.key-case-collision"] += removed
+            self.counts[counters.ROLES + "skipped.key-case-collision"] += removed
             if not grants:
                 return b""
         tail = self._tails.get(grants)
@@ -218,12 +219,12 @@ class _GrantTally:
         return rendered.replace(b'{"userId":""', user) if grant_count > 1 else user + rendered[12:]
 
     def dead_lettered(self, grants: Grants) -> None:
-        self.counts["roles.skipped.user-dead-lettered"] += sum(len(keys) for _, keys in grants)
+        self.counts[counters.ROLES_SKIPPED_DEAD_LETTERED] += sum(len(keys) for _, keys in grants)
 
     def publish(self) -> None:
-        self.counts["authorizations.users_with_roles"] += self._users
-        self.counts["authorizations.grants"] += self._grants
-        self.counts["authorizations.keys_carried"] += self._keys
+        self.counts[counters.AUTHORIZATIONS_USERS_WITH_ROLES] += self._users
+        self.counts[counters.AUTHORIZATIONS_GRANTS] += self._grants
+        self.counts[counters.AUTHORIZATIONS_KEYS_CARRIED] += self._keys
         for name, value in self.counts.items():
             if value:
                 Metrics.counter(NAMESPACE, name).inc(value)

@@ -27,6 +27,7 @@ from typing import Any
 import apache_beam as beam
 import orjson
 
+from transforms.common import counters
 from transforms.common.records import NAMESPACE
 from transforms.mapping.roles import COUNTER_PREFIX, Grants, RoleEntry, RoleSettings, grant_items
 
@@ -128,7 +129,7 @@ class _ResolveFn(beam.DoFn):
         kept, losers = resolve(entries)
         with open_private(FileSystems.join(self._tmp_dir, CATALOGUE_NAME)) as handle:
             handle.write(orjson.dumps({"roles": kept, "losers": sorted(losers)}))
-        beam.metrics.Metrics.counter(NAMESPACE, "authorizations.roles").inc(len(kept))
+        beam.metrics.Metrics.counter(NAMESPACE, counters.AUTHORIZATIONS_ROLES).inc(len(kept))
         yield losers
 
 
@@ -201,14 +202,14 @@ def authorizations_fields(counts: Mapping[str, int], settings: RoleSettings | No
         "client_projects": dict(settings.client_projects) if settings else {},
         "projects": len({settings.project_id, *dict(settings.client_projects).values()}) if settings else 0,
         "roles": roles,
-        "grants": counts.get("authorizations.grants", 0),
-        "users_with_roles": counts.get("authorizations.users_with_roles", 0),
+        "grants": counts.get(counters.AUTHORIZATIONS_GRANTS, 0),
+        "users_with_roles": counts.get(counters.AUTHORIZATIONS_USERS_WITH_ROLES, 0),
         "assignments": counts.get(COUNTER_PREFIX + "assigned", 0),
-        "assignments_carried": counts.get("authorizations.keys_carried", 0),
+        "assignments_carried": counts.get(counters.AUTHORIZATIONS_KEYS_CARRIED, 0),
         # Counted where users are read: a user dead-lettered later (a duplicate) is included.
         "undefined_roles_held": counts.get(COUNTER_PREFIX + "undefined", 0),
         "skipped": skipped,
-        "users_holding_roles": counts.get(COUNTER_PREFIX + "users_holding", 0),
+        "users_holding_roles": counts.get(counters.ROLES_USERS_HOLDING, 0),
     }
     holds, text = invariant(counts)
     out["invariant"] = {"holds": holds, "text": text}
@@ -218,7 +219,7 @@ def authorizations_fields(counts: Mapping[str, int], settings: RoleSettings | No
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     """Every role assignment read ends in a grant's key or a counted skip."""
     assigned = counts.get(COUNTER_PREFIX + "assigned", 0)
-    carried = counts.get("authorizations.keys_carried", 0)
+    carried = counts.get(counters.AUTHORIZATIONS_KEYS_CARRIED, 0)
     skipped = sum(counts.get(f"{COUNTER_PREFIX}skipped.{r}", 0) for r in SKIP_REASONS)
     text = f"role assignments {assigned:,} = carried {carried:,} + skipped {skipped:,}"
     return assigned == carried + skipped, text
@@ -226,11 +227,11 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
 
 def summary_lines(counts: Mapping[str, int], settings: RoleSettings | None) -> list[tuple[str, Any]]:
     if settings is None:
-        holding = counts.get(COUNTER_PREFIX + "users_holding", 0)
+        holding = counts.get(counters.ROLES_USERS_HOLDING, 0)
         if not holding:
             return []
         return [("users holding roles (not carried: --project-id carries them)", holding)]
-    fields = authorizations_fields(counts, settings, counts.get("authorizations.roles", 0))
+    fields = authorizations_fields(counts, settings, counts.get(counters.AUTHORIZATIONS_ROLES, 0))
     lines: list[tuple[str, Any]] = [
         ("authorizations (project " + settings.project_id + ")", ""),
         ("  project roles", fields["roles"]),

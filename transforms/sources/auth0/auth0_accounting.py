@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from transforms.common import counters
 from transforms.sources.auth0.auth0_items import (
     CUSTOM_HASH_SOURCE,
     EMBEDDED_UNUSED_PREFIX,
+    MFA_FACTORS_TOTP,
+    MFA_NOT_IMPORTABLE,
     MFA_SOURCE,
     PASSWORD_SOURCE,
     PROFILE_SOURCE,
     READ_COUNTERS,
+    ROLE_RECORDS_JOINED,
     ROLE_SOURCE,
     Kind,
 )
@@ -28,14 +32,12 @@ from transforms.sources.auth0.auth0_items import (
 __all__ = ["invariant"]
 
 
-def _sum(counts: Mapping[str, int], prefix: str) -> int:
-    """The sum of every counter whose name starts with ``prefix``."""
-    return sum(value for name, value in counts.items() if name.startswith(prefix))
+_sum = counters.count_prefix
 
 
 def _dead(counts: Mapping[str, int], source: str) -> int:
     """Dead letters of one source (``dead_letter.<source>.<reason>``, counted where they are written)."""
-    return _sum(counts, f"dead_letter.{source}.")
+    return _sum(counts, counters.dead_letter(source))
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
@@ -45,12 +47,12 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     the join, dead-lettered as ``auth0-mfa``)."""
     profiles = counts.get(READ_COUNTERS[Kind.PROFILES], 0)
     # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
-    written = counts.get("users_written", 0) + counts.get("sync.rows_not_imported", 0)
+    written = counts.get(counters.USERS_WRITTEN, 0) + counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
     dead_profiles = _dead(counts, PROFILE_SOURCE)
     passwords = counts.get(READ_COUNTERS[Kind.PASSWORDS], 0) + counts.get(
         READ_COUNTERS[Kind.CUSTOM_HASHES], 0
     )
-    with_pw = counts.get("users_with_password", 0)
+    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
     # A profile's own hash that was not used has no line of its own (counted under
     # EMBEDDED_UNUSED_PREFIX): one dead-letter line per rejected record.
     dead_pw = (
@@ -59,9 +61,9 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
         + _sum(counts, EMBEDDED_UNUSED_PREFIX)
     )
     mfa = counts.get(READ_COUNTERS[Kind.MFA], 0)
-    factors = counts.get("auth0.mfa_factors.totp", 0)
-    with_otp = counts.get("users_with_otp", 0)
-    not_importable = _sum(counts, "auth0.mfa_not_importable.")
+    factors = counts.get(MFA_FACTORS_TOTP, 0)
+    with_otp = counts.get(counters.USERS_WITH_OTP, 0)
+    not_importable = _sum(counts, MFA_NOT_IMPORTABLE)
     dead_mfa = _dead(counts, MFA_SOURCE)
     holds = (
         profiles == written + dead_profiles
@@ -82,7 +84,7 @@ def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
         )
     role_records = counts.get(READ_COUNTERS[Kind.ROLE_RECORDS], 0)
     if role_records:  # --roles-file (docs/roles.md): joined to a profile, or a dead letter
-        joined = counts.get("auth0.role_records_joined", 0)
+        joined = counts.get(ROLE_RECORDS_JOINED, 0)
         dead_roles = _dead(counts, ROLE_SOURCE)
         holds = holds and role_records == joined + dead_roles
         text += f"; role records {role_records:,} = joined {joined:,} + dead-lettered {dead_roles:,}"

@@ -83,6 +83,18 @@ READ_COUNTERS: dict[int, str] = {
 # Counters of a profile's embedded hash that was not used and has no line of its own (it is part
 # of the profile's line, or the profile was written with a newer password record's hash).
 EMBEDDED_UNUSED_PREFIX = "auth0.custom_hash_unused."
+# The reader's other counters (read back by ``auth0_accounting`` and the summary).
+PREFIX = "auth0"  # of these names, and of the shared metadata counters' names
+PASSWORD_CONFLICTS = "auth0.password_conflicts"  # two password records: the older dropped
+IMPORTED_WITHOUT_PASSWORD = "auth0.imported_without_password"
+METADATA_DROPPED = "auth0.metadata_dropped"
+IDENTITIES = "auth0.identities."  # + "database", or outcome + "." + provider
+IDENTITIES_DATABASE = "auth0.identities.database"
+MFA_NOT_IMPORTABLE = "auth0.mfa_not_importable."  # + factor kind
+MFA_FACTORS = "auth0.mfa_factors"  # bulk-import mfa_factors: ".totp", "_not_carried.<cause>"
+MFA_FACTORS_TOTP = "auth0.mfa_factors.totp"
+MFA_FACTORS_NOT_CARRIED = "auth0.mfa_factors_not_carried."  # + cause
+ROLE_RECORDS_JOINED = "auth0.role_records_joined"
 
 # A reason to reject a record: (reason code, detail).
 Problem = tuple[str, str]

@@ -24,6 +24,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.records import NAMESPACE, EncodedRow, encoded_row, no_gc, pack_rows
 from transforms.common.records import dead_letter as _dead_letter
 from transforms.files.spill import load_blob, write_spill
@@ -31,6 +32,7 @@ from transforms.hashing.convert import ConvertedHash
 from transforms.hashing.policy import DROPPABLE_REASONS
 from transforms.hashing.tally import HashTally
 from transforms.mapping.validate import Reason, check_hash
+from transforms.sources.auth0 import auth0_items as a0
 from transforms.sources.auth0.auth0_items import (
     EMBEDDED_UNUSED_PREFIX,
     MFA_SOURCE,
@@ -132,9 +134,9 @@ class _JoinPartitionFn(beam.DoFn):
         self._tmp_dir = tmp_dir
 
     def setup(self):
-        self._conflicts = _counter("auth0.password_conflicts")
-        self._cannot_sign_in = _counter("cannot_sign_in.auth0")
-        self._dropped = _counter("auth0.imported_without_password")
+        self._conflicts = _counter(a0.PASSWORD_CONFLICTS)
+        self._cannot_sign_in = _counter(counters.CANNOT_SIGN_IN + a0.PREFIX)
+        self._dropped = _counter(a0.IMPORTED_WITHOUT_PASSWORD)
         self._tally = HashTally(self._tmp_dir)
         self._notes: dict[str, Any] = {}
 
@@ -153,7 +155,7 @@ class _JoinPartitionFn(beam.DoFn):
 
     def _note(self, note: str) -> None:
         if note not in self._notes:
-            self._notes[note] = _counter(f"notes.{note}")
+            self._notes[note] = _counter(counters.note(note))
         self._notes[note].inc()
 
     def _join(self, part: int, blobs: Iterable[tuple[int, str]]):

@@ -21,6 +21,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.ids import auth0_user_id, fallback_email
 from transforms.common.records import NAMESPACE, DeadLetter, dead_letter, no_gc, partition_of, user_name_key
 from transforms.files.spill import write_spill
@@ -36,6 +37,7 @@ from transforms.mapping.validate import (
     validate_user,
 )
 from transforms.sources import json_units as fileio
+from transforms.sources.auth0 import auth0_items as a0
 from transforms.sources.auth0.auth0_items import (
     CUSTOM_HASH_SOURCE,
     PASSWORD_SOURCE,
@@ -106,8 +108,8 @@ class _ParseUnitFn(beam.DoFn):
 
     def setup(self):
         self._read = {k: _counter(name) for k, name in READ_COUNTERS.items()}
-        self._metadata_dropped = _counter("auth0.metadata_dropped")
-        self._dropped = _counter("auth0.imported_without_password")
+        self._metadata_dropped = _counter(a0.METADATA_DROPPED)
+        self._dropped = _counter(a0.IMPORTED_WITHOUT_PASSWORD)
         self._tally = HashTally(self._tmp_dir)
         self._idp_map = dict(self._options.idp_map)
         self._counts: collections.Counter[Any] = collections.Counter()
@@ -152,9 +154,9 @@ class _ParseUnitFn(beam.DoFn):
             if isinstance(key, tuple):  # an identity: (outcome, provider)
                 outcome, provider = key
                 key = (
-                    "auth0.identities.database"
+                    a0.IDENTITIES_DATABASE
                     if outcome == "database"
-                    else f"auth0.identities.{outcome}.{provider}"
+                    else f"{a0.IDENTITIES}{outcome}.{provider}"
                 )
             _counter(key).inc(value)
 
@@ -268,7 +270,7 @@ class _ParseUnitFn(beam.DoFn):
         kind = record.get("type")
         if kind != "otp":
             # recovery-code (a bcrypt of a code ZITADEL cannot import), and anything newer.
-            self._counts[f"auth0.mfa_not_importable.{counter_safe(kind)}"] += 1
+            self._counts[a0.MFA_NOT_IMPORTABLE + counter_safe(kind)] += 1
             return None
         user_id = record.get("user_id")
         if not isinstance(user_id, str) or not user_id.strip():
@@ -286,10 +288,10 @@ class _ParseUnitFn(beam.DoFn):
         export record of the same user, read later, wins); the rest is counted by cause."""
         secret, causes = auth0_mfa_factors(profile["mfa_factors"])
         for cause in causes:
-            self._counts[f"auth0.mfa_factors_not_carried.{cause}"] += 1
+            self._counts[a0.MFA_FACTORS_NOT_CARRIED + cause] += 1
         if secret is None:
             return None
-        self._counts["auth0.mfa_factors.totp"] += 1
+        self._counts[a0.MFA_FACTORS_TOTP] += 1
         record = {
             "user_id": user_id,
             "email": profile.get("email"),
@@ -388,7 +390,7 @@ class _ParseUnitFn(beam.DoFn):
             # One object per role combination: pickle then writes each combination once per blob.
             return self._role_sets.setdefault(roles, roles) if len(self._role_sets) < 10_000 else roles
         if problem is None and holds_roles(profile):
-            self._counts["roles.users_holding"] += 1  # the summary's hint (docs/roles.md)
+            self._counts[counters.ROLES_USERS_HOLDING] += 1  # the summary's hint (docs/roles.md)
         return ()
 
 

@@ -19,10 +19,12 @@ from typing import Any
 
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.records import NAMESPACE, partition_of
 from transforms.mapping.roles import Grants, display_name, grants_from_names, role_names
 from transforms.mapping.validate import Reason
 from transforms.sources.auth0.auth0_items import (
+    ROLE_RECORDS_JOINED,
     JsonObject,
     Kind,
     MfaRecord,
@@ -114,12 +116,12 @@ class JoinRoles:
             for _, _, _, _, record_names, _ in records:
                 union.update(record_names)
                 if not dead:
-                    self._counts["auth0.role_records_joined"] += 1
+                    self._counts[ROLE_RECORDS_JOINED] += 1
         if not union:
             return ()
         grants = grants_from_names(union, self._project, self._counts)
         if dead:
-            self._counts["roles.skipped.user-dead-lettered"] += sum(len(k) for _, k in grants)
+            self._counts[counters.ROLES_SKIPPED_DEAD_LETTERED] += sum(len(k) for _, k in grants)
             return ()
         for _, keys in grants:
             self._keys.update(keys)
