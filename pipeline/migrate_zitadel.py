@@ -52,7 +52,7 @@ from pipeline.preflight import check_written
 from transforms.common.counters import PASSWORD_HASHES
 from transforms.common.durations import normalise_duration
 from transforms.common.records import NAMESPACE
-from transforms.files.storage import size
+from transforms.files.storage import is_remote, size
 from transforms.hashing.policy import load_policy
 from transforms.hashing.summary import hash_manifest
 from transforms.sources.zitadel.plan import BodyElement, ExportPlan
@@ -239,7 +239,7 @@ def _open_export(path: str):
 
     from transforms.sources.input_stream import DepthGuard, open_input
 
-    if "://" not in path:
+    if not is_remote(path):
         if not os.path.isfile(path):
             raise ConfigError(f"--export {path!r}: no such file")
     elif not FileSystems.exists(path):

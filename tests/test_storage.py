@@ -18,6 +18,7 @@ from transforms.files.storage import (
     check_local_outputs,
     exists,
     is_gcs,
+    is_remote,
     join,
     open_private,
     private_workdir,
@@ -41,6 +42,12 @@ def _mode(path: Path) -> int:
 
 def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_is_remote_is_any_scheme_and_is_gcs_only_cloud_storage():
+    assert is_remote("gs://bucket/dead.ndjson") and is_remote("s3://b/k")
+    assert not is_remote("out/dead.ndjson") and not is_remote("/abs/dead.ndjson")
+    assert is_gcs("gs://bucket/x") and not is_gcs("s3://b/k") and not is_gcs("gs:/typo")
 
 
 def test_open_private_writes_mode_0600_under_a_temporary_name_then_renames(tmp_path):

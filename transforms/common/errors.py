@@ -1,6 +1,6 @@
 """Errors the command line reports as one readable line (exit status 2)."""
 
-__all__ = ["ConfigError"]
+__all__ = ["ConfigError", "one_line"]
 
 
 class ConfigError(Exception):
@@ -10,3 +10,10 @@ class ConfigError(Exception):
     Engines in ``transforms/`` raise it too (a manifest that cannot be read, an instance that
     refuses the credentials), so it lives here; ``pipeline.errors`` re-exports it.
     """
+
+
+def one_line(err: BaseException, limit: int = 200) -> str:
+    """The first line of an error's message, at most ``limit`` characters (messages may quote
+    input); the error's type name when it has no message."""
+    text = str(err).strip().splitlines()
+    return text[0][:limit] if text else type(err).__name__

@@ -25,7 +25,6 @@ from transforms.files.storage import open_private
 
 __all__ = [
     "open_private",
-    "is_local",
     "WriteDeadLetterShards",
     "DEAD_SHARDS",
     "dead_shard_name",
@@ -34,10 +33,6 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 
 DEAD_SHARDS = 8
-
-
-def is_local(path: str) -> bool:
-    return "://" not in path
 
 
 def dead_shard_name(shard: int) -> str:

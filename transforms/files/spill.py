@@ -16,7 +16,8 @@ Example::
 
 from __future__ import annotations
 
-from transforms.files.sinks import is_local, open_private
+from transforms.files.sinks import open_private
+from transforms.files.storage import is_remote
 
 __all__ = ["write_spill", "read_spill", "read_spill_head", "load_blob"]
 
@@ -31,7 +32,7 @@ def write_spill(tmp_dir: str, name: str, data: bytes) -> str:
 
 
 def read_spill(path: str) -> bytes:
-    if is_local(path):
+    if not is_remote(path):
         with open(path, "rb") as handle:
             return handle.read()
     from apache_beam.io.filesystems import FileSystems
@@ -42,7 +43,7 @@ def read_spill(path: str) -> bytes:
 
 def read_spill_head(path: str, size: int) -> bytes:
     """The first ``size`` bytes (e.g. a header that says how much more to read)."""
-    if is_local(path):
+    if not is_remote(path):
         with open(path, "rb") as handle:
             return handle.read(size)
     from apache_beam.io.filesystems import FileSystems

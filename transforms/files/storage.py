@@ -37,6 +37,7 @@ from transforms.common.errors import ConfigError
 __all__ = [
     "relative_path",
     "is_gcs",
+    "is_remote",
     "resolve",
     "join",
     "read_bytes",
@@ -59,7 +60,14 @@ __all__ = [
 
 
 def is_gcs(path: str) -> bool:
+    """A Cloud Storage path (``gs://bucket/...``)."""
     return path.startswith("gs://")
+
+
+def is_remote(path: str) -> bool:
+    """A path with a scheme (``gs://``, ``s3://``, ...): read and written through Beam's
+    FileSystems, never with the local file functions. The one test of local-or-remote."""
+    return "://" in path
 
 
 def resolve(directory: str, path: str) -> str:
@@ -222,7 +230,7 @@ def open_private(path: str, *, fsync: bool = False, replace_link: bool = False) 
     (the rename swaps the name; the link's target is never opened). ``gs://``: Beam's ``FileSystems.create`` (objects appear
     whole when the upload completes; access is the bucket's IAM).
     """
-    if is_gcs(path) or "://" in path:
+    if is_remote(path):
         from apache_beam.io.filesystems import FileSystems
 
         return FileSystems.create(path, mime_type="application/json")
@@ -332,7 +340,7 @@ def check_gcs_reachable(paths: list[str], timeout: float = 5.0) -> None:
 def check_local_outputs(paths: Mapping[str, str]) -> None:
     """Fail before the run, in one line, when a local output cannot be written (not after it)."""
     for flag, path in paths.items():
-        if "://" in path:
+        if is_remote(path):
             continue
         if os.path.isdir(path) and not os.path.islink(path):
             raise ConfigError(f"{flag} {path!r} is a directory, not a file")
@@ -362,7 +370,7 @@ def split_gcs_url(url: str, flag: str) -> tuple[str, str]:
 
 def relative_path(directory: str, path: str) -> str:
     """``path`` as a manifest lists it: relative to the manifest's folder when inside it."""
-    if "://" in path:
+    if is_remote(path):
         return posixpath.basename(path) if posixpath.dirname(path) == directory else path
     rel = os.path.relpath(path, directory or ".")
     return path if rel.startswith("..") else rel

@@ -18,8 +18,8 @@ import re
 
 import orjson
 
-from transforms.common.errors import ConfigError
-from transforms.sources.input_stream import MAX_DEPTH, DepthGuard, InputReadError, one_line, open_input
+from transforms.common.errors import ConfigError, one_line
+from transforms.sources.input_stream import MAX_DEPTH, DepthGuard, InputReadError, open_input
 
 __all__ = ["check_readable", "describe_head"]
 

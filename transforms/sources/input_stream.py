@@ -36,13 +36,14 @@ import orjson
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.common.errors import one_line
+
 __all__ = [
     "InputReadError",
     "UTF8_BOM",
     "InputStream",
     "open_input",
     "detect_bom",
-    "one_line",
     "DepthGuard",
     "MAX_DEPTH",
     "TOO_DEEP_MARKER",
@@ -194,12 +195,6 @@ class InputStream(io.RawIOBase):
 def open_input(path: str) -> InputStream:
     """Open ``path`` (local or gs://) as UTF-8 JSON text; see :class:`InputStream`."""
     return InputStream(path)
-
-
-def one_line(err: BaseException) -> str:
-    """The first line of an error's message, at most 200 characters (messages may quote input)."""
-    text = str(err).strip().splitlines()
-    return text[0][:200] if text else type(err).__name__
 
 
 # --------------------------------------------------------------------------- nesting depth

@@ -33,8 +33,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from transforms.common import counters
+from transforms.common.errors import one_line
 from transforms.common.reasons import Reason
 from transforms.common.records import NAMESPACE
+from transforms.files.storage import is_remote
 from transforms.sources.input_sniff import check_readable
 from transforms.sources.input_stream import (
     MAX_DEPTH,
@@ -101,10 +103,10 @@ def match_inputs(patterns: Sequence[str], first_index: int = 0, what: str = "inp
         try:
             result = FileSystems.match([pattern])[0]
         except Exception as err:  # Beam wraps every backend error in BeamIOError
-            raise FileNotFoundError(f"cannot read {what} {pattern!r}: {_first_line(err)}") from None
+            raise FileNotFoundError(f"cannot read {what} {pattern!r}: {one_line(err, 300)}") from None
         metadata = sorted(result.metadata_list, key=lambda m: m.path)
         metadata = [m for m in metadata if not m.path.endswith("/")]
-        folders = [m.path for m in metadata if "://" not in m.path and os.path.isdir(m.path)]
+        folders = [m.path for m in metadata if not is_remote(m.path) and os.path.isdir(m.path)]
         if folders:
             raise FileNotFoundError(f"{what} {pattern!r}: {folders[0]!r} is a directory, not a file")
         if not metadata:
@@ -112,11 +114,6 @@ def match_inputs(patterns: Sequence[str], first_index: int = 0, what: str = "inp
         for m in metadata:
             files.append(InputFile(first_index + len(files), m.path, m.size_in_bytes))
     return files
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
 
 
 def _open(path: str, compressed: bool):
@@ -229,14 +226,14 @@ def _count_decoded(encoding: str | None) -> None:
 def _partial(unit: Unit, position: int, records: int, err: BaseException) -> Record:
     """The record that ends a file cut short or damaged; counted for the launcher's exit status."""
     Metrics.counter(NAMESPACE, f"{counters.INPUTS_PARTIAL}{unit.index}").inc(records)
-    _LOGGER.error("%s; %d records were read before it", _first_line(err), records)
+    _LOGGER.error("%s; %d records were read before it", one_line(err, 300), records)
     return (
         position,
         None,
         None,
         _error(
             Reason.UNREADABLE_INPUT,
-            f"{_first_line(err)}; {records} records were read before it, the rest was not read",
+            f"{one_line(err, 300)}; {records} records were read before it, the rest was not read",
         ),
     )
 
@@ -362,7 +359,7 @@ def _read_stream(unit: Unit) -> Iterator[Record]:
                     None,
                     _error(
                         Reason.UNREADABLE_INPUT,
-                        f"JSON syntax error after element {index}: {_first_line(err)}",
+                        f"JSON syntax error after element {index}: {one_line(err, 300)}",
                     ),
                 )
     if fallback:

@@ -33,6 +33,7 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from transforms.common import counters
+from transforms.common.errors import one_line
 from transforms.common.records import (
     NAMESPACE,
     DeadLetter,
@@ -52,7 +53,7 @@ from transforms.mapping.fields import FieldTally
 from transforms.mapping.otp import OtpPolicy
 from transforms.mapping.roles import Grants, KeycloakRoles, RoleEntry, direct_roles_beyond_builtin
 from transforms.mapping.validate import Reason
-from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem, one_line
+from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem
 from transforms.sources.keycloak import keycloak_accounting as kc
 from transforms.sources.keycloak.keycloak_accounting import SOURCE
 from transforms.sources.keycloak.keycloak_mapping import (

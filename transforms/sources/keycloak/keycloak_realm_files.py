@@ -26,9 +26,10 @@ from typing import NamedTuple
 import ijson
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.common.errors import one_line
 from transforms.mapping.otp import REALM_POLICY_KEYS, OtpPolicy, realm_policy
 from transforms.sources.input_sniff import describe_head
-from transforms.sources.input_stream import DepthGuard, InputStream, one_line, open_input
+from transforms.sources.input_stream import DepthGuard, InputStream, open_input
 
 __all__ = [
     "RealmSource",

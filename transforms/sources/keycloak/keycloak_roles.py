@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 import ijson
 
+from transforms.common.errors import one_line
 from transforms.mapping.roles import KeycloakRoles, RoleSettings
-from transforms.sources.input_stream import one_line
 from transforms.sources.keycloak.keycloak_realm_files import (
     RealmInputError,
     expand_realm,
