@@ -37,6 +37,7 @@ import orjson
 
 from transforms.common.errors import ConfigError
 from transforms.files.storage import is_gcs
+from transforms.sync.state_records import StateRecord
 
 __all__ = [
     "StateStore",
@@ -59,7 +60,7 @@ def _join(folder: str, name: str) -> str:
     return posixpath.join(folder, name) if is_gcs(folder) else os.path.join(folder, name)
 
 
-def encode_shard(records: Iterable[Mapping[str, Any]]) -> bytes:
+def encode_shard(records: Iterable[StateRecord]) -> bytes:
     """Records as gzip'ed NDJSON, sorted by id (deterministic bytes for the same records)."""
     lines = sorted(orjson.dumps(r) for r in records)
     buffer = io.BytesIO()
@@ -81,8 +82,8 @@ def read_raw(path: str) -> bytes:
         return handle.read()
 
 
-def decode_shard(data: bytes) -> dict[str, dict[str, Any]]:
-    records: dict[str, dict[str, Any]] = {}
+def decode_shard(data: bytes) -> dict[str, StateRecord]:
+    records: dict[str, StateRecord] = {}
     for line in gzip.decompress(data).splitlines():
         if line:
             record = orjson.loads(line)
@@ -163,7 +164,7 @@ class StateStore:
             return {}
         return {int(p): self.path(rel) for p, rel in pointer["shards"].items()}
 
-    def read_shard(self, pointer: Mapping[str, Any] | None, partition: int) -> dict[str, dict[str, Any]]:
+    def read_shard(self, pointer: Mapping[str, Any] | None, partition: int) -> dict[str, StateRecord]:
         path = self.shard_paths(pointer).get(partition)
         if path is None:
             return {}
@@ -176,7 +177,7 @@ class StateStore:
     def commit(
         self,
         base: Mapping[str, Any] | None,
-        shards: Mapping[int, Mapping[str, Mapping[str, Any]]],
+        shards: Mapping[int, Mapping[str, StateRecord]],
         users_delta: int = 0,
         extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
