@@ -18,7 +18,8 @@ A **state record** is what the target is known to hold for one user (docs/sync.m
 
 No password hash or secret is stored: digests only (BLAKE2b, 64 bits per group).
 
-A **change record** (one NDJSON line of ``<stem>.changes-*.ndjson``) is one user's calls::
+A **change record** (one NDJSON line of ``<stem>.changes-*.ndjson``, its shape and calls in
+``transforms/sync/change_records.py``) is one user's calls, planned here (:func:`plan_changes`)::
 
     {"userId": "auth0|1", "orgId": "123", "userName": "ann", "kind": "changed",
      "fields": ["profile", "password"], "calls": [{"call": "UpdateHumanUser", "body": {..}}],
