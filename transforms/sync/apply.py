@@ -43,7 +43,7 @@ from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
 from transforms.files.storage import read_bytes, resolve
 from transforms.output.manifest import Manifest
-from transforms.sync.change_records import Call, ChangeKind
+from transforms.sync.change_records import Call, ChangeKind, ChangeRecord
 from transforms.sync.state import StateStore
 from transforms.sync.state_records import StateRecord, merge_confirmed, quick_digest, state_record
 from transforms.sync.sync_calls import Abort, ChangeResult, Stop, apply_user, expected_problems
@@ -126,7 +126,7 @@ def _change_files(manifest: Manifest) -> list[tuple[str, str, dict]]:
     ]
 
 
-def _read_changes(path: str, name: str, sha256: str) -> list[dict[str, Any]]:
+def _read_changes(path: str, name: str, sha256: str) -> list[ChangeRecord]:
     try:
         data = read_bytes(path)
     except OSError as err:
@@ -153,6 +153,10 @@ def check_base(manifest: Manifest) -> StateStore:
             "run did): run migrate again"
         )
     return store
+
+
+# A change record with the change file it came from: (file name, its sha256, the record).
+_Listed = tuple[str, str, ChangeRecord]
 
 
 class _Ledger:
@@ -234,14 +238,14 @@ def _catalogue(manifest: Manifest) -> dict[str, set[str]]:
     return roles
 
 
-def _iter_changes(manifest: Manifest) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _iter_changes(manifest: Manifest) -> Iterator[_Listed]:
     for path, name, entry in _change_files(manifest):
         for change in _read_changes(path, name, entry["sha256"]):
             yield name, entry["sha256"], change
 
 
 def _triage(
-    changes: list[tuple[str, str, dict[str, Any]]],
+    changes: list[_Listed],
     earlier: Mapping[tuple[str, str], ChangeResult],
     created: Iterable[str],
 ) -> tuple[list[ChangeResult | None], list[int]]:
@@ -266,7 +270,7 @@ def _triage(
     return results, work
 
 
-def _keep_defined_roles(manifest: Manifest, changes: list[tuple[str, str, dict[str, Any]]]) -> None:
+def _keep_defined_roles(manifest: Manifest, changes: list[_Listed]) -> None:
     """Keys that lost a case collision are not roles in ZITADEL (docs/roles.md): never sent."""
     allowed = _catalogue(manifest)
     if not allowed:
@@ -277,7 +281,7 @@ def _keep_defined_roles(manifest: Manifest, changes: list[tuple[str, str, dict[s
                 call["roleKeys"] = [k for k in call["roleKeys"] if k in allowed[call["projectId"]]]
 
 
-def _not_sent(change: tuple[str, str, Mapping[str, Any]]) -> ChangeResult:
+def _not_sent(change: _Listed) -> ChangeResult:
     name, sha256, record = change
     return ChangeResult(name, sha256, str(record["userId"]), "not-sent")
 
@@ -292,7 +296,7 @@ def apply_changes(
     request_timeout: float | None = None,
     progress: bool = True,
     stream: TextIO | None = None,
-) -> tuple[SyncReport, list[dict[str, Any]]]:
+) -> tuple[SyncReport, list[ChangeRecord]]:
     """Send every change of the manifest (resuming from the ledger); returns the report and the
     change records (for ``commit_state``). ``created``: users the bodies created or found, which
     a ``new-blocked`` change (deactivate a user imported blocked) needs to exist."""
@@ -395,7 +399,7 @@ def _body_records(data: bytes, wanted: set[str]) -> Iterator[tuple[str, StateRec
 def commit_state(
     manifest: Manifest,
     confirmed_bodies: Mapping[int, set[str]],
-    changes: list[dict[str, Any]],
+    changes: list[ChangeRecord],
     report: SyncReport,
     authorizations_done: frozenset[int] = frozenset(),
 ) -> None:
@@ -459,7 +463,7 @@ def commit_state(
     report.users_committed = sum(len(u) for u in updates.values())
 
 
-def verify_changes(changes: list[dict[str, Any]], report: SyncReport, client: AdminClient) -> list[str]:
+def verify_changes(changes: list[ChangeRecord], report: SyncReport, client: AdminClient) -> list[str]:
     """Read back (``GET /v2/users/{id}``) every user whose calls were confirmed; one line per
     user whose target state differs from what was sent (docs/sync.md#verify). Such a user counts
     as failed and is not committed: the next run sends its change again. Runs before the commit."""

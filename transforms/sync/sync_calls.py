@@ -22,7 +22,7 @@ from urllib.parse import quote, urlencode
 
 import orjson
 
-from transforms.sync.change_records import Call, ChangeCall
+from transforms.sync.change_records import Call, ChangeCall, ChangeRecord
 from transforms.zitadel_api import client as admin_api
 from transforms.zitadel_api.client import AdminClient
 
@@ -102,9 +102,7 @@ def call_path(user_id: str, call: ChangeCall) -> tuple[str, str, bytes | None]:
 _V2_STATES = {"inactive": "USER_STATE_INACTIVE", "locked": "USER_STATE_LOCKED"}
 
 
-def expected_problems(
-    change: Mapping[str, Any], confirmed: list[str], answer: Mapping[str, Any]
-) -> list[str]:
+def expected_problems(change: ChangeRecord, confirmed: list[str], answer: Mapping[str, Any]) -> list[str]:
     """What the target holds (``answer``: ``GET /v2/users/{id}``) that differs from what the
     confirmed calls of ``change`` set (docs/sync.md#verify)."""
     user = answer.get("user") or {}
@@ -140,7 +138,7 @@ def expected_problems(
 
 def apply_user(
     client: AdminClient,
-    change: Mapping[str, Any],
+    change: ChangeRecord,
     name: str,
     sha256: str,
     stop: Stop,
@@ -172,7 +170,7 @@ class _UserCalls:
     def __init__(
         self,
         client: AdminClient,
-        change: Mapping[str, Any],
+        change: ChangeRecord,
         result: ChangeResult,
         stop: Stop,
         timeout: float | None,
