@@ -44,7 +44,7 @@ from transforms.common.records import partition_of
 from transforms.files.storage import read_bytes, resolve
 from transforms.output.manifest import Manifest
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord
-from transforms.sync.state import StateStore
+from transforms.sync.state import StatePointer, StateStore
 from transforms.sync.state_records import StateRecord, merge_confirmed, quick_digest, state_record
 from transforms.sync.sync_calls import Abort, ChangeResult, Stop, apply_user, expected_problems
 from transforms.zitadel_api import client as admin_api
@@ -449,7 +449,7 @@ def commit_state(
                 delta += int(user_id not in records)
                 records[user_id] = record
     changed = {part: shards[part] for part in updates}
-    extra = {}
+    extra: StatePointer = {}
     roles_digest = manifest.raw["sync"].get("authorizations_sha256")
     roles_refs = [
         ref.index
