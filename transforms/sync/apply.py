@@ -46,7 +46,7 @@ from transforms.output.manifest import Manifest
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord
 from transforms.sync.state import StatePointer, StateStore
 from transforms.sync.state_records import StateRecord, merge_confirmed, quick_digest, state_record
-from transforms.sync.sync_calls import Abort, ChangeResult, Stop, apply_user, expected_problems
+from transforms.sync.sync_calls import Abort, ChangeResult, Outcome, Stop, apply_user, expected_problems
 from transforms.zitadel_api import client as admin_api
 from transforms.zitadel_api.client import AdminClient
 
@@ -78,16 +78,16 @@ class SyncReport:
 
     @property
     def failed(self) -> int:
-        return sum(1 for r in self.results if r.status == "failed")
+        return sum(1 for r in self.results if r.status == Outcome.FAILED)
 
     @property
     def done(self) -> int:
-        return sum(1 for r in self.results if r.status == "done")
+        return sum(1 for r in self.results if r.status == Outcome.DONE)
 
     @property
     def ok(self) -> bool:
         verified = not self.verify_problems
-        return self.fatal is None and all(r.status == "done" for r in self.results) and verified
+        return self.fatal is None and all(r.status == Outcome.DONE for r in self.results) and verified
 
     def table(self) -> str:
         by_call: dict[str, int] = {}
@@ -183,7 +183,7 @@ class _Ledger:
                         result = ChangeResult(**data)
                     except (ValueError, TypeError):
                         continue  # a line cut by a crash: that user is sent again
-                    if result.status == "done":
+                    if result.status == Outcome.DONE:
                         done[(result.sha256, result.user_id)] = result
         except FileNotFoundError:
             pass
@@ -211,7 +211,7 @@ class _Progress(LiveLine):
         """One user finished (``None``: stopped before its result) after ``calls`` requests."""
         with self._lock:
             self.done += int(result is not None)
-            self.failed += int(result is not None and result.status == "failed")
+            self.failed += int(result is not None and result.status == Outcome.FAILED)
             self.calls += calls
 
     def line(self) -> str:
@@ -260,10 +260,10 @@ def _triage(
         if previous is not None:
             results[index] = previous
         elif not change.get("calls"):
-            results[index] = ChangeResult(name, sha256, user_id, "done")
+            results[index] = ChangeResult(name, sha256, user_id, Outcome.DONE)
         elif change.get("kind") == ChangeKind.NEW_BLOCKED and user_id not in imported:
             results[index] = ChangeResult(
-                name, sha256, user_id, "failed", message="its body did not create the user"
+                name, sha256, user_id, Outcome.FAILED, message="its body did not create the user"
             )
         else:
             work.append(index)
@@ -283,7 +283,7 @@ def _keep_defined_roles(manifest: Manifest, changes: list[_Listed]) -> None:
 
 def _not_sent(change: _Listed) -> ChangeResult:
     name, sha256, record = change
-    return ChangeResult(name, sha256, str(record["userId"]), "not-sent")
+    return ChangeResult(name, sha256, str(record["userId"]), Outcome.NOT_SENT)
 
 
 def apply_changes(
@@ -318,7 +318,7 @@ def apply_changes(
             except Abort as err:
                 live.add(None, err.sent)
                 raise
-            if result.status != "not-sent":
+            if result.status != Outcome.NOT_SENT:
                 ledger.append(result)
             live.add(result, sent)
             return result
@@ -345,7 +345,7 @@ def apply_changes(
                         fatal = f"authentication failed: {err}"
                         results[index] = _not_sent(changes[index])
     if stop.reason and fatal is None:
-        done = sum(1 for r in results if r is not None and r.status == "done")
+        done = sum(1 for r in results if r is not None and r.status == Outcome.DONE)
         fatal = f"{stop.reason}; {done} of {len(changes)} users done: run push again to resume"
     final = [r for r in results if r is not None]
     report = SyncReport(final, time.monotonic() - started, live.calls, fatal)
@@ -362,7 +362,7 @@ def _write_failures(results_dir: str, results: list[ChangeResult]) -> str | None
             {"file": r.file, "userId": r.user_id, "status": r.status, "message": r.message}, sort_keys=True
         )
         for r in results
-        if r.status != "done"
+        if r.status != Outcome.DONE
     ]
     if not lines:
         if os.path.exists(path):
@@ -494,7 +494,7 @@ def verify_changes(changes: list[ChangeRecord], report: SyncReport, client: Admi
         if found:
             problems += [f"{user_id} ({change.get('userName')}): {p}" for p in found]
             # Not what the target holds: not committed, so the next run sends it again.
-            result.status, result.confirmed = "failed", []
+            result.status, result.confirmed = Outcome.FAILED, []
             result.message = "verify: " + "; ".join(found)
     report.verify_problems = problems
     return problems

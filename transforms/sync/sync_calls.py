@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -26,7 +27,7 @@ from transforms.sync.change_records import Call, ChangeCall, ChangeRecord
 from transforms.zitadel_api import client as admin_api
 from transforms.zitadel_api.client import AdminClient
 
-__all__ = ["ChangeResult", "Abort", "Stop", "apply_user", "call_path", "expected_problems"]
+__all__ = ["ChangeResult", "Outcome", "Abort", "Stop", "apply_user", "call_path", "expected_problems"]
 
 # Error ids (docs/sync.md#already-done) that mean the call's effect is already there.
 _ALREADY_DONE: dict[str, tuple[str, ...]] = {
@@ -44,6 +45,14 @@ _CANT_DEACTIVATE_INITIAL = "Errors.User.CantDeactivateInitial"
 _STATE_CALLS = (Call.DEACTIVATE_USER, Call.REACTIVATE_USER, Call.LOCK_USER, Call.UNLOCK_USER)
 
 
+class Outcome(enum.StrEnum):
+    """How one user's change ended (its ledger line's ``status``)."""
+
+    DONE = "done"  # every call confirmed
+    FAILED = "failed"  # a call was refused or failed for good: sent again next run
+    NOT_SENT = "not-sent"  # the run stopped first: the next push sends it
+
+
 @dataclasses.dataclass
 class ChangeResult:
     """One user's outcome; also its ledger line."""
@@ -51,13 +60,13 @@ class ChangeResult:
     file: str
     sha256: str
     user_id: str
-    status: str  # done | failed | not-sent
+    status: str  # an Outcome (a plain string when read back from the ledger)
     confirmed: list[str] = dataclasses.field(default_factory=list)
     message: str = ""
 
     @property
     def complete(self) -> bool:
-        return self.status == "done"
+        return self.status == Outcome.DONE
 
 
 class Stop:
@@ -149,12 +158,12 @@ def apply_user(
     Raises :class:`Abort` when the credentials are refused; sets ``stop.reason`` when the server
     stopped answering."""
     user = _UserCalls(
-        client, change, ChangeResult(name, sha256, str(change["userId"]), "done"), stop, timeout
+        client, change, ChangeResult(name, sha256, str(change["userId"]), Outcome.DONE), stop, timeout
     )
     try:
         for call in change.get("calls") or []:
             if stop.reason:
-                user.result.status, user.result.message = "not-sent", "the run stopped before this user"
+                user.result.status, user.result.message = Outcome.NOT_SENT, "the run stopped before this user"
                 break
             if not user.send(call):
                 break
@@ -187,7 +196,10 @@ class _UserCalls:
 
     def _gone(self, message: str, call_name: str) -> bool:
         self.stop.reason = self.stop.reason or admin_api.scrub(message, self.secrets)
-        self.result.status, self.result.message = "not-sent", f"{call_name}: the server stopped answering"
+        self.result.status, self.result.message = (
+            Outcome.NOT_SENT,
+            f"{call_name}: the server stopped answering",
+        )
         return False
 
     def send(self, call: ChangeCall) -> bool:
@@ -212,11 +224,11 @@ class _UserCalls:
                 return True
             if call_name == Call.DEACTIVATE_USER and _CANT_DEACTIVATE_INITIAL in message:
                 return self._lock_instead()
-            result.status, result.message = "failed", f"{call_name}: {message}"
+            result.status, result.message = Outcome.FAILED, f"{call_name}: {message}"
             return False
         except admin_api.AdminApiError as err:  # retries exhausted, a server error
             result.status, result.message = (
-                "failed",
+                Outcome.FAILED,
                 f"{call_name}: {admin_api.scrub(err.message, self.secrets)}",
             )
             return False
@@ -240,7 +252,7 @@ class _UserCalls:
             return self._gone(gone.message, Call.LOCK_USER)
         except admin_api.AdminApiError as other:
             message = admin_api.scrub(other.message, self.secrets)
-        result.status, result.message = "failed", f"{Call.DEACTIVATE_USER}: {message}"
+        result.status, result.message = Outcome.FAILED, f"{Call.DEACTIVATE_USER}: {message}"
         return False
 
     def _grant(self, call: ChangeCall) -> None:
