@@ -20,7 +20,8 @@ from zitadel_fixtures import PAT, hash_pool
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
-from transforms.sync.state_records import call_path, compare_user, state_record
+from transforms.sync.state_records import compare_user, state_record
+from transforms.sync.sync_calls import call_path
 
 UID = "auth0|0123456789abcdef"
 HASHES = hash_pool(2)

@@ -43,8 +43,10 @@ from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
 from transforms.files.storage import read_bytes, resolve
 from transforms.output.manifest import Manifest
-from transforms.sync.state import StateStore
-from transforms.sync.state_records import call_path, merge_confirmed, quick_digest, state_record
+from transforms.sync.change_records import Call, ChangeKind, ChangeRecord
+from transforms.sync.state import StatePointer, StateStore
+from transforms.sync.state_records import StateRecord, merge_confirmed, quick_digest, state_record
+from transforms.sync.sync_calls import Abort, ChangeResult, Outcome, Stop, apply_user, expected_problems
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 
@@ -53,7 +55,6 @@ __all__ = [
     "commit_state",
     "verify_changes",
     "SyncReport",
-    "ChangeResult",
     "check_base",
     "CHANGES_LEDGER",
 ]
@@ -62,36 +63,6 @@ _LOGGER = logging.getLogger(__name__)
 
 CHANGES_LEDGER = "changes-ledger.ndjson"
 CHANGES_DEAD_LETTER = "changes-dead-letter.ndjson"
-
-# Error ids (docs/sync.md#already-done) that mean the call's effect is already there.
-_ALREADY_DONE = {
-    "DeactivateUser": ("Errors.User.AlreadyInactive",),
-    "ReactivateUser": ("Errors.User.NotInactive",),
-    "UnlockUser": ("Errors.User.NotLocked",),
-    "LockUser": ("Errors.User.AlreadyLocked",),
-    "DeleteUser": ("Errors.User.NotFound",),
-    "RemoveIDPLink": ("NotFound", "NotExisting"),
-    "DeleteUserMetadata": ("Errors.Metadata.KeyNotExisting",),
-    "AddIDPLink": ("Errors.User.ExternalIDP.AlreadyExists",),
-    "RemovePhone": ("Errors.User.Phone.NotFound", "NotFound"),
-}
-_CANT_DEACTIVATE_INITIAL = "Errors.User.CantDeactivateInitial"
-
-
-@dataclasses.dataclass
-class ChangeResult:
-    """One user's outcome; also its ledger line."""
-
-    file: str
-    sha256: str
-    user_id: str
-    status: str  # done | failed | not-sent
-    confirmed: list[str] = dataclasses.field(default_factory=list)
-    message: str = ""
-
-    @property
-    def complete(self) -> bool:
-        return self.status == "done"
 
 
 @dataclasses.dataclass
@@ -107,16 +78,16 @@ class SyncReport:
 
     @property
     def failed(self) -> int:
-        return sum(1 for r in self.results if r.status == "failed")
+        return sum(1 for r in self.results if r.status == Outcome.FAILED)
 
     @property
     def done(self) -> int:
-        return sum(1 for r in self.results if r.status == "done")
+        return sum(1 for r in self.results if r.status == Outcome.DONE)
 
     @property
     def ok(self) -> bool:
         verified = not self.verify_problems
-        return self.fatal is None and all(r.status == "done" for r in self.results) and verified
+        return self.fatal is None and all(r.status == Outcome.DONE for r in self.results) and verified
 
     def table(self) -> str:
         by_call: dict[str, int] = {}
@@ -155,7 +126,7 @@ def _change_files(manifest: Manifest) -> list[tuple[str, str, dict]]:
     ]
 
 
-def _read_changes(path: str, name: str, sha256: str) -> list[dict[str, Any]]:
+def _read_changes(path: str, name: str, sha256: str) -> list[ChangeRecord]:
     try:
         data = read_bytes(path)
     except OSError as err:
@@ -184,6 +155,10 @@ def check_base(manifest: Manifest) -> StateStore:
     return store
 
 
+# A change record with the change file it came from: (file name, its sha256, the record).
+_Listed = tuple[str, str, ChangeRecord]
+
+
 class _Ledger:
     """Append-only NDJSON of finished users, keyed by (change file sha256, user id)."""
 
@@ -208,7 +183,7 @@ class _Ledger:
                         result = ChangeResult(**data)
                     except (ValueError, TypeError):
                         continue  # a line cut by a crash: that user is sent again
-                    if result.status == "done":
+                    if result.status == Outcome.DONE:
                         done[(result.sha256, result.user_id)] = result
         except FileNotFoundError:
             pass
@@ -225,13 +200,6 @@ class _Ledger:
                 os.close(fd)
 
 
-class _Stop:
-    """Set once the client reports the server gone (``admin_api.ServerGone``): no more users start."""
-
-    def __init__(self) -> None:
-        self.reason: str | None = None
-
-
 class _Progress(LiveLine):
     """A live line on stderr: users done/total, calls sent, failures, rate, ETA."""
 
@@ -239,10 +207,11 @@ class _Progress(LiveLine):
         super().__init__(stream, enabled and total > 0, "sync-progress")
         self.total, self.done, self.failed, self.calls = total, 0, 0, 0
 
-    def add(self, result: ChangeResult, calls: int) -> None:
+    def add(self, result: ChangeResult | None, calls: int) -> None:
+        """One user finished (``None``: stopped before its result) after ``calls`` requests."""
         with self._lock:
-            self.done += 1
-            self.failed += int(result.status == "failed")
+            self.done += int(result is not None)
+            self.failed += int(result is not None and result.status == Outcome.FAILED)
             self.calls += calls
 
     def line(self) -> str:
@@ -252,80 +221,6 @@ class _Progress(LiveLine):
                 f"changes: users {self.done}/{self.total}  calls {self.calls}  failed {self.failed}  "
                 f"{rate:,.1f} users/s  ETA {eta}"
             )
-
-
-class _Abort(Exception):
-    pass
-
-
-def _apply_user(
-    client: AdminClient,
-    change: Mapping[str, Any],
-    name: str,
-    sha256: str,
-    stop: _Stop,
-    timeout: float | None,
-    counter: list[int],
-) -> ChangeResult:
-    user_id = str(change["userId"])
-    result = ChangeResult(name, sha256, user_id, "done")
-    secrets = client.tokens.secrets()
-    for call in change.get("calls") or []:
-        if stop.reason:
-            result.status, result.message = "not-sent", "the run stopped before this user"
-            return result
-        call_name = call["call"]
-        try:
-            if call_name in ("SetUserGrant", "RemoveUserGrant"):
-                _grant_call(client, user_id, str(change.get("orgId") or ""), call, timeout, counter)
-                result.confirmed.append(call_name)
-                continue
-            method, path, body = call_path(user_id, call)
-            counter[0] += 1
-            client.request(method, path, body, timeout)
-            result.confirmed.append(call_name)
-            continue
-        except admin_api.AuthError as err:
-            raise _Abort(err.message) from None
-        except admin_api.ServerGone as err:
-            # The client saw several requests in a row go unanswered: stop, resume next run.
-            stop.reason = stop.reason or admin_api.scrub(err.message, secrets)
-            result.status, result.message = "not-sent", f"{call_name}: the server stopped answering"
-            return result
-        except admin_api.InvalidRequest as err:
-            message = admin_api.scrub(err.message, secrets)
-            if any(marker in message for marker in _ALREADY_DONE.get(call_name, ())):
-                result.confirmed.append(call_name)
-                continue
-            if call_name == "DeactivateUser" and _CANT_DEACTIVATE_INITIAL in message:
-                # An initial user (never signed in, e-mail not verified) cannot be deactivated;
-                # a locked user cannot sign in either (docs/sync.md#initial-users).
-                try:
-                    counter[0] += 1
-                    lock_method, lock_path, lock_body = call_path(user_id, {"call": "LockUser"})
-                    client.request(lock_method, lock_path, lock_body, timeout)
-                    result.confirmed.append("LockUser")
-                    continue
-                except admin_api.InvalidRequest as lock_err:
-                    lock_message = admin_api.scrub(lock_err.message, secrets)
-                    if "AlreadyLocked" in lock_message:
-                        result.confirmed.append("LockUser")
-                        continue
-                    message = lock_message
-                except admin_api.AuthError as auth_err:
-                    raise _Abort(auth_err.message) from None
-                except admin_api.ServerGone as gone:
-                    stop.reason = stop.reason or admin_api.scrub(gone.message, secrets)
-                    result.status, result.message = "not-sent", "LockUser: the server stopped answering"
-                    return result
-                except admin_api.AdminApiError as other:
-                    message = admin_api.scrub(other.message, secrets)
-            result.status, result.message = "failed", f"{call_name}: {message}"
-            return result
-        except admin_api.AdminApiError as err:  # retries exhausted, a server error
-            result.status, result.message = "failed", f"{call_name}: {admin_api.scrub(err.message, secrets)}"
-            return result
-    return result
 
 
 def _catalogue(manifest: Manifest) -> dict[str, set[str]]:
@@ -343,79 +238,52 @@ def _catalogue(manifest: Manifest) -> dict[str, set[str]]:
     return roles
 
 
-def _grant_call(
-    client: AdminClient,
-    user_id: str,
-    org_id: str,
-    call: Mapping[str, Any],
-    timeout: float | None,
-    counter: list[int],
-) -> None:
-    """Set (add or update) or remove a user's grant on one project (docs/sync.md#grants).
-
-    The import answers grants without their ids, so the grant is looked up first (management
-    API ``ListUserGrants``, filtered by user and project), then added (``AddUserGrant``), updated
-    with the full role list (``UpdateUserGrant``; ``NotChanged`` is done) or removed
-    (``RemoveUserGrant``; gone already is done). Raises the client's errors like any call.
-    """
-    from urllib.parse import quote
-
-    uid = quote(user_id, safe="")
-    project = str(call["projectId"])
-    search = {
-        "query": {"limit": 10},
-        "queries": [{"userIdQuery": {"userId": user_id}}, {"projectIdQuery": {"projectId": project}}],
-    }
-    counter[0] += 1
-    found = client.request("POST", "/management/v1/users/grants/_search", search, timeout, org_id=org_id)
-    grants = [g for g in found.get("result") or [] if str(g.get("projectId")) == project]
-    if call["call"] == "RemoveUserGrant":
-        for grant in grants:
-            counter[0] += 1
-            try:
-                client.request(
-                    "DELETE",
-                    f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
-                    None,
-                    timeout,
-                    org_id=org_id,
-                )
-            except admin_api.InvalidRequest as err:
-                if "Errors.UserGrant.NotFound" not in err.message:
-                    raise
-        return
-    keys = list(call.get("roleKeys") or [])
-    if not grants:
-        counter[0] += 1
-        client.request(
-            "POST",
-            f"/management/v1/users/{uid}/grants",
-            {"projectId": project, "roleKeys": keys},
-            timeout,
-            org_id=org_id,
-        )
-        return
-    grant = grants[0]
-    if sorted(grant.get("roleKeys") or []) == sorted(keys):
-        return  # already there (an earlier run's call whose answer was lost)
-    counter[0] += 1
-    try:
-        client.request(
-            "PUT",
-            f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
-            {"roleKeys": keys},
-            timeout,
-            org_id=org_id,
-        )
-    except admin_api.InvalidRequest as err:
-        if "Errors.UserGrant.NotChanged" not in err.message:
-            raise
-
-
-def _iter_changes(manifest: Manifest) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _iter_changes(manifest: Manifest) -> Iterator[_Listed]:
     for path, name, entry in _change_files(manifest):
         for change in _read_changes(path, name, entry["sha256"]):
             yield name, entry["sha256"], change
+
+
+def _triage(
+    changes: list[_Listed],
+    earlier: Mapping[tuple[str, str], ChangeResult],
+    created: Iterable[str],
+) -> tuple[list[ChangeResult | None], list[int]]:
+    """The results known before sending (done in the ledger, nothing to send, a user its body did
+    not create) and the indexes of the changes to send."""
+    imported = set(created)
+    results: list[ChangeResult | None] = [None] * len(changes)
+    work: list[int] = []
+    for index, (name, sha256, change) in enumerate(changes):
+        user_id = str(change["userId"])
+        previous = earlier.get((sha256, user_id))
+        if previous is not None:
+            results[index] = previous
+        elif not change.get("calls"):
+            results[index] = ChangeResult(name, sha256, user_id, Outcome.DONE)
+        elif change.get("kind") == ChangeKind.NEW_BLOCKED and user_id not in imported:
+            results[index] = ChangeResult(
+                name, sha256, user_id, Outcome.FAILED, message="its body did not create the user"
+            )
+        else:
+            work.append(index)
+    return results, work
+
+
+def _keep_defined_roles(manifest: Manifest, changes: list[_Listed]) -> None:
+    """Keys that lost a case collision are not roles in ZITADEL (docs/roles.md): never sent."""
+    allowed = _catalogue(manifest)
+    if not allowed:
+        return
+    for _, _, change in changes:
+        for call in change.get("calls") or []:
+            if call["call"] == Call.SET_USER_GRANT and call["projectId"] in allowed:
+                call["roleKeys"] = [k for k in call["roleKeys"] if k in allowed[call["projectId"]]]
+
+
+def _not_sent(change: _Listed) -> ChangeResult:
+    name, sha256, record = change
+    return ChangeResult(name, sha256, str(record["userId"]), Outcome.NOT_SENT)
 
 
 def apply_changes(
@@ -428,49 +296,31 @@ def apply_changes(
     request_timeout: float | None = None,
     progress: bool = True,
     stream: TextIO | None = None,
-) -> tuple[SyncReport, list[dict[str, Any]]]:
+) -> tuple[SyncReport, list[ChangeRecord]]:
     """Send every change of the manifest (resuming from the ledger); returns the report and the
     change records (for ``commit_state``). ``created``: users the bodies created or found, which
     a ``new-blocked`` change (deactivate a user imported blocked) needs to exist."""
     stream = stream or sys.stderr
     started = time.monotonic()
     ledger = _Ledger(results_dir, int(manifest.raw["sync"].get("base_generation", 0)))
-    earlier = ledger.load()
     changes = list(_iter_changes(manifest))
-    imported = set(created)
-    stop = _Stop()
-    results: list[ChangeResult | None] = [None] * len(changes)
-    work: list[int] = []
-    for index, (name, sha256, change) in enumerate(changes):
-        previous = earlier.get((sha256, str(change["userId"])))
-        if previous is not None:
-            results[index] = previous
-        elif not change.get("calls"):
-            results[index] = ChangeResult(name, sha256, str(change["userId"]), "done")
-        elif change.get("kind") == "new-blocked" and str(change["userId"]) not in imported:
-            results[index] = ChangeResult(
-                name, sha256, str(change["userId"]), "failed", message="its body did not create the user"
-            )
-        else:
-            work.append(index)
-    allowed = _catalogue(manifest)
-    if allowed:
-        # Keys that lost a case collision are not roles in ZITADEL (docs/roles.md): never sent.
-        for _, _, change in changes:
-            for call in change.get("calls") or []:
-                if call["call"] == "SetUserGrant" and call["projectId"] in allowed:
-                    call["roleKeys"] = [k for k in call["roleKeys"] if k in allowed[call["projectId"]]]
-    counter = [0]
+    results, work = _triage(changes, ledger.load(), created)
+    _keep_defined_roles(manifest, changes)
+    stop = Stop()
     fatal: str | None = None
     with _Progress(len(work), stream, progress) as live:
 
         def run(index: int) -> ChangeResult:
             name, sha256, change = changes[index]
-            calls_before = counter[0]
-            result = _apply_user(client, change, name, sha256, stop, request_timeout, counter)
-            if result.status != "not-sent":
+            # Each user counts its own requests: threads never add to each other's count.
+            try:
+                result, sent = apply_user(client, change, name, sha256, stop, request_timeout)
+            except Abort as err:
+                live.add(None, err.sent)
+                raise
+            if result.status != Outcome.NOT_SENT:
                 ledger.append(result)
-            live.add(result, counter[0] - calls_before)
+            live.add(result, sent)
             return result
 
         with cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="sync") as pool:
@@ -482,8 +332,7 @@ def apply_changes(
                     futures[pool.submit(run, index)] = index
                 if (fatal is not None or stop.reason is not None) and pending:
                     for index in pending:
-                        name, sha256, change = changes[index]
-                        results[index] = ChangeResult(name, sha256, str(change["userId"]), "not-sent")
+                        results[index] = _not_sent(changes[index])
                     pending = []
                 if not futures:
                     continue
@@ -492,15 +341,14 @@ def apply_changes(
                     index = futures.pop(future)
                     try:
                         results[index] = future.result()
-                    except _Abort as err:
+                    except Abort as err:
                         fatal = f"authentication failed: {err}"
-                        name, sha256, change = changes[index]
-                        results[index] = ChangeResult(name, sha256, str(change["userId"]), "not-sent")
+                        results[index] = _not_sent(changes[index])
     if stop.reason and fatal is None:
-        done = sum(1 for r in results if r is not None and r.status == "done")
+        done = sum(1 for r in results if r is not None and r.status == Outcome.DONE)
         fatal = f"{stop.reason}; {done} of {len(changes)} users done: run push again to resume"
     final = [r for r in results if r is not None]
-    report = SyncReport(final, time.monotonic() - started, counter[0], fatal)
+    report = SyncReport(final, time.monotonic() - started, live.calls, fatal)
     report.dead_letter = _write_failures(results_dir, final)
     return report, [c for _, _, c in changes]
 
@@ -514,7 +362,7 @@ def _write_failures(results_dir: str, results: list[ChangeResult]) -> str | None
             {"file": r.file, "userId": r.user_id, "status": r.status, "message": r.message}, sort_keys=True
         )
         for r in results
-        if r.status != "done"
+        if r.status != Outcome.DONE
     ]
     if not lines:
         if os.path.exists(path):
@@ -524,7 +372,7 @@ def _write_failures(results_dir: str, results: list[ChangeResult]) -> str | None
     return path
 
 
-def _body_records(data: bytes, wanted: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _body_records(data: bytes, wanted: set[str]) -> Iterator[tuple[str, StateRecord]]:
     """State records of the users of one import body (as the import wrote them)."""
     body = json.loads(data)
     document = body.get("dataOrgs") or body.get("dataOrgsv1") or {}
@@ -551,7 +399,7 @@ def _body_records(data: bytes, wanted: set[str]) -> Iterator[tuple[str, dict[str
 def commit_state(
     manifest: Manifest,
     confirmed_bodies: Mapping[int, set[str]],
-    changes: list[dict[str, Any]],
+    changes: list[ChangeRecord],
     report: SyncReport,
     authorizations_done: frozenset[int] = frozenset(),
 ) -> None:
@@ -562,7 +410,7 @@ def commit_state(
     store = check_base(manifest)
     base = store.read_pointer()
     partitions = store.partitions(base)
-    updates: dict[int, dict[str, dict[str, Any] | None]] = {}
+    updates: dict[int, dict[str, StateRecord | None]] = {}
     for ref in manifest.bodies:
         wanted = confirmed_bodies.get(ref.index) or set()
         if not wanted:
@@ -570,9 +418,9 @@ def commit_state(
         for user_id, body_record in _body_records(read_body(ref), wanted):
             updates.setdefault(partition_of(user_id, partitions), {})[user_id] = body_record
     by_user = {r.user_id: r for r in report.results}
-    shards: dict[int, dict[str, dict[str, Any]]] = {}
+    shards: dict[int, dict[str, StateRecord]] = {}
 
-    def shard(part: int) -> dict[str, dict[str, Any]]:
+    def shard(part: int) -> dict[str, StateRecord]:
         if part not in shards:
             shards[part] = store.read_shard(base, part)
         return shards[part]
@@ -601,7 +449,7 @@ def commit_state(
                 delta += int(user_id not in records)
                 records[user_id] = record
     changed = {part: shards[part] for part in updates}
-    extra = {}
+    extra: StatePointer = {}
     roles_digest = manifest.raw["sync"].get("authorizations_sha256")
     roles_refs = [
         ref.index
@@ -615,42 +463,7 @@ def commit_state(
     report.users_committed = sum(len(u) for u in updates.values())
 
 
-_V2_STATES = {"inactive": "USER_STATE_INACTIVE", "locked": "USER_STATE_LOCKED"}
-
-
-def _expected_problems(
-    change: Mapping[str, Any], confirmed: list[str], answer: Mapping[str, Any]
-) -> list[str]:
-    """What the target holds that differs from what the confirmed calls of ``change`` set."""
-    user = answer.get("user") or {}
-    human = user.get("human") or {}
-    problems: list[str] = []
-    for call in change.get("calls") or []:
-        if call["call"] not in confirmed:
-            continue
-        if call["call"] == "UpdateHumanUser":
-            body = call["body"]
-            if "username" in body and user.get("username") != body["username"]:
-                problems.append(f"username is {user.get('username')!r}, not {body['username']!r}")
-            profile = body.get("profile") or {}
-            held = human.get("profile") or {}
-            for field in ("givenName", "familyName"):
-                if field in profile and held.get(field) != profile[field]:
-                    problems.append(f"{field} is {held.get(field)!r}, not {profile[field]!r}")
-            if "email" in body and (human.get("email") or {}).get("email") != body["email"].get("email"):
-                problems.append("e-mail differs")
-            if "phone" in body and (human.get("phone") or {}).get("phone") != body["phone"].get("phone"):
-                problems.append("phone differs")
-        elif call["call"] in ("DeactivateUser", "LockUser"):
-            wanted = _V2_STATES["inactive" if call["call"] == "DeactivateUser" else "locked"]
-            if user.get("state") not in (_V2_STATES["inactive"], _V2_STATES["locked"]):
-                problems.append(f"state is {user.get('state')}, not {wanted}")
-        elif call["call"] in ("ReactivateUser", "UnlockUser") and user.get("state") in _V2_STATES.values():
-            problems.append(f"state is still {user.get('state')}")
-    return problems
-
-
-def verify_changes(changes: list[dict[str, Any]], report: SyncReport, client: AdminClient) -> list[str]:
+def verify_changes(changes: list[ChangeRecord], report: SyncReport, client: AdminClient) -> list[str]:
     """Read back (``GET /v2/users/{id}``) every user whose calls were confirmed; one line per
     user whose target state differs from what was sent (docs/sync.md#verify). Such a user counts
     as failed and is not committed: the next run sends its change again. Runs before the commit."""
@@ -666,7 +479,7 @@ def verify_changes(changes: list[dict[str, Any]], report: SyncReport, client: Ad
         try:
             answer = client.request("GET", f"/v2/users/{quote(user_id, safe='')}", None)
         except admin_api.InvalidRequest as err:
-            if "DeleteUser" in result.confirmed and "NotFound" in err.message:
+            if Call.DELETE_USER in result.confirmed and "NotFound" in err.message:
                 continue
             problems.append(f"{user_id} ({change.get('userName')}): cannot be read back: {err.message}")
             continue
@@ -675,13 +488,13 @@ def verify_changes(changes: list[dict[str, Any]], report: SyncReport, client: Ad
             continue
         found = (
             ["still exists after DeleteUser"]
-            if "DeleteUser" in result.confirmed
-            else _expected_problems(change, result.confirmed, answer)
+            if Call.DELETE_USER in result.confirmed
+            else expected_problems(change, result.confirmed, answer)
         )
         if found:
             problems += [f"{user_id} ({change.get('userName')}): {p}" for p in found]
             # Not what the target holds: not committed, so the next run sends it again.
-            result.status, result.confirmed = "failed", []
+            result.status, result.confirmed = Outcome.FAILED, []
             result.message = "verify: " + "; ".join(found)
     report.verify_problems = problems
     return problems

@@ -11,19 +11,45 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypedDict
 
 import orjson
 
 from transforms.files.storage import relative_path
+from transforms.sync.state import StatePointer
 
 __all__ = [
+    "ChangeFileEntry",
+    "SyncSection",
     "finalize_changes",
     "existing_change_files",
     "sync_manifest",
     "sync_summary_lines",
     "change_file_name",
 ]
+
+
+class ChangeFileEntry(TypedDict):
+    """One change file in the manifest's ``sync.changes`` list."""
+
+    path: str  # relative to the manifest
+    users: int
+    calls: int
+    kinds: dict[str, int]  # change kind -> users
+    sha256: str
+
+
+class SyncSection(TypedDict):
+    """The manifest's ``sync`` section (:func:`sync_manifest`)."""
+
+    state: str
+    base_generation: int
+    partitions: int | None
+    users_in_state: int
+    on_removed: str
+    max_removals: int
+    changes: list[ChangeFileEntry]
+    counts: dict[str, int]
 
 
 def change_file_name(stem: str, index: int, total: int) -> str:
@@ -44,7 +70,7 @@ def existing_change_files(stem: str) -> list[str]:
 
 def finalize_changes(
     tmp_dir: str, stem: str, manifest_dir: str, check_replaceable: Callable[[list[str]], None]
-) -> list[dict[str, Any]]:
+) -> list[ChangeFileEntry]:
     """Rename the change shards to their final names; return their manifest entries.
 
     An earlier run's change files are replaced or deleted only when ``check_replaceable`` (the
@@ -65,7 +91,7 @@ def finalize_changes(
     stale = [path for path in existing if path not in finals]
     if stale:
         FileSystems.delete(stale)
-    entries = []
+    entries: list[ChangeFileEntry] = []
     for path, final in zip(found, finals, strict=True):
         with FileSystems.open(path, compression_type="uncompressed") as handle:
             data = handle.read()
@@ -94,11 +120,11 @@ def finalize_changes(
 def sync_manifest(
     counts: Mapping[str, int],
     store_root: str,
-    pointer: Mapping[str, Any] | None,
+    pointer: StatePointer | None,
     on_removed: str,
     max_removals: int,
-    changes: list[dict[str, Any]],
-) -> dict[str, Any]:
+    changes: list[ChangeFileEntry],
+) -> SyncSection:
     """The manifest's ``sync`` section: where the state is, which generation this run compared
     with (push commits on top of exactly that one), the change files and the counts."""
     return {
@@ -113,11 +139,11 @@ def sync_manifest(
     }
 
 
-def sync_summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
+def sync_summary_lines(counts: Mapping[str, int]) -> list[tuple[str, int | str]]:
     def get(name: str) -> int:
         return counts.get(f"sync.{name}", 0)
 
-    lines: list[tuple[str, Any]] = [
+    lines: list[tuple[str, int | str]] = [
         ("", ""),
         ("sync: new (to bodies)", get("new")),
         ("sync: unchanged (nothing sent)", get("unchanged")),

@@ -36,9 +36,12 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import enum
+import operator
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 import orjson
@@ -50,6 +53,7 @@ from transforms.common.records import (
     DeadLetter,
     EncodedRow,
     PartitionRows,
+    SortKey,
     dead_letter,
     decode_rows,
     no_gc,
@@ -57,30 +61,83 @@ from transforms.common.records import (
     partition_of,
 )
 from transforms.files.spill import load_blob, read_spill, write_spill
-from transforms.sync.state_records import ACTIVE, INACTIVE, compare_user, quick_digest, same_as_state
+from transforms.sync.change_records import Call, ChangeCall, ChangeKind, change_line
+from transforms.sync.source_records import USER_SOURCES, candidate_ids, is_blocked, refusal
+from transforms.sync.state_records import (
+    ACTIVE,
+    BLOCKED,
+    GONE,
+    INACTIVE,
+    NAME,
+    Grants,
+    StateRecord,
+    compare_user,
+    quick_digest,
+    same_as_state,
+)
 
-__all__ = ["SyncOptions", "CompareWithState", "change_shard_name", "ON_REMOVED", "CHANGE_PREFIX"]
+__all__ = [
+    "SyncOptions",
+    "OnRemoved",
+    "CompareWithState",
+    "change_shard_name",
+    "ON_REMOVED",
+    "CHANGE_PREFIX",
+]
 
-ON_REMOVED = ("report", "deactivate", "delete")
+
+class OnRemoved(enum.StrEnum):
+    """What happens to a user in the state that the source no longer has (``--on-removed``)."""
+
+    REPORT = "report"  # listed in the change file, nothing sent
+    DEACTIVATE = "deactivate"
+    DELETE = "delete"
+
+
+ON_REMOVED = tuple(policy.value for policy in OnRemoved)
 CHANGE_PREFIX = "changes-p"
-_ROWS, _DEAD, _STATE = "r", "d", "s"
 _CHANGES, _DEAD_OUT, _PASS, _UNKNOWN = "changes", "dead", "pass", "unknown"
-
-# Dead-letter sources that carry one user's record (the others are password or MFA records,
-# which never decide whether a user is gone).
-USER_SOURCES = ("auth0-profile", "keycloak-user", "keycloak-file")
+# Change records of removed users sort after every row's (rows sort by their input position).
+_AFTER_EVERY_ROW: SortKey = (1 << 62, 0)
 
 
-@dataclasses.dataclass(frozen=True)
+class _Tag(enum.StrEnum):
+    """What a value grouped by state partition is (the one-letter values are what travels)."""
+
+    ROWS = "r"  # the path of a spill file of rows
+    DEAD = "d"  # a _UserLetter
+    STATE = "s"  # the path of the partition's state shard
+
+
+# The slots of an ``EncodedRow`` (transforms/common/records.py) read without unpacking the whole
+# row, named once; C-level getters, as they run for every user.
+_row_order = operator.itemgetter(0, 1)  # (file index, position): the input order
+_user_id_of = operator.itemgetter(2)
+
+
+class _UserLetter(NamedTuple):
+    """A dead letter about a user, sent to each partition one of its candidate ids falls in."""
+
+    is_letter: bool  # this copy is the dead letter itself; the others only tell their partition
+    ids: list[str]  # the user ids the record would have had
+    sortkey: SortKey
+    line: bytes
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SyncOptions:
     """How a run compares with its state (see the module docstring)."""
 
     org_id: str
     source: str  # "auth0" | "keycloak"
     partitions: int
-    on_removed: str = "report"
+    on_removed: str = OnRemoved.REPORT  # one of ON_REMOVED (the --on-removed flag's text)
     include_blocked: bool = False  # import users blocked at the source (then deactivate them)
     realm: str | None = None  # Keycloak: derived ids of users without id need the realm
+
+    @property
+    def removal_policy(self) -> OnRemoved:
+        return OnRemoved(self.on_removed)
 
 
 def change_shard_name(partition: int) -> str:
@@ -91,45 +148,6 @@ def _counter(name: str):
     return Metrics.counter(NAMESPACE, name)
 
 
-def is_blocked(source: str, record_json: bytes) -> bool:
-    """Blocked (Auth0 ``blocked: true``) or disabled (Keycloak ``enabled`` not true) at the source."""
-    if source == "auth0-profile":
-        if b'"blocked"' not in record_json:
-            return False
-        record = orjson.loads(record_json)
-        return isinstance(record, dict) and record.get("blocked") is True
-    if source == "keycloak-user":
-        if b'"enabled":true' in record_json:
-            return False
-        record = orjson.loads(record_json)
-        return isinstance(record, dict) and record.get("enabled") is not True
-    return False
-
-
-def candidate_ids(options: SyncOptions, source: str, record: Any) -> list[str] | None:
-    """The ids a dead-lettered user record would have had; None when it cannot be told."""
-    from transforms.common.ids import auth0_user_id, keycloak_user_id
-
-    if not isinstance(record, dict):
-        return None
-    if source == "auth0-profile":
-        user_id, email = record.get("user_id"), record.get("email")
-        if isinstance(user_id, str) and user_id.strip():
-            return [user_id]
-        if isinstance(email, str) and email.strip():
-            return [auth0_user_id(email)]
-        return None
-    if source == "keycloak-user":
-        ids = []
-        if isinstance(record.get("id"), str) and record["id"].strip():
-            ids.append(record["id"])
-        name = record.get("username")
-        if isinstance(name, str) and name.strip() and options.realm:
-            ids.append(keycloak_user_id(options.realm, name))
-        return ids or None
-    return None
-
-
 class _RekeyRowsFn(beam.DoFn):
     """Source partitions (keyed by the source's join key) → state partitions (keyed by user id)."""
 
@@ -137,18 +155,18 @@ class _RekeyRowsFn(beam.DoFn):
         self._partitions = partitions
         self._tmp_dir = tmp_dir
 
-    def process(self, element: PartitionRows) -> Iterator[tuple[int, tuple[str, Any]]]:
+    def process(self, element: PartitionRows) -> Iterator[tuple[int, tuple[_Tag, str]]]:
         source_part, value = element
         with no_gc():
             rows = decode_rows(load_blob(value))
             parts: dict[int, list[EncodedRow]] = {}
             for row in rows:
-                parts.setdefault(partition_of(row[2], self._partitions), []).append(row)
+                parts.setdefault(partition_of(_user_id_of(row), self._partitions), []).append(row)
             del rows
             for part, items in parts.items():
-                first = items[0]
-                name = f"sync-rows-s{source_part:03d}-{first[0]:05d}-{first[1]:012d}-p{part:05d}.pkl"
-                yield part, (_ROWS, write_spill(self._tmp_dir, name, pack_rows(items)))
+                file_index, position = _row_order(items[0])
+                name = f"sync-rows-s{source_part:03d}-{file_index:05d}-{position:012d}-p{part:05d}.pkl"
+                yield part, (_Tag.ROWS, write_spill(self._tmp_dir, name, pack_rows(items)))
 
 
 class _KeyDeadLettersFn(beam.DoFn):
@@ -158,12 +176,12 @@ class _KeyDeadLettersFn(beam.DoFn):
         self._options = options
 
     def process(self, letter: DeadLetter):
-        sortkey, line = letter
+        (file_index, position), line = letter
         if not any(f'"source":"{s}"'.encode() in line for s in USER_SOURCES):
             yield beam.pvalue.TaggedOutput(_PASS, letter)
             return
         parsed = orjson.loads(line)
-        ids = candidate_ids(self._options, str(parsed.get("source")), parsed.get("record"))
+        ids = candidate_ids(str(parsed.get("source")), parsed.get("record"), self._options.realm)
         if ids is None:
             yield beam.pvalue.TaggedOutput(_UNKNOWN, 1)
             yield beam.pvalue.TaggedOutput(_PASS, letter)
@@ -172,7 +190,32 @@ class _KeyDeadLettersFn(beam.DoFn):
         first = min(parts)
         for part in parts:
             # One copy is the dead letter (``first``); the others only tell their partition.
-            yield part, (_DEAD, [part == first, ids, [sortkey[0], sortkey[1]], line])
+            yield part, (_Tag.DEAD, _UserLetter(part == first, ids, (file_index, position), line))
+
+
+class _Partition:
+    """What one state partition compares: its state, today's rows, the dead letters about users;
+    then what comes out of it: the new users' rows, the change records, the counts."""
+
+    def __init__(self, values: Iterable[tuple[str, Any]]) -> None:
+        from transforms.sync.state import decode_shard, read_raw
+
+        self.state: dict[str, StateRecord] = {}
+        self.rows: list[EncodedRow] = []
+        self.letters: list[_UserLetter] = []
+        for tag, value in values:
+            if tag == _Tag.STATE:
+                self.state.update(decode_shard(read_raw(value)))
+            elif tag == _Tag.ROWS:
+                self.rows.extend(decode_rows(read_spill(value)))
+            else:
+                self.letters.append(_UserLetter(*value))
+        self.rows.sort(key=_row_order)
+        self.seen: set[str] = set()
+        self.new_rows: list[EncodedRow] = []
+        self.changes: list[tuple[SortKey, bytes]] = []
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.kept_by_dead: set[str] = set()  # in the state, not read today, dead-lettered today
 
 
 class _CompareFn(beam.DoFn):
@@ -197,158 +240,167 @@ class _CompareFn(beam.DoFn):
             yield from self._compare(part, values, unknown_dead > 0)
 
     def _compare(self, part: int, values: Iterable[tuple[str, Any]], hold_removals: bool):
-        from transforms.sync.state import decode_shard, read_raw
+        work = _Partition(values)
+        for row in work.rows:
+            yield from self._compare_row(work, row)
+        yield from self._note_dead_letters(work)
+        self._removals(work, hold_removals)
+        for name, value in work.counts.items():
+            self._inc(name, value)
+        yield from self._write(part, work)
 
-        state: dict[str, dict[str, Any]] = {}
-        rows: list[EncodedRow] = []
-        letters: list[list[Any]] = []
-        for kind, value in values:
-            if kind == _STATE:
-                state.update(decode_shard(read_raw(value)))
-            elif kind == _ROWS:
-                rows.extend(decode_rows(read_spill(value)))
-            else:
-                letters.append(value)
-        rows.sort(key=lambda r: (r[0], r[1]))
-        opts = self._options
-        new_rows: list[EncodedRow] = []
-        changes: list[tuple[tuple[int, int], bytes]] = []
-        seen: set[str] = set()
-        counts: dict[str, int] = {}
-
-        def count(name: str, value: int = 1) -> None:
-            counts[name] = counts.get(name, 0) + value
-
-        for row in rows:
-            user_id, entry_json, meta_json, source, record_json = row[2], row[4], row[5], row[7], row[8]
-            if user_id in seen:
-                yield from self._reject(
-                    row, Reason.DUPLICATE_USER_ID, f"user_id {user_id!r} already used by an earlier record"
-                )
-                continue
-            seen.add(user_id)
-            blocked = is_blocked(source, record_json)
-            old = state.get(user_id)
-            if old is None and blocked and not opts.include_blocked:
-                count("sync.rows_rejected")
-                reason, flag = (
-                    (Reason.DISABLED, "--include-disabled")
-                    if source == "keycloak-user"
-                    else (Reason.BLOCKED, "--include-blocked")
-                )
-                yield from self._reject(
-                    row,
-                    reason,
-                    f"user is {reason} at the source and not in ZITADEL yet ({flag} imports it, then deactivates it)",
-                )
-                continue
-            grants = row[10] if len(row) > 10 else ()  # transforms/mapping/roles.py, with --project-id
-            quick = quick_digest(entry_json, meta_json, blocked, grants)
-            if old is not None and same_as_state(old, quick, blocked):  # before any parsing
-                count("sync.unchanged")
-                self._kept(row, count)
-                continue
-            entry = orjson.loads(entry_json)
-            metadata = orjson.loads(b"[" + meta_json + b"]") if meta_json else []
-            kind, record, groups, calls, notes = compare_user(
-                old, entry, metadata, blocked=blocked, quick=quick, grants=grants
+    def _compare_row(self, work: _Partition, row: EncodedRow):
+        """One user read today: dead-lettered, new, unchanged or changed."""
+        # The one place a row's slots are read (transforms/common/records.py EncodedRow).
+        (
+            file_index,
+            position,
+            user_id,
+            _,
+            entry_json,
+            meta_json,
+            password,
+            source,
+            record_json,
+            _,
+            grants,
+        ) = row
+        count = work.counts
+        if user_id in work.seen:
+            yield from self._reject(
+                row, Reason.DUPLICATE_USER_ID, f"user_id {user_id!r} already used by an earlier record"
             )
-            if kind == "new":
-                count("sync.new")
-                new_rows.append(row)
-                if blocked:  # --include-blocked: imported, then deactivated
-                    count("sync.deactivate")
-                    count("sync.removals")
-                    count("sync.calls")
-                    changes.append(
-                        (
-                            (row[0], row[1]),
-                            self._change(
-                                user_id,
-                                entry,
-                                "new-blocked",
-                                [],
-                                [{"call": "DeactivateUser"}],
-                                [],
-                                record,
-                                None,
-                            ),
-                        )
-                    )
-                continue
-            self._kept(row, count)
-            if kind == "unchanged":
-                count("sync.unchanged")
-                continue
-            count("sync.changed")
-            for group in groups:
-                count(f"sync.changed_fields.{group}")
-            for note in notes:
-                count(f"sync.not_applied.{note}")
-            for call in calls:
-                count("sync.calls")
-                if call["call"] == "DeactivateUser":
-                    count("sync.deactivate")
-                    count("sync.removals")
-                elif call["call"] in ("ReactivateUser", "UnlockUser"):
-                    count("sync.reactivate")
-            changes.append(
-                ((row[0], row[1]), self._change(user_id, entry, "changed", groups, calls, notes, record, old))
+            return
+        work.seen.add(user_id)
+        blocked = is_blocked(source, record_json)
+        old = work.state.get(user_id)
+        if old is None and blocked and not self._options.include_blocked:
+            count["sync.rows_rejected"] += 1
+            reason, flag = refusal(source)
+            yield from self._reject(
+                row,
+                reason,
+                f"user is {reason} at the source and not in ZITADEL yet ({flag} imports it, then deactivates it)",
             )
+            return
+        quick = quick_digest(entry_json, meta_json, blocked, grants)
+        if old is not None and same_as_state(old, quick, blocked):  # before any parsing
+            count["sync.unchanged"] += 1
+            self._kept(count, entry_json, password, grants)
+            return
+        entry = orjson.loads(entry_json)
+        metadata = orjson.loads(b"[" + meta_json + b"]") if meta_json else []
+        kind, record, groups, calls, notes = compare_user(
+            old, entry, metadata, blocked=blocked, quick=quick, grants=grants
+        )
+        org_id, user_name = self._options.org_id, (entry.get("user") or {}).get("userName")
+        if kind == ChangeKind.NEW:
+            count["sync.new"] += 1
+            work.new_rows.append(row)
+            if blocked:  # --include-blocked: imported, then deactivated
+                count["sync.deactivate"] += 1
+                count["sync.removals"] += 1
+                count["sync.calls"] += 1
+                deactivate: list[ChangeCall] = [{"call": Call.DEACTIVATE_USER}]
+                line = change_line(org_id, user_id, user_name, ChangeKind.NEW_BLOCKED, [], deactivate, record)
+                work.changes.append(((file_index, position), line))
+            return
+        self._kept(count, entry_json, password, grants)
+        if kind == ChangeKind.UNCHANGED:
+            count["sync.unchanged"] += 1
+            return
+        self._count_change(count, groups, calls, notes)
+        line = change_line(
+            org_id, user_id, user_name, ChangeKind.CHANGED, groups, calls, record, notes=notes, previous=old
+        )
+        work.changes.append(((file_index, position), line))
 
-        kept_by_dead: set[str] = set()
-        for is_letter, ids, sortkey, line in letters:
-            known = [i for i in ids if i in state and i not in seen]
-            if known:
-                kept_by_dead.update(known)
-            if not is_letter:
+    @staticmethod
+    def _count_change(
+        count: collections.Counter[str], groups: list[str], calls: list[ChangeCall], notes: list[str]
+    ) -> None:
+        count["sync.changed"] += 1
+        for group in groups:
+            count[f"sync.changed_fields.{group}"] += 1
+        for note in notes:
+            count[f"sync.not_applied.{note}"] += 1
+        for call in calls:
+            count["sync.calls"] += 1
+            if call["call"] == Call.DEACTIVATE_USER:
+                count["sync.deactivate"] += 1
+                count["sync.removals"] += 1
+            elif call["call"] in (Call.REACTIVATE_USER, Call.UNLOCK_USER):
+                count["sync.reactivate"] += 1
+
+    def _note_dead_letters(self, work: _Partition):
+        """Users in the state whose record was dead-lettered today are left alone (not gone), and
+        their dead letter says so."""
+        for letter in work.letters:
+            known = [i for i in letter.ids if i in work.state and i not in work.seen]
+            work.kept_by_dead.update(known)
+            if not letter.is_letter:
                 continue
+            line = letter.line
             if known:
-                count("sync.left_alone_dead_lettered")
-                letter = orjson.loads(line)
-                letter["sync"] = (
+                work.counts["sync.left_alone_dead_lettered"] += 1
+                parsed = orjson.loads(line)
+                parsed["sync"] = (
                     f"user {known[0]!r} is in the sync state: left exactly as ZITADEL holds it "
                     "(not updated, not deactivated) until its record reads cleanly"
                 )
-                line = orjson.dumps(letter)
-            yield beam.pvalue.TaggedOutput(_DEAD_OUT, ((sortkey[0], sortkey[1]), line))
+                line = orjson.dumps(parsed)
+            file_index, position = letter.sortkey
+            yield beam.pvalue.TaggedOutput(_DEAD_OUT, ((file_index, position), line))
 
-        gone = sorted(set(state) - seen - kept_by_dead)
-        removal_calls: list[dict[str, Any]]
-        for user_id in gone:
-            old = state[user_id]
-            policy = "report" if hold_removals else opts.on_removed
-            if policy == "deactivate" and (old.get("b", ACTIVE) != ACTIVE):
-                count("sync.removed.already-inactive")
+    def _removals(self, work: _Partition, hold_removals: bool) -> None:
+        """Users in the state not read today (and not dead-lettered): ``on_removed`` decides."""
+        count, wanted = work.counts, self._options.removal_policy
+        removal_calls: list[ChangeCall]
+        for user_id in sorted(set(work.state) - work.seen - work.kept_by_dead):
+            old = work.state[user_id]
+            policy = OnRemoved.REPORT if hold_removals else wanted
+            if policy == OnRemoved.DEACTIVATE and (old.get(BLOCKED, ACTIVE) != ACTIVE):
+                count["sync.removed.already-inactive"] += 1
                 continue
-            if policy == "report":
-                count("sync.removed.report")
-                if hold_removals and opts.on_removed != "report":
-                    count("sync.removed.held")
+            record: StateRecord = old
+            if policy == OnRemoved.REPORT:
+                count["sync.removed.report"] += 1
+                if hold_removals and wanted != OnRemoved.REPORT:
+                    count["sync.removed.held"] += 1
                 removal_calls = []
-                record = old
-            elif policy == "deactivate":
-                count("sync.removed.deactivate")
-                count("sync.removals")
-                removal_calls = [{"call": "DeactivateUser"}]
-                record = {**old, "b": INACTIVE, "g": 1}
+            elif policy == OnRemoved.DEACTIVATE:
+                count["sync.removed.deactivate"] += 1
+                count["sync.removals"] += 1
+                removal_calls = [{"call": Call.DEACTIVATE_USER}]
+                record = old.copy()
+                record[BLOCKED], record[GONE] = INACTIVE, 1
             else:
-                count("sync.removed.delete")
-                count("sync.removals")
-                removal_calls = [{"call": "DeleteUser"}]
-                record = old
-            count("sync.calls", len(removal_calls))
-            changes.append(((1 << 62, 0), self._removed(user_id, old, policy, removal_calls, record)))
+                count["sync.removed.delete"] += 1
+                count["sync.removals"] += 1
+                removal_calls = [{"call": Call.DELETE_USER}]
+            count["sync.calls"] += len(removal_calls)
+            line = change_line(
+                self._options.org_id,
+                user_id,
+                old.get(NAME),
+                ChangeKind.REMOVED,
+                [],
+                removal_calls,
+                record,
+                previous=old,
+                policy=policy,
+            )
+            work.changes.append((_AFTER_EVERY_ROW, line))
 
-        for name, value in counts.items():
-            self._inc(name, value)
-        if new_rows:
-            first = new_rows[0]
-            name = f"sync-new-{first[0]:05d}-{first[1]:012d}-p{part:05d}.pkl"
-            yield part, write_spill(self._tmp_dir, name, pack_rows(new_rows))
-        if changes:
-            changes.sort(key=lambda c: c[0])
-            data = b"".join(line + b"\n" for _, line in changes)
+    def _write(self, part: int, work: _Partition):
+        """The new users' rows (a spill file) and the partition's change file."""
+        if work.new_rows:
+            file_index, position = _row_order(work.new_rows[0])
+            name = f"sync-new-{file_index:05d}-{position:012d}-p{part:05d}.pkl"
+            yield part, write_spill(self._tmp_dir, name, pack_rows(work.new_rows))
+        if work.changes:
+            work.changes.sort(key=lambda c: c[0])
+            data = b"".join(line + b"\n" for _, line in work.changes)
             from apache_beam.io.filesystems import FileSystems
 
             from transforms.files.sinks import open_private
@@ -358,80 +410,38 @@ class _CompareFn(beam.DoFn):
                 handle.write(data)
             yield beam.pvalue.TaggedOutput(_CHANGES, path)
 
-    def _kept(self, row: EncodedRow, count) -> None:
+    @staticmethod
+    def _kept(count: collections.Counter[str], entry_json: bytes, password: str, grants: Grants) -> None:
         """A user that does not go into a body still counts as read and converted."""
-        count("sync.rows_not_imported")
-        if row[6]:
-            count("users_with_password")
-        if b'"otpCode":' in row[4]:
-            count("users_with_otp")
-        grants = row[10] if len(row) > 10 else ()
+        count["sync.rows_not_imported"] += 1
+        if password:
+            count["users_with_password"] += 1
+        if b'"otpCode":' in entry_json:
+            count["users_with_otp"] += 1
         if grants:  # carried by the state and the change records, not by a body (docs/roles.md)
-            count("authorizations.users_with_roles")
-            count("authorizations.grants", len(grants))
-            count("authorizations.keys_carried", sum(len(keys) for _, keys in grants))
+            count["authorizations.users_with_roles"] += 1
+            count["authorizations.grants"] += len(grants)
+            count["authorizations.keys_carried"] += sum(len(keys) for _, keys in grants)
 
     def _reject(self, row: EncodedRow, reason: str, detail: str):
-        grants = row[10] if len(row) > 10 else ()
+        (file_index, position, _, _, _, _, _, source, record_json, companions_json, grants) = row
         if grants:
             self._inc("roles.skipped.user-dead-lettered", sum(len(keys) for _, keys in grants))
         yield beam.pvalue.TaggedOutput(
-            _DEAD_OUT, dead_letter((row[0], row[1]), reason, detail, row[7], orjson.Fragment(row[8]))
+            _DEAD_OUT,
+            dead_letter((file_index, position), reason, detail, source, orjson.Fragment(record_json)),
         )
-        for sortkey, source, record in orjson.loads(row[9]) if row[9] else []:
+        for sortkey, companion_source, record in orjson.loads(companions_json) if companions_json else []:
             yield beam.pvalue.TaggedOutput(
                 _DEAD_OUT,
                 dead_letter(
-                    sortkey, Reason.PROFILE_REJECTED, f"its user was dead-lettered ({reason})", source, record
+                    sortkey,
+                    Reason.PROFILE_REJECTED,
+                    f"its user was dead-lettered ({reason})",
+                    companion_source,
+                    record,
                 ),
             )
-
-    def _change(
-        self,
-        user_id: str,
-        entry: Mapping[str, Any],
-        kind: str,
-        groups: list[str],
-        calls: list[dict[str, Any]],
-        notes: list[str],
-        record: Mapping[str, Any],
-        old: Mapping[str, Any] | None,
-    ) -> bytes:
-        change: dict[str, Any] = {
-            "userId": user_id,
-            "orgId": self._options.org_id,
-            "userName": (entry.get("user") or {}).get("userName"),
-            "kind": kind,
-            "fields": groups,
-            "calls": calls,
-        }
-        if notes:
-            change["notApplied"] = notes
-        change["state"] = record
-        if old is not None:
-            change["previous"] = old
-        return orjson.dumps(change)
-
-    def _removed(
-        self,
-        user_id: str,
-        old: Mapping[str, Any],
-        policy: str,
-        calls: list[dict[str, Any]],
-        record: Mapping[str, Any],
-    ) -> bytes:
-        change = {
-            "userId": user_id,
-            "orgId": self._options.org_id,
-            "userName": old.get("n"),
-            "kind": "removed",
-            "policy": policy,
-            "fields": [],
-            "calls": calls,
-            "state": record,
-            "previous": old,
-        }
-        return orjson.dumps(change)
 
 
 @beam.typehints.with_input_types(PartitionRows)
@@ -470,7 +480,7 @@ class CompareWithState(beam.PTransform):
         )
         unknown = keyed[_UNKNOWN] | "CountUnknownDead" >> beam.CombineGlobally(sum)
         shards = pipeline | "StateShards" >> beam.Create(
-            [(part, (_STATE, path)) for part, path in sorted(self._shards.items())]
+            [(part, (_Tag.STATE, path)) for part, path in sorted(self._shards.items())]
         )
         compared = (
             (rows, keyed.keyed, shards)

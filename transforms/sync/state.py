@@ -31,12 +31,13 @@ import os
 import posixpath
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypedDict, cast
 
 import orjson
 
 from transforms.common.errors import ConfigError
 from transforms.files.storage import is_gcs
+from transforms.sync.state_records import StateRecord
 
 __all__ = [
     "StateStore",
@@ -51,6 +52,21 @@ _LOGGER = logging.getLogger(__name__)
 
 POINTER_NAME = "CURRENT.json"
 STATE_VERSION = 1
+
+
+class StatePointer(TypedDict, total=False):
+    """``CURRENT.json``: which shard holds each partition of the committed generation."""
+
+    version: int  # STATE_VERSION
+    generation: int  # 0 before the first commit
+    partitions: int
+    shards: dict[str, str]  # partition (as text) -> shard path relative to the state root
+    users: int
+    committed_at: str
+    previous_shards: list[str]  # the generation before's, kept until the next commit
+    authorizations_sha256: str  # the roles body the target holds (docs/roles.md)
+
+
 # Partitions of a new state. A state keeps the count it was made with (in its pointer).
 STATE_PARTITIONS = 32
 
@@ -59,7 +75,7 @@ def _join(folder: str, name: str) -> str:
     return posixpath.join(folder, name) if is_gcs(folder) else os.path.join(folder, name)
 
 
-def encode_shard(records: Iterable[Mapping[str, Any]]) -> bytes:
+def encode_shard(records: Iterable[StateRecord]) -> bytes:
     """Records as gzip'ed NDJSON, sorted by id (deterministic bytes for the same records)."""
     lines = sorted(orjson.dumps(r) for r in records)
     buffer = io.BytesIO()
@@ -81,8 +97,8 @@ def read_raw(path: str) -> bytes:
         return handle.read()
 
 
-def decode_shard(data: bytes) -> dict[str, dict[str, Any]]:
-    records: dict[str, dict[str, Any]] = {}
+def decode_shard(data: bytes) -> dict[str, StateRecord]:
+    records: dict[str, StateRecord] = {}
     for line in gzip.decompress(data).splitlines():
         if line:
             record = orjson.loads(line)
@@ -136,7 +152,7 @@ class StateStore:
         return _join(self.root, relative)
 
     # --- pointer ----------------------------------------------------------------------------
-    def read_pointer(self) -> dict[str, Any] | None:
+    def read_pointer(self) -> StatePointer | None:
         """The committed state's pointer, or None when nothing was committed yet."""
         raw = self._read(self.path(POINTER_NAME))
         if raw is None:
@@ -151,19 +167,19 @@ class StateStore:
             raise ConfigError(
                 f"--state {self.root!r}: {POINTER_NAME} is not a zitadel-beam state pointer ({err})"
             ) from None
-        return pointer
+        return cast(StatePointer, pointer)  # its version, partitions and shards checked above
 
     @staticmethod
-    def partitions(pointer: Mapping[str, Any] | None) -> int:
+    def partitions(pointer: StatePointer | None) -> int:
         return int(pointer["partitions"]) if pointer else STATE_PARTITIONS
 
-    def shard_paths(self, pointer: Mapping[str, Any] | None) -> dict[int, str]:
+    def shard_paths(self, pointer: StatePointer | None) -> dict[int, str]:
         """``{partition: full path}`` of the shards the pointer names (empty partitions have none)."""
         if not pointer:
             return {}
         return {int(p): self.path(rel) for p, rel in pointer["shards"].items()}
 
-    def read_shard(self, pointer: Mapping[str, Any] | None, partition: int) -> dict[str, dict[str, Any]]:
+    def read_shard(self, pointer: StatePointer | None, partition: int) -> dict[str, StateRecord]:
         path = self.shard_paths(pointer).get(partition)
         if path is None:
             return {}
@@ -175,11 +191,11 @@ class StateStore:
     # --- commit -----------------------------------------------------------------------------
     def commit(
         self,
-        base: Mapping[str, Any] | None,
-        shards: Mapping[int, Mapping[str, Mapping[str, Any]]],
+        base: StatePointer | None,
+        shards: Mapping[int, Mapping[str, StateRecord]],
         users_delta: int = 0,
-        extra: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        extra: StatePointer | None = None,
+    ) -> StatePointer:
         """Write ``shards`` (partition → all its records) as a new generation, then the pointer.
 
         ``extra``: pointer fields to set (e.g. ``authorizations_sha256``, the roles body the target
@@ -193,10 +209,13 @@ class StateStore:
                 f"{(current or {}).get('generation')}, this run started from "
                 f"{(base or {}).get('generation')}): run migrate again"
             )
-        carried = {k: v for k, v in (base or {}).items() if k == "authorizations_sha256"}
-        extras = {**carried, **(extra or {})}
+        carried: StatePointer = {}
+        if base and "authorizations_sha256" in base:
+            carried["authorizations_sha256"] = base["authorizations_sha256"]
+        extras = carried.copy()
+        extras.update(extra or {})
         if not shards and extras == carried:
-            return dict(base) if base else self._empty_pointer()
+            return base.copy() if base else self._empty_pointer()
         generation = int((base or {}).get("generation", 0)) + 1
         folder = f"gen-{generation:06d}"
         relative = dict((base or {}).get("shards") or {})
@@ -207,7 +226,7 @@ class StateStore:
                 relative[str(partition)] = name
             else:
                 relative.pop(str(partition), None)
-        pointer = {
+        pointer: StatePointer = {
             "version": STATE_VERSION,
             "generation": generation,
             "partitions": self.partitions(base),
@@ -215,16 +234,16 @@ class StateStore:
             "users": int((base or {}).get("users", 0)) + users_delta,
             "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "previous_shards": sorted(set((base or {}).get("shards", {}).values())),
-            **extras,
         }
+        pointer.update(extras)
         self._write(self.path(POINTER_NAME), orjson.dumps(pointer, option=orjson.OPT_INDENT_2) + b"\n")
         self._collect(pointer)
         return pointer
 
-    def _empty_pointer(self) -> dict[str, Any]:
+    def _empty_pointer(self) -> StatePointer:
         return {"version": STATE_VERSION, "generation": 0, "partitions": STATE_PARTITIONS, "shards": {}}
 
-    def _collect(self, pointer: Mapping[str, Any]) -> None:
+    def _collect(self, pointer: StatePointer) -> None:
         """Remove shards neither this pointer nor the one before refers to (best effort)."""
         keep = set(pointer["shards"].values()) | set(pointer.get("previous_shards") or [])
         try:

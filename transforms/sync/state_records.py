@@ -18,7 +18,8 @@ A **state record** is what the target is known to hold for one user (docs/sync.m
 
 No password hash or secret is stored: digests only (BLAKE2b, 64 bits per group).
 
-A **change record** (one NDJSON line of ``<stem>.changes-*.ndjson``) is one user's calls::
+A **change record** (one NDJSON line of ``<stem>.changes-*.ndjson``, its shape and calls in
+``transforms/sync/change_records.py``) is one user's calls, planned here (:func:`plan_changes`)::
 
     {"userId": "auth0|1", "orgId": "123", "userName": "ann", "kind": "changed",
      "fields": ["profile", "password"], "calls": [{"call": "UpdateHumanUser", "body": {..}}],
@@ -35,9 +36,11 @@ from __future__ import annotations
 import collections
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final, TypedDict
 
 import orjson
+
+from transforms.sync.change_records import Call, ChangeCall, ChangeKind
 
 __all__ = [
     "GROUPS",
@@ -45,11 +48,21 @@ __all__ = [
     "ACTIVE",
     "INACTIVE",
     "LOCKED",
+    "ID",
+    "NAME",
+    "QUICK",
+    "FIELDS",
+    "BLOCKED",
+    "LINKS",
+    "METADATA",
+    "GONE",
+    "GRANTS",
+    "StateRecord",
+    "Grants",
     "quick_digest",
     "state_record",
     "changed_groups",
     "plan_changes",
-    "call_path",
     "compare_user",
     "same_as_state",
     "block_calls",
@@ -66,17 +79,48 @@ ACTIVE, INACTIVE, LOCKED = "", "inactive", "locked"
 # ZITADEL's published schema (docs/sync.md#schema-check).
 MAX_PASSWORD = 200
 
+# The keys of a state record as they are written in the state shards: one letter each, because a
+# state holds one record per user (millions) and every shard is read back each night. Code names
+# them by these constants; the letters on disk never change (docs/sync.md).
+ID: Final = "id"  # the user id
+NAME: Final = "n"  # the userName
+QUICK: Final = "q"  # quick digest of the mapped bytes ("" : compare in full next time)
+FIELDS: Final = "f"  # group -> digest of its mapped values
+BLOCKED: Final = "b"  # ACTIVE, INACTIVE or LOCKED in the target
+LINKS: Final = "l"  # [[idp id, external user id], ...]
+METADATA: Final = "m"  # metadata key -> digest of its value
+GONE: Final = "g"  # 1: gone from the source and deactivated for it
+GRANTS: Final = "a"  # [[project id, [role keys]], ...]
+
+
+class StateRecord(TypedDict, total=False):
+    """One user's state record, keyed by the letters above (``ID`` ... ``GRANTS``)."""
+
+    id: str
+    n: str | None
+    q: str | None  # None only in a record written without one (merge_confirmed keeps it)
+    f: dict[str, str | None]
+    b: str
+    l: list[list[str]]  # noqa: E741 - the on-disk key of the IdP links
+    m: dict[str, str]
+    g: int
+    a: list[list[Any]]  # [project id, [role keys]]: mixed types in one JSON list
+
+
 # Which state fields a confirmed call makes true (merge_confirmed).
 CALL_GROUPS: dict[str, tuple[str, ...]] = {
-    "UpdateHumanUser": UPDATE_GROUPS,
-    "RemovePhone": ("phone",),
-    "AddIDPLink": ("idps",),
-    "RemoveIDPLink": ("idps",),
-    "SetUserMetadata": ("metadata",),
-    "DeleteUserMetadata": ("metadata",),
-    "SetUserGrant": ("grants",),
-    "RemoveUserGrant": ("grants",),
+    Call.UPDATE_HUMAN_USER: UPDATE_GROUPS,
+    Call.REMOVE_PHONE: ("phone",),
+    Call.ADD_IDP_LINK: ("idps",),
+    Call.REMOVE_IDP_LINK: ("idps",),
+    Call.SET_USER_METADATA: ("metadata",),
+    Call.DELETE_USER_METADATA: ("metadata",),
+    Call.SET_USER_GRANT: ("grants",),
+    Call.REMOVE_USER_GRANT: ("grants",),
 }
+
+# ``((project id, (sorted role keys)), ...)`` sorted by project: a user's grants (transforms/mapping/roles.py).
+Grants = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 def _digest(value: Any) -> str:
@@ -100,10 +144,6 @@ def quick_digest(entry_json: bytes, metadata_json: bytes, blocked: bool = False,
     if grants:
         h.update(orjson.dumps(grants))
     return h.hexdigest()
-
-
-# ``((project id, (sorted role keys)), ...)`` sorted by project: a user's grants (transforms/mapping/roles.py).
-Grants = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 def _group_values(
@@ -143,52 +183,139 @@ def state_record(
     blocked: bool,
     quick: str,
     grants: Grants = (),
-) -> dict[str, Any]:
+) -> StateRecord:
     """The state record of a mapped user entry (its ``humanUsers`` item), its metadata items and
-    its grants (``a``: project and role keys, so a project gone at the source can be removed)."""
+    its grants (``GRANTS``: project and role keys, so a project gone at the source can be removed)."""
     values = _group_values(entry, metadata, grants)
     user = entry.get("user") or {}
-    record: dict[str, Any] = {
-        "id": str(entry.get("userId") or ""),
-        "n": user.get("userName"),
-        "q": quick,
-        "f": {group: _digest(values[group]) for group in GROUPS},
-        "b": INACTIVE if blocked else ACTIVE,
+    record: StateRecord = {
+        ID: str(entry.get("userId") or ""),
+        NAME: user.get("userName"),
+        QUICK: quick,
+        FIELDS: {group: _digest(values[group]) for group in GROUPS},
+        BLOCKED: INACTIVE if blocked else ACTIVE,
     }
     if values["idps"]:
-        record["l"] = [[config, external] for config, external, _ in values["idps"]]
+        record[LINKS] = [[config, external] for config, external, _ in values["idps"]]
     if values["metadata"]:
-        record["m"] = {key: _digest(value) for key, value in values["metadata"]}
+        record[METADATA] = {key: _digest(value) for key, value in values["metadata"]}
     if values["grants"]:
-        record["a"] = values["grants"]
+        record[GRANTS] = values["grants"]
     return record
 
 
-def changed_groups(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def changed_groups(old: StateRecord, new: StateRecord) -> list[str]:
     """The field groups whose digests differ (all of them against a record without digests)."""
-    before, after = old.get("f") or {}, new.get("f") or {}
+    before, after = old.get(FIELDS) or {}, new.get(FIELDS) or {}
     # A record written before grants were compared has no "grants" digest: it held none.
     return [group for group in GROUPS if before.get(group, _ABSENT.get(group)) != after.get(group)]
 
 
-def _profile_body(profile: Mapping[str, Any]) -> dict[str, Any]:
+def _profile_body(profile: Mapping[str, Any]) -> dict[str, str]:
     """The v2 profile (``givenName``/``familyName``, docs/sync.md): optional fields removed at the
     source are sent empty, so the target does not keep a value the source dropped."""
     given = str(profile.get("firstName") or "")
     family = str(profile.get("lastName") or "")
-    body: dict[str, Any] = {"givenName": given, "familyName": family}
+    body = {"givenName": given, "familyName": family}
     body["nickName"] = str(profile.get("nickName") or "")
     body["displayName"] = str(profile.get("displayName") or f"{given} {family}".strip())
     body["preferredLanguage"] = str(profile.get("preferredLanguage") or "")
     return body
 
 
+def _contact_updates(groups: Sequence[str], user: Mapping[str, Any], update: dict[str, Any]) -> bool:
+    """Adds the e-mail and phone parts of ``UpdateHumanUser`` to ``update``; True when the phone
+    was removed at the source (a call of its own)."""
+    if "email" in groups:
+        email = user.get("email") or {}
+        update["email"] = {"email": email.get("email")}
+        if email.get("isEmailVerified"):
+            update["email"]["isVerified"] = True
+        else:
+            update["email"]["returnCode"] = {}
+    if "phone" not in groups:
+        return False
+    phone = user.get("phone") or {}
+    if not phone.get("phone"):
+        return True
+    update["phone"] = {"phone": phone["phone"]}
+    if phone.get("isPhoneVerified"):
+        update["phone"]["isVerified"] = True
+    else:
+        update["phone"]["returnCode"] = {}
+    return False
+
+
+def _password_update(user: Mapping[str, Any], update: dict[str, Any], notes: list[str]) -> None:
+    """The password part of ``UpdateHumanUser``, or the note that says why none is sent."""
+    hashed = (user.get("hashedPassword") or {}).get("value")
+    change_required = bool(user.get("passwordChangeRequired"))
+    if len(str(hashed or user.get("password") or "")) > MAX_PASSWORD:
+        notes.append("password-too-long-not-applied")
+    elif hashed:
+        update["password"] = {"hashedPassword": {"hash": hashed, "changeRequired": change_required}}
+    elif user.get("password"):
+        update["password"] = {"password": {"password": user["password"], "changeRequired": True}}
+    else:
+        notes.append("password-removed-not-applied")
+
+
+def _link_calls(old: StateRecord, user: Mapping[str, Any]) -> list[ChangeCall]:
+    """Remove the IdP links gone at the source, add the new ones."""
+    calls: list[ChangeCall] = []
+    before = {(a, b) for a, b in old.get(LINKS) or []}
+    links = {
+        (str(i.get("configId", "")), str(i.get("externalUserId", ""))): str(i.get("displayName", ""))
+        for i in user.get("idps") or []
+    }
+    for config, external in sorted(before - set(links)):
+        calls.append({"call": Call.REMOVE_IDP_LINK, "idpId": config, "linkedUserId": external})
+    for (config, external), name in sorted(links.items()):
+        if (config, external) not in before:
+            link = {"idpId": config, "userId": external, "userName": name or external}
+            calls.append({"call": Call.ADD_IDP_LINK, "body": {"idpLink": link}})
+    return calls
+
+
+def _metadata_calls(
+    old: StateRecord, new: StateRecord, metadata: Sequence[Mapping[str, Any]]
+) -> list[ChangeCall]:
+    """Delete the keys gone at the source, set only the keys whose value changed."""
+    calls: list[ChangeCall] = []
+    before_meta: Mapping[str, str] = old.get(METADATA) or {}
+    after_meta: Mapping[str, str] = new.get(METADATA) or {}
+    gone = sorted(set(before_meta) - set(after_meta))
+    if gone:
+        calls.append({"call": Call.DELETE_USER_METADATA, "keys": gone})
+    changed = [
+        {"key": str(m["key"]), "value": str(m.get("value", ""))}
+        for m in sorted(metadata, key=lambda m: str(m.get("key", "")))
+        if before_meta.get(str(m["key"])) != after_meta.get(str(m["key"]))
+    ]
+    if changed:
+        calls.append({"call": Call.SET_USER_METADATA, "body": {"metadata": changed}})
+    return calls
+
+
+def _grant_calls(old: StateRecord, new: StateRecord) -> list[ChangeCall]:
+    """Remove the grants of projects gone at the source, set the changed ones."""
+    calls: list[ChangeCall] = []
+    before_grants = {project: list(keys) for project, keys in old.get(GRANTS) or []}
+    after_grants = {project: list(keys) for project, keys in new.get(GRANTS) or []}
+    for project in sorted(set(before_grants) - set(after_grants)):
+        calls.append({"call": Call.REMOVE_USER_GRANT, "projectId": project})
+    for project, keys in sorted(after_grants.items()):
+        if before_grants.get(project) != keys:
+            calls.append({"call": Call.SET_USER_GRANT, "projectId": project, "roleKeys": keys})
+    return calls
+
+
 def plan_changes(
-    old: Mapping[str, Any] | None,
-    new: Mapping[str, Any],
+    old: StateRecord | None,
+    new: StateRecord,
     entry: Mapping[str, Any],
     metadata: Sequence[Mapping[str, Any]],
-) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+) -> tuple[list[str], list[ChangeCall], list[str]]:
     """``(changed groups, calls, notes)`` that bring the target from ``old`` to ``new``.
 
     Notes name what cannot be carried to an existing user (``otp-not-applied``: the user service
@@ -199,113 +326,71 @@ def plan_changes(
     ``isVerified``, an unverified one asks for ``returnCode`` (docs/sync.md#no-mail).
     """
     user = entry.get("user") or {}
-    groups = changed_groups(old or {}, new) if old is not None else []
-    calls: list[dict[str, Any]] = []
+    previous: StateRecord = old or {}
+    groups = changed_groups(previous, new) if old is not None else []
+    calls: list[ChangeCall] = []
     notes: list[str] = []
     update: dict[str, Any] = {}
     if "username" in groups:
         update["username"] = user.get("userName")
     if "profile" in groups:
         update["profile"] = _profile_body(user.get("profile") or {})
-    if "email" in groups:
-        email = user.get("email") or {}
-        update["email"] = {"email": email.get("email")}
-        if email.get("isEmailVerified"):
-            update["email"]["isVerified"] = True
-        else:
-            update["email"]["returnCode"] = {}
-    remove_phone = False
-    if "phone" in groups:
-        phone = user.get("phone") or {}
-        if phone.get("phone"):
-            update["phone"] = {"phone": phone["phone"]}
-            if phone.get("isPhoneVerified"):
-                update["phone"]["isVerified"] = True
-            else:
-                update["phone"]["returnCode"] = {}
-        else:
-            remove_phone = True
+    remove_phone = _contact_updates(groups, user, update)
     if "password" in groups:
-        hashed = (user.get("hashedPassword") or {}).get("value")
-        change_required = bool(user.get("passwordChangeRequired"))
-        if len(str(hashed or user.get("password") or "")) > MAX_PASSWORD:
-            notes.append("password-too-long-not-applied")
-        elif hashed:
-            update["password"] = {"hashedPassword": {"hash": hashed, "changeRequired": change_required}}
-        elif user.get("password"):
-            update["password"] = {"password": {"password": user["password"], "changeRequired": True}}
-        else:
-            notes.append("password-removed-not-applied")
+        _password_update(user, update, notes)
     if update:
-        calls.append({"call": "UpdateHumanUser", "body": update})
+        calls.append({"call": Call.UPDATE_HUMAN_USER, "body": update})
     if remove_phone:
-        calls.append({"call": "RemovePhone"})
+        calls.append({"call": Call.REMOVE_PHONE})
     if "idps" in groups:
-        before = {(a, b) for a, b in (old or {}).get("l") or []}
-        links = {
-            (str(i.get("configId", "")), str(i.get("externalUserId", ""))): str(i.get("displayName", ""))
-            for i in user.get("idps") or []
-        }
-        for config, external in sorted(before - set(links)):
-            calls.append({"call": "RemoveIDPLink", "idpId": config, "linkedUserId": external})
-        for (config, external), name in sorted(links.items()):
-            if (config, external) not in before:
-                link = {"idpId": config, "userId": external, "userName": name or external}
-                calls.append({"call": "AddIDPLink", "body": {"idpLink": link}})
+        calls += _link_calls(previous, user)
     if "metadata" in groups:
-        before_meta: Mapping[str, str] = (old or {}).get("m") or {}
-        after_meta: Mapping[str, str] = new.get("m") or {}
-        gone = sorted(set(before_meta) - set(after_meta))
-        if gone:
-            calls.append({"call": "DeleteUserMetadata", "keys": gone})
-        changed = [
-            {"key": str(m["key"]), "value": str(m.get("value", ""))}
-            for m in sorted(metadata, key=lambda m: str(m.get("key", "")))
-            if before_meta.get(str(m["key"])) != after_meta.get(str(m["key"]))
-        ]
-        if changed:
-            calls.append({"call": "SetUserMetadata", "body": {"metadata": changed}})
+        calls += _metadata_calls(previous, new, metadata)
     if "otp" in groups and old is not None:
         notes.append("otp-not-applied")
     if "grants" in groups:
-        before_grants = {project: list(keys) for project, keys in (old or {}).get("a") or []}
-        after_grants = {project: list(keys) for project, keys in new.get("a") or []}
-        for project in sorted(set(before_grants) - set(after_grants)):
-            calls.append({"call": "RemoveUserGrant", "projectId": project})
-        for project, keys in sorted(after_grants.items()):
-            if before_grants.get(project) != keys:
-                calls.append({"call": "SetUserGrant", "projectId": project, "roleKeys": keys})
+        calls += _grant_calls(previous, new)
     return groups, calls, notes
 
 
-def block_calls(old_blocked: str, new_blocked: bool) -> list[dict[str, Any]]:
+def block_calls(old_blocked: str, new_blocked: bool) -> list[ChangeCall]:
     """Deactivate a user blocked at the source; reactivate (or unlock) one unblocked again."""
     if new_blocked and old_blocked == ACTIVE:
-        return [{"call": "DeactivateUser"}]
+        return [{"call": Call.DEACTIVATE_USER}]
     if not new_blocked and old_blocked == INACTIVE:
-        return [{"call": "ReactivateUser"}]
+        return [{"call": Call.REACTIVATE_USER}]
     if not new_blocked and old_blocked == LOCKED:
-        return [{"call": "UnlockUser"}]
+        return [{"call": Call.UNLOCK_USER}]
     return []
 
 
-def same_as_state(old: Mapping[str, Any], quick: str, blocked: bool) -> bool:
+def same_as_state(old: StateRecord, quick: str, blocked: bool) -> bool:
     """The fast path: the mapped bytes and the blocked state are what the target holds (and the
     user was not deactivated for being gone), so nothing needs parsing or sending."""
     return (
-        old.get("q") == quick and old.get("b", ACTIVE) == (INACTIVE if blocked else ACTIVE) and "g" not in old
+        old.get(QUICK) == quick
+        and old.get(BLOCKED, ACTIVE) == (INACTIVE if blocked else ACTIVE)
+        and GONE not in old
     )
 
 
+# The group whose old digest a note keeps (it was not carried to the target).
+_KEPT_BY_NOTE = {
+    "otp-not-applied": "otp",
+    "password-removed-not-applied": "password",
+    "password-too-long-not-applied": "password",
+}
+
+
 def compare_user(
-    old: Mapping[str, Any] | None,
+    old: StateRecord | None,
     entry: Mapping[str, Any],
     metadata: Sequence[Mapping[str, Any]],
     *,
     blocked: bool,
     quick: str,
     grants: Grants = (),
-) -> tuple[str, dict[str, Any], list[str], list[dict[str, Any]], list[str]]:
+) -> tuple[ChangeKind, StateRecord, list[str], list[ChangeCall], list[str]]:
     """Sort one user read today against its state record.
 
     Returns ``(kind, state record, changed groups, calls, notes)`` where kind is ``new``,
@@ -315,64 +400,51 @@ def compare_user(
     """
     record = state_record(entry, metadata, blocked=blocked, quick=quick, grants=grants)
     if old is None:
-        return "new", record, [], [], []
+        return ChangeKind.NEW, record, [], [], []
     if same_as_state(old, quick, blocked):
-        return "unchanged", record, [], [], []
+        return ChangeKind.UNCHANGED, record, [], [], []
     groups, calls, notes = plan_changes(old, record, entry, metadata)
-    kept = {
-        "otp-not-applied": "otp",
-        "password-removed-not-applied": "password",
-        "password-too-long-not-applied": "password",
-    }
     for note in notes:
-        group = kept[note]
-        record["f"][group] = (old.get("f") or {}).get(group)
-        record["q"] = ""  # not the target's bytes: compare in full next time too
-    block = block_calls(str(old.get("b", ACTIVE)), blocked)
+        group = _KEPT_BY_NOTE[note]
+        record[FIELDS][group] = (old.get(FIELDS) or {}).get(group)
+        record[QUICK] = ""  # not the target's bytes: compare in full next time too
+    block = block_calls(str(old.get(BLOCKED, ACTIVE)), blocked)
     if not block:
         # Still blocked (deactivated or locked) or still active: the target's state stays.
-        record["b"] = old.get("b", ACTIVE)
+        record[BLOCKED] = old.get(BLOCKED, ACTIVE)
     calls += block
     if not calls and not notes:
-        return "unchanged", record, [], [], []
-    return "changed", record, groups, calls, notes
+        return ChangeKind.UNCHANGED, record, [], [], []
+    return ChangeKind.CHANGED, record, groups, calls, notes
 
 
-def call_path(user_id: str, call: Mapping[str, Any]) -> tuple[str, str, bytes | None]:
-    """``(method, path, body)`` of a change call in ZITADEL's user service v2 REST mapping."""
-    from urllib.parse import quote, urlencode
+# What a confirmed blocking call leaves the user as in the target.
+_BLOCKED_BY_CALL = (
+    (Call.DEACTIVATE_USER, INACTIVE),
+    (Call.LOCK_USER, LOCKED),
+    (Call.REACTIVATE_USER, ACTIVE),
+    (Call.UNLOCK_USER, ACTIVE),
+)
 
-    uid = quote(user_id, safe="")
-    name = call["call"]
-    if name == "UpdateHumanUser":
-        return "PUT", f"/v2/users/human/{uid}", orjson.dumps(call["body"])
-    if name in ("DeactivateUser", "ReactivateUser", "LockUser", "UnlockUser"):
-        verb = name[: -len("User")].lower()
-        return "POST", f"/v2/users/{uid}/{verb}", b"{}"
-    if name == "DeleteUser":
-        return "DELETE", f"/v2/users/{uid}", None
-    if name == "RemovePhone":
-        return "DELETE", f"/v2/users/{uid}/phone", None
-    if name == "AddIDPLink":
-        return "POST", f"/v2/users/{uid}/links", orjson.dumps(call["body"])
-    if name == "RemoveIDPLink":
-        idp, linked = quote(call["idpId"], safe=""), quote(call["linkedUserId"], safe="")
-        return "DELETE", f"/v2/users/{uid}/links/{idp}/{linked}", None
-    if name == "SetUserMetadata":
-        return "POST", f"/v2/users/{uid}/metadata", orjson.dumps(call["body"])
-    if name == "DeleteUserMetadata":
-        query = urlencode([("keys", key) for key in call["keys"]])
-        return "DELETE", f"/v2/users/{uid}/metadata?{query}", None
-    raise ValueError(f"unknown change call {name!r}")
+
+def _confirmed_groups(confirmed: Sequence[str], planned: Sequence[str]) -> set[str]:
+    """The groups all of whose planned calls were confirmed."""
+    done = collections.Counter(confirmed)
+    wanted = collections.Counter(planned or confirmed)
+    return {
+        group
+        for group in {g for call in confirmed for g in CALL_GROUPS.get(call, ())}
+        if all(done[call] >= wanted[call] for call in wanted if group in CALL_GROUPS.get(call, ()))
+    }
 
 
 def merge_confirmed(
-    old: Mapping[str, Any] | None,
-    new: Mapping[str, Any],
+    old: StateRecord | None,
+    new: StateRecord,
     confirmed: Sequence[str],
     complete: bool,
     planned: Sequence[str] = (),
-) -> dict[str, Any] | None:
+) -> StateRecord | None:
     """The state record after some of a user's calls were confirmed.
 
     All confirmed (``complete``) → ``new``. Otherwise a group takes its new digest only when every
@@ -381,45 +453,34 @@ def merge_confirmed(
     so the next run sends exactly what did not arrive. ``None`` means: drop the user from the
     state (a confirmed ``DeleteUser``).
     """
-    if "DeleteUser" in confirmed:
+    if Call.DELETE_USER in confirmed:
         return None
     if old is None or complete:
-        merged = dict(new)
-        if "LockUser" in confirmed:  # an initial user was locked instead of deactivated
-            merged["b"] = LOCKED
+        merged = new.copy()
+        if Call.LOCK_USER in confirmed:  # an initial user was locked instead of deactivated
+            merged[BLOCKED] = LOCKED
         return merged
-    merged = dict(old)
-    if "ReactivateUser" in confirmed or "UnlockUser" in confirmed:
-        merged.pop("g", None)
-    done = collections.Counter(confirmed)
-    wanted = collections.Counter(planned or confirmed)
-    groups = {
-        group
-        for group in {g for call in confirmed for g in CALL_GROUPS.get(call, ())}
-        if all(done[call] >= wanted[call] for call in wanted if group in CALL_GROUPS.get(call, ()))
-    }
-    fingerprints = dict(old.get("f") or {})
+    merged = old.copy()
+    if Call.REACTIVATE_USER in confirmed or Call.UNLOCK_USER in confirmed:
+        merged.pop(GONE, None)
+    groups = _confirmed_groups(confirmed, planned)
+    fingerprints = dict(old.get(FIELDS) or {})
     for group in groups:
-        fingerprints[group] = (new.get("f") or {}).get(group)
-    merged["f"] = fingerprints
+        fingerprints[group] = (new.get(FIELDS) or {}).get(group)
+    merged[FIELDS] = fingerprints
     if "username" in groups:
-        merged["n"] = new.get("n")
+        merged[NAME] = new.get(NAME)
     if "idps" in groups:
-        merged["l"] = new.get("l") or []
+        merged[LINKS] = new.get(LINKS) or []
     if "metadata" in groups:
-        merged["m"] = new.get("m") or {}
+        merged[METADATA] = new.get(METADATA) or {}
     if "grants" in groups:
-        merged["a"] = new.get("a") or []
-    for call, blocked in (
-        ("DeactivateUser", INACTIVE),
-        ("LockUser", LOCKED),
-        ("ReactivateUser", ACTIVE),
-        ("UnlockUser", ACTIVE),
-    ):
+        merged[GRANTS] = new.get(GRANTS) or []
+    for call, blocked in _BLOCKED_BY_CALL:
         if call in confirmed:
-            merged["b"] = blocked
-    if "g" in new:
-        merged["g"] = new["g"]
+            merged[BLOCKED] = blocked
+    if GONE in new:
+        merged[GONE] = new[GONE]
     # The quick digest is only true when every group is.
-    merged["q"] = new.get("q") if merged["f"] == new.get("f") else ""
+    merged[QUICK] = new.get(QUICK) if merged[FIELDS] == new.get(FIELDS) else ""
     return merged

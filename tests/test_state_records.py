@@ -9,13 +9,13 @@ from transforms.sync.state_records import (
     ACTIVE,
     INACTIVE,
     LOCKED,
-    call_path,
     changed_groups,
     compare_user,
     merge_confirmed,
     quick_digest,
     state_record,
 )
+from transforms.sync.sync_calls import call_path
 
 
 def _entry(**user) -> dict:

@@ -1,0 +1,320 @@
+"""The HTTP requests of a sync's change calls: one user's calls, in order, against ZITADEL.
+
+``apply_user`` sends the calls of one change record (``transforms/sync/state_records.py``
+``ChangeCall``) through the admin client and says which were confirmed; ``transforms/sync/apply.py``
+runs it for every user, on ``--concurrency`` threads. Each call gives the user service v2 request
+(``call_path``) or, for grants, the management API's look-up then add, update or remove
+(the management API's user grants). An action whose effect is already there counts as done (docs/sync.md#already-done);
+an initial user, which ZITADEL refuses to deactivate, is locked instead (docs/sync.md#initial-users).
+
+Example::
+
+    result, sent = apply_user(client, change, "changes-p00000.ndjson", sha256, Stop(), timeout)
+    result.confirmed  # ["UpdateHumanUser", ...]; ``sent``: requests made for this user
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import orjson
+
+from transforms.sync.change_records import Call, ChangeCall, ChangeRecord
+from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api.client import AdminClient
+
+__all__ = ["ChangeResult", "Outcome", "Abort", "Stop", "apply_user", "call_path", "expected_problems"]
+
+# Error ids (docs/sync.md#already-done) that mean the call's effect is already there.
+_ALREADY_DONE: dict[str, tuple[str, ...]] = {
+    Call.DEACTIVATE_USER: ("Errors.User.AlreadyInactive",),
+    Call.REACTIVATE_USER: ("Errors.User.NotInactive",),
+    Call.UNLOCK_USER: ("Errors.User.NotLocked",),
+    Call.LOCK_USER: ("Errors.User.AlreadyLocked",),
+    Call.DELETE_USER: ("Errors.User.NotFound",),
+    Call.REMOVE_IDP_LINK: ("NotFound", "NotExisting"),
+    Call.DELETE_USER_METADATA: ("Errors.Metadata.KeyNotExisting",),
+    Call.ADD_IDP_LINK: ("Errors.User.ExternalIDP.AlreadyExists",),
+    Call.REMOVE_PHONE: ("Errors.User.Phone.NotFound", "NotFound"),
+}
+_CANT_DEACTIVATE_INITIAL = "Errors.User.CantDeactivateInitial"
+_STATE_CALLS = (Call.DEACTIVATE_USER, Call.REACTIVATE_USER, Call.LOCK_USER, Call.UNLOCK_USER)
+
+
+class Outcome(enum.StrEnum):
+    """How one user's change ended (its ledger line's ``status``)."""
+
+    DONE = "done"  # every call confirmed
+    FAILED = "failed"  # a call was refused or failed for good: sent again next run
+    NOT_SENT = "not-sent"  # the run stopped first: the next push sends it
+
+
+@dataclasses.dataclass
+class ChangeResult:
+    """One user's outcome; also its ledger line."""
+
+    file: str
+    sha256: str
+    user_id: str
+    status: str  # an Outcome (a plain string when read back from the ledger)
+    confirmed: list[str] = dataclasses.field(default_factory=list)
+    message: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return self.status == Outcome.DONE
+
+
+class Stop:
+    """Set once the client reports the server gone (``admin_api.ServerGone``): no more users start."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+
+class Abort(Exception):
+    """Authentication failed: the whole run stops (``sent``: the user's requests until then)."""
+
+    sent = 0
+
+
+def call_path(user_id: str, call: ChangeCall) -> tuple[str, str, bytes | None]:
+    """``(method, path, body)`` of a change call in ZITADEL's user service v2 REST mapping."""
+    uid = quote(user_id, safe="")
+    name = call["call"]
+    if name == Call.UPDATE_HUMAN_USER:
+        return "PUT", f"/v2/users/human/{uid}", orjson.dumps(call["body"])
+    if name in _STATE_CALLS:
+        verb = name[: -len("User")].lower()
+        return "POST", f"/v2/users/{uid}/{verb}", b"{}"
+    if name == Call.DELETE_USER:
+        return "DELETE", f"/v2/users/{uid}", None
+    if name == Call.REMOVE_PHONE:
+        return "DELETE", f"/v2/users/{uid}/phone", None
+    if name == Call.ADD_IDP_LINK:
+        return "POST", f"/v2/users/{uid}/links", orjson.dumps(call["body"])
+    if name == Call.REMOVE_IDP_LINK:
+        idp, linked = quote(call["idpId"], safe=""), quote(call["linkedUserId"], safe="")
+        return "DELETE", f"/v2/users/{uid}/links/{idp}/{linked}", None
+    if name == Call.SET_USER_METADATA:
+        return "POST", f"/v2/users/{uid}/metadata", orjson.dumps(call["body"])
+    if name == Call.DELETE_USER_METADATA:
+        query = urlencode([("keys", key) for key in call["keys"]])
+        return "DELETE", f"/v2/users/{uid}/metadata?{query}", None
+    raise ValueError(f"unknown change call {name!r}")
+
+
+_V2_STATES = {"inactive": "USER_STATE_INACTIVE", "locked": "USER_STATE_LOCKED"}
+
+
+def expected_problems(change: ChangeRecord, confirmed: list[str], answer: Mapping[str, Any]) -> list[str]:
+    """What the target holds (``answer``: ``GET /v2/users/{id}``) that differs from what the
+    confirmed calls of ``change`` set (docs/sync.md#verify)."""
+    user = answer.get("user") or {}
+    human = user.get("human") or {}
+    problems: list[str] = []
+    for call in change.get("calls") or []:
+        if call["call"] not in confirmed:
+            continue
+        if call["call"] == Call.UPDATE_HUMAN_USER:
+            body = call["body"]
+            if "username" in body and user.get("username") != body["username"]:
+                problems.append(f"username is {user.get('username')!r}, not {body['username']!r}")
+            profile = body.get("profile") or {}
+            held = human.get("profile") or {}
+            for field in ("givenName", "familyName"):
+                if field in profile and held.get(field) != profile[field]:
+                    problems.append(f"{field} is {held.get(field)!r}, not {profile[field]!r}")
+            if "email" in body and (human.get("email") or {}).get("email") != body["email"].get("email"):
+                problems.append("e-mail differs")
+            if "phone" in body and (human.get("phone") or {}).get("phone") != body["phone"].get("phone"):
+                problems.append("phone differs")
+        elif call["call"] in (Call.DEACTIVATE_USER, Call.LOCK_USER):
+            wanted = _V2_STATES["inactive" if call["call"] == Call.DEACTIVATE_USER else "locked"]
+            if user.get("state") not in (_V2_STATES["inactive"], _V2_STATES["locked"]):
+                problems.append(f"state is {user.get('state')}, not {wanted}")
+        elif (
+            call["call"] in (Call.REACTIVATE_USER, Call.UNLOCK_USER)
+            and user.get("state") in _V2_STATES.values()
+        ):
+            problems.append(f"state is still {user.get('state')}")
+    return problems
+
+
+def apply_user(
+    client: AdminClient,
+    change: ChangeRecord,
+    name: str,
+    sha256: str,
+    stop: Stop,
+    timeout: float | None,
+) -> tuple[ChangeResult, int]:
+    """Send one change record's calls in order; ``(its result, the requests made for it)``.
+
+    Raises :class:`Abort` when the credentials are refused; sets ``stop.reason`` when the server
+    stopped answering."""
+    user = _UserCalls(
+        client, change, ChangeResult(name, sha256, str(change["userId"]), Outcome.DONE), stop, timeout
+    )
+    try:
+        for call in change.get("calls") or []:
+            if stop.reason:
+                user.result.status, user.result.message = Outcome.NOT_SENT, "the run stopped before this user"
+                break
+            if not user.send(call):
+                break
+    except Abort as err:
+        err.sent = user.sent
+        raise
+    return user.result, user.sent
+
+
+class _UserCalls:
+    """One user's calls on one thread; ``sent`` counts this user's requests only."""
+
+    def __init__(
+        self,
+        client: AdminClient,
+        change: ChangeRecord,
+        result: ChangeResult,
+        stop: Stop,
+        timeout: float | None,
+    ) -> None:
+        self.client, self.result, self.stop, self.timeout = client, result, stop, timeout
+        self.org_id = str(change.get("orgId") or "")
+        self.secrets = client.tokens.secrets()
+        self.sent = 0
+
+    def _request(self, call: ChangeCall) -> None:
+        method, path, body = call_path(self.result.user_id, call)
+        self.sent += 1
+        self.client.request(method, path, body, self.timeout)
+
+    def _gone(self, message: str, call_name: str) -> bool:
+        self.stop.reason = self.stop.reason or admin_api.scrub(message, self.secrets)
+        self.result.status, self.result.message = (
+            Outcome.NOT_SENT,
+            f"{call_name}: the server stopped answering",
+        )
+        return False
+
+    def send(self, call: ChangeCall) -> bool:
+        """One call: True when confirmed (``result.confirmed``), False when ``result`` says why not."""
+        result, call_name = self.result, call["call"]
+        try:
+            if call_name in (Call.SET_USER_GRANT, Call.REMOVE_USER_GRANT):
+                self._grant(call)
+            else:
+                self._request(call)
+            result.confirmed.append(call_name)
+            return True
+        except admin_api.AuthError as err:
+            raise Abort(err.message) from None
+        except admin_api.ServerGone as err:
+            # The client saw several requests in a row go unanswered: stop, resume next run.
+            return self._gone(err.message, call_name)
+        except admin_api.InvalidRequest as err:
+            message = admin_api.scrub(err.message, self.secrets)
+            if any(marker in message for marker in _ALREADY_DONE.get(call_name, ())):
+                result.confirmed.append(call_name)
+                return True
+            if call_name == Call.DEACTIVATE_USER and _CANT_DEACTIVATE_INITIAL in message:
+                return self._lock_instead()
+            result.status, result.message = Outcome.FAILED, f"{call_name}: {message}"
+            return False
+        except admin_api.AdminApiError as err:  # retries exhausted, a server error
+            result.status, result.message = (
+                Outcome.FAILED,
+                f"{call_name}: {admin_api.scrub(err.message, self.secrets)}",
+            )
+            return False
+
+    def _lock_instead(self) -> bool:
+        """An initial user (never signed in, e-mail not verified) cannot be deactivated; a locked
+        user cannot sign in either (docs/sync.md#initial-users)."""
+        result = self.result
+        try:
+            self._request({"call": Call.LOCK_USER})
+            result.confirmed.append(Call.LOCK_USER)
+            return True
+        except admin_api.InvalidRequest as lock_err:
+            message = admin_api.scrub(lock_err.message, self.secrets)
+            if "AlreadyLocked" in message:
+                result.confirmed.append(Call.LOCK_USER)
+                return True
+        except admin_api.AuthError as auth_err:
+            raise Abort(auth_err.message) from None
+        except admin_api.ServerGone as gone:
+            return self._gone(gone.message, Call.LOCK_USER)
+        except admin_api.AdminApiError as other:
+            message = admin_api.scrub(other.message, self.secrets)
+        result.status, result.message = Outcome.FAILED, f"{Call.DEACTIVATE_USER}: {message}"
+        return False
+
+    def _grant(self, call: ChangeCall) -> None:
+        """Set (add or update) or remove a user's grant on one project (docs/sync.md#grants).
+
+        The import answers grants without their ids, so the grant is looked up first (management
+        API ``ListUserGrants``, filtered by user and project), then added (``AddUserGrant``), updated
+        with the full role list (``UpdateUserGrant``; ``NotChanged`` is done) or removed
+        (``RemoveUserGrant``; gone already is done). Raises the client's errors
+        like any call.
+        """
+        uid = quote(self.result.user_id, safe="")
+        org_id, timeout, client = self.org_id, self.timeout, self.client
+        project = str(call["projectId"])
+        search = {
+            "query": {"limit": 10},
+            "queries": [
+                {"userIdQuery": {"userId": self.result.user_id}},
+                {"projectIdQuery": {"projectId": project}},
+            ],
+        }
+        self.sent += 1
+        found = client.request("POST", "/management/v1/users/grants/_search", search, timeout, org_id=org_id)
+        grants = [g for g in found.get("result") or [] if str(g.get("projectId")) == project]
+        if call["call"] == Call.REMOVE_USER_GRANT:
+            for grant in grants:
+                self.sent += 1
+                try:
+                    client.request(
+                        "DELETE",
+                        f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
+                        None,
+                        timeout,
+                        org_id=org_id,
+                    )
+                except admin_api.InvalidRequest as err:
+                    if "Errors.UserGrant.NotFound" not in err.message:
+                        raise
+            return
+        keys = list(call.get("roleKeys") or [])
+        if not grants:
+            self.sent += 1
+            client.request(
+                "POST",
+                f"/management/v1/users/{uid}/grants",
+                {"projectId": project, "roleKeys": keys},
+                timeout,
+                org_id=org_id,
+            )
+            return
+        grant = grants[0]
+        if sorted(grant.get("roleKeys") or []) == sorted(keys):
+            return  # already there (an earlier run's call whose answer was lost)
+        self.sent += 1
+        try:
+            client.request(
+                "PUT",
+                f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
+                {"roleKeys": keys},
+                timeout,
+                org_id=org_id,
+            )
+        except admin_api.InvalidRequest as err:
+            if "Errors.UserGrant.NotChanged" not in err.message:
+                raise
