@@ -44,11 +44,20 @@ __all__ = [
     "AUTHORIZATIONS_KEYS_CARRIED",
     "AUTHORIZATIONS_USERS_WITH_ROLES",
     "AUTHORIZATIONS_ROLES",
+    "SYNC",
     "SYNC_ROWS_NOT_IMPORTED",
     "SYNC_ROWS_REJECTED",
-    "SYNC_REMOVALS",
+    "SYNC_NEW",
+    "SYNC_UNCHANGED",
+    "SYNC_CHANGED",
     "SYNC_CHANGED_FIELDS",
     "SYNC_NOT_APPLIED",
+    "SYNC_DEACTIVATE",
+    "SYNC_REACTIVATE",
+    "SYNC_CALLS",
+    "SYNC_REMOVALS",
+    "SYNC_REMOVED",
+    "SYNC_LEFT_ALONE_DEAD_LETTERED",
     "count_prefix",
     "by_suffix",
 ]
@@ -103,12 +112,22 @@ AUTHORIZATIONS_KEYS_CARRIED = "authorizations.keys_carried"
 AUTHORIZATIONS_USERS_WITH_ROLES = "authorizations.users_with_roles"
 AUTHORIZATIONS_ROLES = "authorizations.roles"
 
-# Scheduled syncs (transforms/sync/compare.py, change_files.py).
-SYNC_ROWS_NOT_IMPORTED = "sync.rows_not_imported"
-SYNC_ROWS_REJECTED = "sync.rows_rejected"
+# Scheduled syncs: written by transforms/sync/compare.py, read by change_files.py (the summary and
+# the manifest's sync counts, without the prefix) and the launcher (the removal guard).
+SYNC = "sync."
+SYNC_ROWS_NOT_IMPORTED = "sync.rows_not_imported"  # compared with the state instead of written
+SYNC_ROWS_REJECTED = "sync.rows_rejected"  # disabled users new to ZITADEL
+SYNC_NEW = "sync.new"
+SYNC_UNCHANGED = "sync.unchanged"
+SYNC_CHANGED = "sync.changed"
+SYNC_CHANGED_FIELDS = "sync.changed_fields."  # + the field group
+SYNC_NOT_APPLIED = "sync.not_applied."  # + what an existing user cannot be given
+SYNC_DEACTIVATE = "sync.deactivate"
+SYNC_REACTIVATE = "sync.reactivate"
+SYNC_CALLS = "sync.calls"
 SYNC_REMOVALS = "sync.removals"
-SYNC_CHANGED_FIELDS = "sync.changed_fields."
-SYNC_NOT_APPLIED = "sync.not_applied."
+SYNC_REMOVED = "sync.removed."  # + the policy applied (report, deactivate, delete, already-inactive, held)
+SYNC_LEFT_ALONE_DEAD_LETTERED = "sync.left_alone_dead_lettered"
 
 
 def count_prefix(counts: Mapping[str, int], prefix: str) -> int:

@@ -41,7 +41,7 @@ import orjson
 from transforms.common.errors import ConfigError
 from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
-from transforms.files.storage import read_bytes, resolve
+from transforms.files.storage import is_remote, read_bytes, resolve
 from transforms.output.manifest import Manifest
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord
 from transforms.sync.state import StatePointer, StateStore
@@ -119,7 +119,7 @@ class SyncReport:
 
 def _change_files(manifest: Manifest) -> list[tuple[str, str, dict]]:
     """``(resolved path, name, entry)`` of each change file listed in the manifest."""
-    base = os.path.dirname(manifest.path) if "://" not in manifest.path else manifest.path.rsplit("/", 1)[0]
+    base = manifest.path.rsplit("/", 1)[0] if is_remote(manifest.path) else os.path.dirname(manifest.path)
     return [
         (resolve(base, entry["path"]), entry["path"], entry)
         for entry in manifest.raw["sync"].get("changes", [])

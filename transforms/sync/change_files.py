@@ -15,7 +15,8 @@ from typing import TypedDict
 
 import orjson
 
-from transforms.files.storage import relative_path
+from transforms.common import counters
+from transforms.files.storage import is_remote, relative_path
 from transforms.sync.state import StatePointer
 
 __all__ = [
@@ -61,7 +62,7 @@ def existing_change_files(stem: str) -> list[str]:
     from apache_beam.io.filesystems import FileSystems
 
     pattern = f"{stem}.changes-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].ndjson"
-    if "://" in stem:
+    if is_remote(stem):
         return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
     import glob
 
@@ -135,32 +136,37 @@ def sync_manifest(
         "on_removed": on_removed,
         "max_removals": max_removals,
         "changes": changes,
-        "counts": {k[len("sync.") :]: v for k, v in sorted(counts.items()) if k.startswith("sync.")},
+        "counts": {
+            k[len(counters.SYNC) :]: v for k, v in sorted(counts.items()) if k.startswith(counters.SYNC)
+        },
     }
 
 
 def sync_summary_lines(counts: Mapping[str, int]) -> list[tuple[str, int | str]]:
     def get(name: str) -> int:
-        return counts.get(f"sync.{name}", 0)
+        return counts.get(name, 0)
 
     lines: list[tuple[str, int | str]] = [
         ("", ""),
-        ("sync: new (to bodies)", get("new")),
-        ("sync: unchanged (nothing sent)", get("unchanged")),
-        ("sync: changed", get("changed")),
+        ("sync: new (to bodies)", get(counters.SYNC_NEW)),
+        ("sync: unchanged (nothing sent)", get(counters.SYNC_UNCHANGED)),
+        ("sync: changed", get(counters.SYNC_CHANGED)),
     ]
     for name, value in sorted(counts.items()):
-        if name.startswith("sync.changed_fields."):
+        if name.startswith(counters.SYNC_CHANGED_FIELDS):
             lines.append((f"  {name.rsplit('.', 1)[1]}", value))
     for name, value in sorted(counts.items()):
-        if name.startswith("sync.not_applied."):
+        if name.startswith(counters.SYNC_NOT_APPLIED):
             lines.append((f"  not applicable to an existing user: {name.rsplit('.', 1)[1]}", value))
     lines += [
-        ("sync: to deactivate (blocked at the source)", get("deactivate") - get("removed.deactivate")),
-        ("sync: to reactivate", get("reactivate")),
+        (
+            "sync: to deactivate (blocked at the source)",
+            get(counters.SYNC_DEACTIVATE) - get(counters.SYNC_REMOVED + "deactivate"),
+        ),
+        ("sync: to reactivate", get(counters.SYNC_REACTIVATE)),
     ]
     for policy in ("report", "deactivate", "delete", "already-inactive", "held"):
-        if get(f"removed.{policy}"):
+        if get(counters.SYNC_REMOVED + policy):
             label = {
                 "report": "gone from the export: reported only",
                 "deactivate": "gone from the export: to deactivate",
@@ -168,9 +174,9 @@ def sync_summary_lines(counts: Mapping[str, int]) -> list[tuple[str, int | str]]
                 "already-inactive": "gone from the export: already deactivated",
                 "held": "  of them held back (an unreadable user record)",
             }[policy]
-            lines.append((f"sync: {label}", get(f"removed.{policy}")))
+            lines.append((f"sync: {label}", get(counters.SYNC_REMOVED + policy)))
     lines += [
-        ("sync: dead-lettered today, left alone", get("left_alone_dead_lettered")),
-        ("sync: calls to send", get("calls")),
+        ("sync: dead-lettered today, left alone", get(counters.SYNC_LEFT_ALONE_DEAD_LETTERED)),
+        ("sync: calls to send", get(counters.SYNC_CALLS)),
     ]
     return lines

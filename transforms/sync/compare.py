@@ -47,6 +47,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
+from transforms.common import counters
 from transforms.common.reasons import Reason
 from transforms.common.records import (
     NAMESPACE,
@@ -275,7 +276,7 @@ class _CompareFn(beam.DoFn):
         blocked = is_blocked(source, record_json)
         old = work.state.get(user_id)
         if old is None and blocked and not self._options.include_blocked:
-            count["sync.rows_rejected"] += 1
+            count[counters.SYNC_ROWS_REJECTED] += 1
             reason, flag = refusal(source)
             yield from self._reject(
                 row,
@@ -285,7 +286,7 @@ class _CompareFn(beam.DoFn):
             return
         quick = quick_digest(entry_json, meta_json, blocked, grants)
         if old is not None and same_as_state(old, quick, blocked):  # before any parsing
-            count["sync.unchanged"] += 1
+            count[counters.SYNC_UNCHANGED] += 1
             self._kept(count, entry_json, password, grants)
             return
         entry = orjson.loads(entry_json)
@@ -295,19 +296,19 @@ class _CompareFn(beam.DoFn):
         )
         org_id, user_name = self._options.org_id, (entry.get("user") or {}).get("userName")
         if kind == ChangeKind.NEW:
-            count["sync.new"] += 1
+            count[counters.SYNC_NEW] += 1
             work.new_rows.append(row)
             if blocked:  # --include-blocked: imported, then deactivated
-                count["sync.deactivate"] += 1
-                count["sync.removals"] += 1
-                count["sync.calls"] += 1
+                count[counters.SYNC_DEACTIVATE] += 1
+                count[counters.SYNC_REMOVALS] += 1
+                count[counters.SYNC_CALLS] += 1
                 deactivate: list[ChangeCall] = [{"call": Call.DEACTIVATE_USER}]
                 line = change_line(org_id, user_id, user_name, ChangeKind.NEW_BLOCKED, [], deactivate, record)
                 work.changes.append(((file_index, position), line))
             return
         self._kept(count, entry_json, password, grants)
         if kind == ChangeKind.UNCHANGED:
-            count["sync.unchanged"] += 1
+            count[counters.SYNC_UNCHANGED] += 1
             return
         self._count_change(count, groups, calls, notes)
         line = change_line(
@@ -319,18 +320,18 @@ class _CompareFn(beam.DoFn):
     def _count_change(
         count: collections.Counter[str], groups: list[str], calls: list[ChangeCall], notes: list[str]
     ) -> None:
-        count["sync.changed"] += 1
+        count[counters.SYNC_CHANGED] += 1
         for group in groups:
-            count[f"sync.changed_fields.{group}"] += 1
+            count[counters.SYNC_CHANGED_FIELDS + group] += 1
         for note in notes:
-            count[f"sync.not_applied.{note}"] += 1
+            count[counters.SYNC_NOT_APPLIED + note] += 1
         for call in calls:
-            count["sync.calls"] += 1
+            count[counters.SYNC_CALLS] += 1
             if call["call"] == Call.DEACTIVATE_USER:
-                count["sync.deactivate"] += 1
-                count["sync.removals"] += 1
+                count[counters.SYNC_DEACTIVATE] += 1
+                count[counters.SYNC_REMOVALS] += 1
             elif call["call"] in (Call.REACTIVATE_USER, Call.UNLOCK_USER):
-                count["sync.reactivate"] += 1
+                count[counters.SYNC_REACTIVATE] += 1
 
     def _note_dead_letters(self, work: _Partition):
         """Users in the state whose record was dead-lettered today are left alone (not gone), and
@@ -342,7 +343,7 @@ class _CompareFn(beam.DoFn):
                 continue
             line = letter.line
             if known:
-                work.counts["sync.left_alone_dead_lettered"] += 1
+                work.counts[counters.SYNC_LEFT_ALONE_DEAD_LETTERED] += 1
                 parsed = orjson.loads(line)
                 parsed["sync"] = (
                     f"user {known[0]!r} is in the sync state: left exactly as ZITADEL holds it "
@@ -360,25 +361,25 @@ class _CompareFn(beam.DoFn):
             old = work.state[user_id]
             policy = OnRemoved.REPORT if hold_removals else wanted
             if policy == OnRemoved.DEACTIVATE and (old.get(BLOCKED, ACTIVE) != ACTIVE):
-                count["sync.removed.already-inactive"] += 1
+                count[counters.SYNC_REMOVED + "already-inactive"] += 1
                 continue
             record: StateRecord = old
             if policy == OnRemoved.REPORT:
-                count["sync.removed.report"] += 1
+                count[counters.SYNC_REMOVED + "report"] += 1
                 if hold_removals and wanted != OnRemoved.REPORT:
-                    count["sync.removed.held"] += 1
+                    count[counters.SYNC_REMOVED + "held"] += 1
                 removal_calls = []
             elif policy == OnRemoved.DEACTIVATE:
-                count["sync.removed.deactivate"] += 1
-                count["sync.removals"] += 1
+                count[counters.SYNC_REMOVED + "deactivate"] += 1
+                count[counters.SYNC_REMOVALS] += 1
                 removal_calls = [{"call": Call.DEACTIVATE_USER}]
                 record = old.copy()
                 record[BLOCKED], record[GONE] = INACTIVE, 1
             else:
-                count["sync.removed.delete"] += 1
-                count["sync.removals"] += 1
+                count[counters.SYNC_REMOVED + "delete"] += 1
+                count[counters.SYNC_REMOVALS] += 1
                 removal_calls = [{"call": Call.DELETE_USER}]
-            count["sync.calls"] += len(removal_calls)
+            count[counters.SYNC_CALLS] += len(removal_calls)
             line = change_line(
                 self._options.org_id,
                 user_id,
@@ -413,20 +414,20 @@ class _CompareFn(beam.DoFn):
     @staticmethod
     def _kept(count: collections.Counter[str], entry_json: bytes, password: str, grants: Grants) -> None:
         """A user that does not go into a body still counts as read and converted."""
-        count["sync.rows_not_imported"] += 1
+        count[counters.SYNC_ROWS_NOT_IMPORTED] += 1
         if password:
             count["users_with_password"] += 1
         if b'"otpCode":' in entry_json:
             count["users_with_otp"] += 1
         if grants:  # carried by the state and the change records, not by a body (docs/roles.md)
-            count["authorizations.users_with_roles"] += 1
-            count["authorizations.grants"] += len(grants)
-            count["authorizations.keys_carried"] += sum(len(keys) for _, keys in grants)
+            count[counters.AUTHORIZATIONS_USERS_WITH_ROLES] += 1
+            count[counters.AUTHORIZATIONS_GRANTS] += len(grants)
+            count[counters.AUTHORIZATIONS_KEYS_CARRIED] += sum(len(keys) for _, keys in grants)
 
     def _reject(self, row: EncodedRow, reason: str, detail: str):
         (file_index, position, _, _, _, _, _, source, record_json, companions_json, grants) = row
         if grants:
-            self._inc("roles.skipped.user-dead-lettered", sum(len(keys) for _, keys in grants))
+            self._inc(counters.ROLES_SKIPPED_DEAD_LETTERED, sum(len(keys) for _, keys in grants))
         yield beam.pvalue.TaggedOutput(
             _DEAD_OUT,
             dead_letter((file_index, position), reason, detail, source, orjson.Fragment(record_json)),
