@@ -23,10 +23,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.migrate import add_common_arguments, check_gcs_reachable, common_args, run_migration
+from pipeline.migrate import run_migration
+from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import count_prefix, shared_summary_lines
-from pipeline.role_options import add_role_arguments, role_settings
+from transforms.files.storage import check_gcs_reachable
 
 __all__ = ["add_arguments", "run", "summary_lines", "invariant"]
 
