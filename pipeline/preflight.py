@@ -277,9 +277,9 @@ def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
     if results:
         outputs.update(_results_outputs(results))
     if command == ("push",) and getattr(known_args, "body", None):
-        first = known_args.body[0]
-        stem = os.path.splitext(posixpath.basename(first))[0]
-        outputs["--body (its push manifest)"] = f"{stem}.push.manifest.json"
+        from transforms.output.manifest import body_manifest_name
+
+        outputs["--body (its push manifest)"] = body_manifest_name(known_args.body[0])
     return outputs
 
 

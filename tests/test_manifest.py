@@ -14,6 +14,7 @@ from transforms.output.manifest import (
     ExportFields,
     ListedFile,
     UserFields,
+    body_manifest_name,
     build_manifest,
     load_manifest,
     recount,
@@ -185,3 +186,15 @@ def test_a_source_key_keeps_its_place_and_authorizations_appear_when_given():
 )
 def test_the_results_folder_follows_the_manifest(path, results):
     assert results_dir_for(path) == results
+
+
+@pytest.mark.parametrize(
+    "body, name",
+    [
+        ("bodies/first.json", "first.push.manifest.json"),
+        ("gs://b/run/importBody-00001-of-00002.json", "importBody-00001-of-00002.push.manifest.json"),
+        ("plain", "plain.push.manifest.json"),
+    ],
+)
+def test_a_push_of_bodies_writes_its_manifest_in_the_current_folder(body, name):
+    assert body_manifest_name(body) == name

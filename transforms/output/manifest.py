@@ -45,6 +45,7 @@ __all__ = [
     "load_manifest",
     "read_body",
     "write_body_manifest",
+    "body_manifest_name",
     "default_results_dir",
     "results_dir_for",
     "manifest_stem",
@@ -287,14 +288,17 @@ def write_body_manifest(paths: list[str]) -> str:
                 "after": [],
             }
         )
-    # In the current folder: the bodies may sit in a read-only folder or in a bucket.
-    stem = os.path.splitext(posixpath.basename(paths[0]) if is_gcs(paths[0]) else os.path.basename(paths[0]))[
-        0
-    ]
-    target = f"{stem}.push.manifest.json"
+    target = body_manifest_name(paths[0])
     manifest = {"version": MANIFEST_VERSION, "tool": "zitadel-beam push --body", "bodies": entries}
     write_atomic(os.path.abspath(target), json.dumps(manifest, indent=1).encode() + b"\n")
     return target
+
+
+def body_manifest_name(first_body: str) -> str:
+    """Where :func:`write_body_manifest` writes: ``<first body stem>.push.manifest.json`` in the
+    current folder (the bodies may sit in a read-only folder or in a bucket)."""
+    name = posixpath.basename(first_body) if is_gcs(first_body) else os.path.basename(first_body)
+    return f"{os.path.splitext(name)[0]}.push.manifest.json"
 
 
 def default_results_dir(manifest: Manifest) -> str:
