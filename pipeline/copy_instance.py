@@ -30,7 +30,7 @@ import posixpath
 import sys
 
 from pipeline.errors import ConfigError
-from pipeline.migrate import batch_size_type
+from pipeline.migrate_options import batch_size_type
 from pipeline.migrate_zitadel import split_export
 from pipeline.options import (
     add_export_selection_arguments,

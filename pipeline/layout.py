@@ -1,6 +1,6 @@
 """Where a migrate run writes: the output layout and every path a run may write.
 
-Shared by the launcher (``pipeline/migrate.py``) and the preflight's read-only-inputs check
+Shared by the launcher (``pipeline/migrate.py``, ``pipeline/run_outputs.py``) and the preflight's read-only-inputs check
 (``pipeline/preflight.py``), so neither imports the other for it.
 """
 

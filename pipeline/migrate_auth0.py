@@ -24,11 +24,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ConfigError
-from pipeline.migrate import CommonArgs, add_common_arguments, check_gcs_reachable, common_args, run_migration
+from pipeline.migrate import run_migration
+from pipeline.migrate_options import (
+    CommonArgs,
+    add_common_arguments,
+    add_role_arguments,
+    common_args,
+    role_settings,
+)
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import shared_summary_lines
-from pipeline.role_options import add_role_arguments, role_settings
 from transforms.common import counters
+from transforms.files.storage import check_gcs_reachable
 from transforms.sources.auth0 import auth0_items as a0
 from transforms.sources.auth0.auth0_accounting import invariant
 

@@ -47,8 +47,9 @@ from apache_beam.metrics import Metrics
 
 from pipeline import signals
 from pipeline.errors import ConfigError
-from pipeline.migrate import MAX_BATCH_SIZE, RunOutputs, add_output_arguments
+from pipeline.migrate_options import MAX_BATCH_SIZE, add_output_arguments
 from pipeline.preflight import check_written
+from pipeline.run_outputs import RunOutputs
 from transforms.common.counters import PASSWORD_HASHES
 from transforms.common.durations import normalise_duration
 from transforms.common.records import NAMESPACE
@@ -180,7 +181,7 @@ def build_pipeline(
     elements: list[BodyElement], tmp_dir: str, timeout: str, multiline: bool, pipeline_args: list[str]
 ):
     """Build (not run) the render pipeline for a plan's body elements."""
-    from pipeline.migrate import make_pipeline
+    from pipeline.beam_run import make_pipeline
 
     pipeline = make_pipeline(pipeline_args)
     _ = (
@@ -279,8 +280,10 @@ def split_export(
     >>> split_export("export.json", "out/importBody.json", batch_size=2000).manifest  # doctest: +SKIP
     'out/importBody.manifest.json'
     """
-    from pipeline.migrate import check_gcs_reachable, open_outputs, output_layout, raise_output_failure
-    from transforms.files.storage import register_cleanup, unregister_cleanup
+    from pipeline.beam_run import raise_output_failure
+    from pipeline.layout import output_layout
+    from pipeline.run_outputs import open_outputs
+    from transforms.files.storage import check_gcs_reachable, register_cleanup, unregister_cleanup
     from transforms.sources.zitadel.export_reader import ExportFormatError
 
     timeout = _checked_settings(output, timeout, batch_size)
@@ -350,8 +353,9 @@ def _split(
     manifest; returns the plan, the manifest and the number of dead letters."""
     from apache_beam.io.filesystems import FileSystems
 
-    from pipeline.migrate import finalize_outputs, run_pipeline, write_manifest
+    from pipeline.beam_run import run_pipeline
     from pipeline.report import counters_from_result
+    from pipeline.run_outputs import finalize_outputs, write_manifest
     from transforms.files.sinks import dead_shard_name, open_private
     from transforms.sources.zitadel.plan import plan_export
 
@@ -390,7 +394,8 @@ def _split(
 def _manifest(
     plan, bodies, beam_counts, export, layout, timeout, batch_size, dead_count, dead_sha, started, planned
 ) -> dict[str, Any]:
-    from pipeline.migrate import MANIFEST_VERSION, relative_path
+    from transforms.files.storage import relative_path
+    from transforms.output.manifest import MANIFEST_VERSION
 
     elapsed = time.monotonic() - started
     export_bytes = size(export)

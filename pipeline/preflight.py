@@ -258,38 +258,65 @@ def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
         outputs.update(planned_outputs(known_args.output, known_args.dead_letter))
         state = getattr(known_args, "state", None)
         if state:  # the sync state (docs/sync.md#state): its pointer, shards and lock
+            from transforms.sync.state import POINTER_NAME
+
             join = posixpath.join if "://" in state else os.path.join
-            outputs["--state (its pointer)"] = join(state, "CURRENT.json")
+            outputs["--state (its pointer)"] = join(state, POINTER_NAME)
             outputs["--state (its shards)"] = join(state, "gen-000001", "part-00000.ndjson.gz")
             outputs["--state (its lock)"] = join(state, "LOCK")
     elif command == ("export",) and known_args.output:
         outputs["--output"] = known_args.output
         outputs["--output (its lock)"] = lock_path_for(known_args.output)
     elif command == ("copy",):
-        work = known_args.work_dir.rstrip("/") or "."
-        for name in ("export.json", "importBody.json", "importBody-00001-of-00002.json"):
-            outputs[f"--work-dir (its {name})"] = posixpath.join(work, name)
-        outputs["--work-dir (its manifest)"] = posixpath.join(work, "importBody.manifest.json")
-        outputs["--work-dir (its lock)"] = posixpath.join(work, "copy.lock")
+        outputs.update(_copy_outputs(known_args.work_dir.rstrip("/") or "."))
     results = getattr(known_args, "results", None)
     if not results and command in (("push",), ("verify",)) and getattr(known_args, "manifest", None):
-        manifest = known_args.manifest
-        stem = manifest[: -len(".manifest.json")] if manifest.endswith(".manifest.json") else manifest
-        results = stem + ".results" if "://" not in stem else posixpath.basename(stem) + ".results"
+        from transforms.output.manifest import results_dir_for
+
+        results = results_dir_for(known_args.manifest)
     if results:
-        for name in (
-            "body-00000.json",
-            "push-dead-letter.ndjson",
-            "verify-missing.ndjson",
-            "changes-ledger-g000000.ndjson",
-            "changes-dead-letter.ndjson",
-        ):
-            outputs[f"--results (its {name})"] = os.path.join(results, name)
-        outputs["--results (its lock)"] = results.rstrip("/") + ".lock"
+        outputs.update(_results_outputs(results))
     if command == ("push",) and getattr(known_args, "body", None):
-        first = known_args.body[0]
-        stem = os.path.splitext(posixpath.basename(first))[0]
-        outputs["--body (its push manifest)"] = f"{stem}.push.manifest.json"
+        from transforms.output.manifest import body_manifest_name
+
+        outputs["--body (its push manifest)"] = body_manifest_name(known_args.body[0])
+    return outputs
+
+
+def _copy_outputs(work: str) -> dict[str, str]:
+    """What ``copy`` writes in its ``--work-dir`` (pipeline/copy_instance.py)."""
+    import posixpath
+
+    from pipeline.copy_instance import BODY_NAME, EXPORT_NAME, LOCK_NAME
+    from pipeline.layout import output_layout
+
+    bodies = output_layout(BODY_NAME, None)
+    outputs: dict[str, str] = {}
+    for name in (EXPORT_NAME, BODY_NAME, bodies.numbered(1, 2)):
+        outputs[f"--work-dir (its {name})"] = posixpath.join(work, name)
+    outputs["--work-dir (its manifest)"] = posixpath.join(work, bodies.manifest)
+    outputs["--work-dir (its lock)"] = posixpath.join(work, LOCK_NAME)
+    return outputs
+
+
+def _results_outputs(results: str) -> dict[str, str]:
+    """What ``push`` and ``verify`` write in their results folder, and its lock."""
+    import os
+
+    from transforms.push.push_ledger import DEAD_LETTER_NAME
+    from transforms.push.verification import MISSING_NAME
+    from transforms.sync.apply import CHANGES_DEAD_LETTER
+
+    outputs: dict[str, str] = {}
+    for name in (
+        "body-00000.json",
+        DEAD_LETTER_NAME,
+        MISSING_NAME,
+        "changes-ledger-g000000.ndjson",
+        CHANGES_DEAD_LETTER,
+    ):
+        outputs[f"--results (its {name})"] = os.path.join(results, name)
+    outputs["--results (its lock)"] = results.rstrip("/") + ".lock"
     return outputs
 
 

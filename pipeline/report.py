@@ -78,7 +78,7 @@ def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[s
         lines.append(("metadata entries dropped (limits)", counts.get(f"{source}.metadata_dropped", 0)))
     for name, value in sorted(counts.items()):
         if name.startswith("inputs.decoded."):  # UTF-16/32 input files (docs/inputs.md)
-            lines.append((f"input files decoded from {name.split('.', 2)[2]}", value))
+            lines.append((f"input files decoded from {name.removeprefix('inputs.decoded.')}", value))
     lines += not_carried_lines(counts)
     lines.append(("dead-lettered", count_prefix(counts, "dead_letter.")))
     for name, value in counts.items():

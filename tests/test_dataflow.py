@@ -34,7 +34,9 @@ def _dataflow_args(tmp_path: Path) -> list[str]:
 def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emulator, tmp_path, monkeypatch):
     from apache_beam.runners.portability import stager
 
-    from pipeline.migrate import CommonArgs, build_pipeline, output_layout
+    from pipeline.layout import output_layout
+    from pipeline.migrate import build_pipeline
+    from pipeline.migrate_options import CommonArgs
     from pipeline.preflight import spill_dir
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
@@ -62,7 +64,18 @@ def test_migrate_job_graph_builds_for_dataflow_and_setup_file_packages(gcs_emula
         idp_map=(),
     )
     output = f"gs://{GCS_BUCKET}/out/importBody.json"
-    common = CommonArgs("123", output, "5m0s", False, 5000, None, False, False, 10, 16)
+    common = CommonArgs(
+        org_id="123",
+        output=output,
+        timeout="5m0s",
+        multiline=False,
+        batch_size=5000,
+        dead_letter=None,
+        strict=False,
+        metadata=False,
+        bcrypt_min_cost=10,
+        bcrypt_max_cost=16,
+    )
     layout = output_layout(output, None)
     tmp_dir = spill_dir(args, layout.tmp_dir)
     assert tmp_dir == f"gs://{GCS_BUCKET}/tmp/zitadel-beam/zitadel-beam-dry-run"

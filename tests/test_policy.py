@@ -142,7 +142,7 @@ def test_cli_config_error_exits_2(tmp_path, capsys):
 def test_bcrypt_flags_override_the_config():
     import argparse
 
-    from pipeline.migrate import hash_policy_from_args
+    from pipeline.migrate_options import hash_policy_from_args
 
     args = argparse.Namespace(zitadel_config=str(ENABLED), bcrypt_min_cost=12, bcrypt_max_cost=None)
     policy = hash_policy_from_args(args, {})

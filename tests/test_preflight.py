@@ -206,3 +206,31 @@ def test_local_runner_list_matches_beam():
     assert extra == {"InteractiveRunner"}
     known = set(StandardOptions.KNOWN_RUNNER_NAMES)
     assert known == set(preflight.LOCAL_RUNNERS) | set(preflight.REMOTE_RUNNERS)
+
+
+def test_planned_outputs_use_the_names_their_owners_write():
+    from pipeline.cli import build_parser
+    from pipeline.copy_instance import EXPORT_NAME, LOCK_NAME
+    from pipeline.preflight import _outputs
+    from transforms.push.engine import DEAD_LETTER_NAME
+    from transforms.push.verification import MISSING_NAME
+    from transforms.sync.apply import CHANGES_DEAD_LETTER
+    from transforms.sync.state import POINTER_NAME
+
+    parser = build_parser()
+    push, _ = parser.parse_known_args(["push", "--manifest=out/importBody.manifest.json", "--url=https://z"])
+    planned = _outputs(push)
+    for name in (DEAD_LETTER_NAME, MISSING_NAME, CHANGES_DEAD_LETTER):
+        assert planned[f"--results (its {name})"] == f"out/importBody.results/{name}"
+    assert planned["--results (its lock)"] == "out/importBody.results.lock"
+    copy, _ = parser.parse_known_args(
+        ["copy", "--work-dir=w", "--source-url=https://a", "--target-url=https://b"]
+    )
+    planned = _outputs(copy)
+    assert planned[f"--work-dir (its {EXPORT_NAME})"] == f"w/{EXPORT_NAME}"
+    assert planned["--work-dir (its manifest)"] == "w/importBody.manifest.json"
+    assert planned["--work-dir (its lock)"] == f"w/{LOCK_NAME}"
+    migrate, _ = parser.parse_known_args(
+        ["migrate", "auth0", "--org=1", "--users=u.json", "--state=gs://b/s"]
+    )
+    assert _outputs(migrate)["--state (its pointer)"] == f"gs://b/s/{POINTER_NAME}"

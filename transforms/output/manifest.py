@@ -4,6 +4,9 @@ The manifest lists every body with its user count, sha256 and the bodies it must
 (``after``); see ``docs/manifest.md``. ``recount`` re-reads the written bodies and compares them
 with the manifest, so a run whose manifest and files disagree is never reported as a success.
 
+``build_manifest`` assembles what a migrate run writes (every migrate command, so the key order
+and the sections are defined once).
+
 Example::
 
     manifest = load_manifest("out/importBody.manifest.json")
@@ -17,23 +20,152 @@ import hashlib
 import json
 import os
 import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from transforms.common.errors import ConfigError
-from transforms.files.storage import check_gcs_reachable, is_gcs, read_bytes, resolve, write_atomic
+from transforms.files.storage import (
+    check_gcs_reachable,
+    is_gcs,
+    read_bytes,
+    relative_path,
+    resolve,
+    write_atomic,
+)
 from transforms.output.body_parts import body_user_ids, shape_problem
 
 __all__ = [
     "MANIFEST_VERSION",
+    "ListedFile",
+    "UserFields",
+    "ExportFields",
+    "build_manifest",
     "BodyRef",
     "Manifest",
     "load_manifest",
     "read_body",
     "write_body_manifest",
+    "body_manifest_name",
     "default_results_dir",
+    "results_dir_for",
+    "manifest_stem",
     "recount",
 ]
 
 MANIFEST_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ListedFile:
+    """A file the manifest lists beside the bodies (dead letters, passwordless users).
+
+    ``path`` as written (the manifest lists it relative to its own folder), ``count`` its lines,
+    ``sha256`` its digest (None when there is no file: the key is left out)."""
+
+    path: str
+    count: int
+    sha256: str | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UserFields:
+    """The sections of a user migration's manifest (``migrate auth0``, ``migrate keycloak``).
+
+    ``not_carried``: ``pipeline.report.not_carried_fields``; the three counts are the users
+    given ``--email-fallback``'s address, given a derived id, and whose names lost control
+    characters."""
+
+    not_carried: Mapping[str, Any]
+    passwordless: ListedFile
+    email_fallback: int
+    derived_ids: int
+    control_chars_removed: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExportFields:
+    """The sections of a ``migrate zitadel`` manifest: the export document and its planning."""
+
+    path: str
+    size: int
+    org_ids: list[str]
+    plan_seconds: float
+
+
+def build_manifest(
+    *,
+    manifest_path: str,
+    source: str,
+    org_id: str | None,
+    timeout: str,
+    batch_size: int,
+    bodies: Sequence[Mapping[str, Any]],
+    dead_letter: ListedFile,
+    counts: Mapping[str, int],
+    dead_letters_by_reason: Mapping[str, Mapping[str, int]],
+    holds: bool,
+    invariant: str,
+    seconds: float,
+    hash_fields: Mapping[str, Any],
+    export: ExportFields | None = None,
+    users: UserFields | None = None,
+    extra: Mapping[str, Any] | None = None,
+    sync: Mapping[str, Any] | None = None,
+    authorizations: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest a migrate run writes (docs/manifest.md), its keys in their documented order.
+
+    ``export`` for ``migrate zitadel``, ``users`` for the user sources; ``extra`` (a source's own
+    keys, e.g. Keycloak's ``realm_files``), ``sync`` (with ``--state``) and ``authorizations``
+    (left out when empty) come last. Paths are listed relative to ``manifest_path``'s folder.
+
+    >>> build_manifest(manifest_path="out/importBody.manifest.json", source="auth0", ...)  # doctest: +SKIP
+    """
+    folder = posixpath.dirname(manifest_path)
+    manifest: dict[str, Any] = {"version": MANIFEST_VERSION, "tool": "zitadel-beam", "source": source}
+    if export is not None:
+        manifest.update({"export": export.path, "export_bytes": export.size})
+    manifest["org_id"] = org_id
+    if export is not None:
+        manifest["org_ids"] = export.org_ids
+    manifest.update(
+        {
+            "timeout": timeout,
+            "batch_size": batch_size,
+            "bodies": bodies,
+            "dead_letter": _listed(folder, dead_letter),
+            "counts": counts,
+            "dead_letters_by_reason": dead_letters_by_reason,
+            "invariant": {"holds": holds, "text": invariant},
+            "seconds": round(seconds, 3),
+        }
+    )
+    if export is not None:
+        manifest["plan_seconds"] = round(export.plan_seconds, 3)
+    manifest.update(hash_fields)
+    if users is not None:
+        manifest.update(users.not_carried)
+        manifest["passwordless"] = _listed(folder, users.passwordless)
+        manifest.update(
+            {
+                "email_fallback": users.email_fallback,
+                "derived_ids": users.derived_ids,
+                "control_chars_removed": users.control_chars_removed,
+            }
+        )
+    manifest.update(extra or {})
+    if sync is not None:
+        manifest["sync"] = sync
+    if authorizations:
+        manifest["authorizations"] = authorizations
+    return manifest
+
+
+def _listed(folder: str, entry: ListedFile) -> dict[str, Any]:
+    listed: dict[str, Any] = {"path": relative_path(folder, entry.path), "count": entry.count}
+    if entry.sha256:
+        listed["sha256"] = entry.sha256
+    return listed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +189,7 @@ class Manifest:
 
     @property
     def stem(self) -> str:
-        base = self.path[: -len(".manifest.json")] if self.path.endswith(".manifest.json") else self.path
-        return base
+        return manifest_stem(self.path)
 
     @property
     def total_users(self) -> int:
@@ -157,21 +288,35 @@ def write_body_manifest(paths: list[str]) -> str:
                 "after": [],
             }
         )
-    # In the current folder: the bodies may sit in a read-only folder or in a bucket.
-    stem = os.path.splitext(posixpath.basename(paths[0]) if is_gcs(paths[0]) else os.path.basename(paths[0]))[
-        0
-    ]
-    target = f"{stem}.push.manifest.json"
+    target = body_manifest_name(paths[0])
     manifest = {"version": MANIFEST_VERSION, "tool": "zitadel-beam push --body", "bodies": entries}
     write_atomic(os.path.abspath(target), json.dumps(manifest, indent=1).encode() + b"\n")
     return target
 
 
+def body_manifest_name(first_body: str) -> str:
+    """Where :func:`write_body_manifest` writes: ``<first body stem>.push.manifest.json`` in the
+    current folder (the bodies may sit in a read-only folder or in a bucket)."""
+    name = posixpath.basename(first_body) if is_gcs(first_body) else os.path.basename(first_body)
+    return f"{os.path.splitext(name)[0]}.push.manifest.json"
+
+
 def default_results_dir(manifest: Manifest) -> str:
     """``<manifest stem>.results`` beside the manifest; in the current folder for a gs:// manifest."""
-    if is_gcs(manifest.stem):
-        return posixpath.basename(manifest.stem) + ".results"
-    return manifest.stem + ".results"
+    return results_dir_for(manifest.path)
+
+
+def results_dir_for(manifest_path: str) -> str:
+    """:func:`default_results_dir` from the manifest's path alone (the launcher's preflight)."""
+    stem = manifest_stem(manifest_path)
+    if is_gcs(stem):
+        return posixpath.basename(stem) + ".results"
+    return stem + ".results"
+
+
+def manifest_stem(path: str) -> str:
+    """``out/importBody.manifest.json`` → ``out/importBody`` (a path without the suffix: itself)."""
+    return path[: -len(".manifest.json")] if path.endswith(".manifest.json") else path
 
 
 def recount(manifest_path: str) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import orjson
 
@@ -51,6 +51,8 @@ class SyncSection(TypedDict):
     max_removals: int
     changes: list[ChangeFileEntry]
     counts: dict[str, int]
+    # The roles catalogue's digest, once a run with --project-id wrote it (pipeline/migrate.py).
+    authorizations_sha256: NotRequired[str]
 
 
 def change_file_name(stem: str, index: int, total: int) -> str:
