@@ -23,8 +23,9 @@ import re
 from typing import TYPE_CHECKING
 
 from pipeline import signals
-from pipeline.errors import ConfigError
 from pipeline.layout import OutputLayout
+from transforms.common.errors import ConfigError
+from transforms.files.storage import is_remote
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -60,7 +61,7 @@ def run_pipeline(pipeline: beam.Pipeline, work_dir: str | None = None) -> Pipeli
     processes print a failing step's traceback there) and shown afterwards unless the run ends
     in a one-line report (a full disk, an interruption).
     """
-    captured = os.path.join(work_dir, "stderr.txt") if work_dir and "://" not in work_dir else None
+    captured = os.path.join(work_dir, "stderr.txt") if work_dir and not is_remote(work_dir) else None
     if captured and not signals.capture_stderr(captured):
         captured = None
     replay = True

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from pipeline import signals
-from pipeline.errors import ConfigError
 from pipeline.gcs_env import prepare_emulator_credentials
 from pipeline.preflight import check_inputs_read_only, check_paths
+from transforms.common.errors import ConfigError
 from transforms.files.storage import register_cleanup, unregister_cleanup
 
 __all__ = ["main", "build_parser"]

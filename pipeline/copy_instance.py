@@ -29,7 +29,6 @@ import os
 import posixpath
 import sys
 
-from pipeline.errors import ConfigError
 from pipeline.migrate_options import batch_size_type
 from pipeline.migrate_zitadel import split_export
 from pipeline.options import (
@@ -38,6 +37,7 @@ from pipeline.options import (
     credentials_for,
     flag_duration,
 )
+from transforms.common.errors import ConfigError
 from transforms.files.locks import acquire_lock
 from transforms.files.storage import check_gcs_reachable, exists, join
 from transforms.push.engine import push_manifest

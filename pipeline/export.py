@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.errors import ConfigError
 from pipeline.options import add_credential_arguments, add_export_selection_arguments, credentials_from_args
+from transforms.common.errors import ConfigError
 from transforms.files.locks import acquire_lock, lock_path_for
 from transforms.files.storage import check_local_outputs
 from transforms.push.instance_moves import export_document, export_request

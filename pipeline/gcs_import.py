@@ -22,8 +22,8 @@ import argparse
 import json
 import sys
 
-from pipeline.errors import ConfigError
 from pipeline.options import credentials_from_args, flag_seconds
+from transforms.common.errors import ConfigError
 from transforms.push.instance_moves import document_user_ids, gcs_import_request
 from transforms.push.verification import wait_until_added
 from transforms.zitadel_api import api_errors as admin_api

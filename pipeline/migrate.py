@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from pipeline import signals
 from pipeline.beam_run import make_pipeline, raise_output_failure, run_pipeline
-from pipeline.errors import ConfigError
 from pipeline.layout import OutputLayout, output_layout
 from pipeline.migrate_options import CommonArgs, removal_limit
 from pipeline.migrate_report import FinishedRun, SummaryLines, report_and_push
@@ -41,6 +40,8 @@ from pipeline.run_outputs import (
     write_authorizations,
     write_manifest,
 )
+from transforms.common import counters
+from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.output.manifest import ListedFile, UserFields, build_manifest
 
@@ -279,7 +280,7 @@ def _run_beam(job: _Job, run: RunOutputs, sync: _SyncPlan | None) -> _Ran:
     hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)
     holds, invariant_text = job.invariant(counts)
     if sync is not None:
-        removals = counts.get("sync.removals", 0)
+        removals = counts.get(counters.SYNC_REMOVALS, 0)
         if removals > sync.max_removals:
             raise ConfigError(
                 f"--max-removals: refused: this run would deactivate or delete {removals:,} users, "
@@ -322,8 +323,8 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
             sync_fields["authorizations_sha256"] = roles_digest
         holds = holds and authorizations["invariant"]["holds"]
         invariant_text += "; " + authorizations["invariant"]["text"]
-    elif counts.get("roles.users_holding"):
-        authorizations = {"users_holding_roles": counts["roles.users_holding"]}
+    elif counts.get(counters.ROLES_USERS_HOLDING):
+        authorizations = {"users_holding_roles": counts[counters.ROLES_USERS_HOLDING]}
     manifest = build_manifest(
         manifest_path=layout.manifest,
         source=job.source_name,

@@ -23,7 +23,6 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import ConfigError
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import (
     CommonArgs,
@@ -35,6 +34,7 @@ from pipeline.migrate_options import (
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import shared_summary_lines
 from transforms.common import counters
+from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.auth0 import auth0_items as a0
 from transforms.sources.auth0.auth0_accounting import invariant

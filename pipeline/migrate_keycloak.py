@@ -22,13 +22,13 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import ConfigError
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import shared_summary_lines
 from transforms.common import counters
 from transforms.common.counters import by_suffix
+from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.keycloak import keycloak_accounting as kc
 

@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pipeline.errors import ConfigError
 from transforms.common.durations import normalise_duration
+from transforms.common.errors import ConfigError
 
 if TYPE_CHECKING:  # imported where used: the launcher starts without them
     from transforms.hashing.policy import HashPolicy

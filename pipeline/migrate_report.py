@@ -20,6 +20,7 @@ from pipeline import signals
 from pipeline.layout import OutputLayout
 from pipeline.preflight import check_written
 from pipeline.report import summary_table
+from transforms.common import counters
 
 if TYPE_CHECKING:
     from pipeline.migrate_options import CommonArgs
@@ -91,7 +92,7 @@ def _print_summary(done: FinishedRun, summary_lines: SummaryLines) -> None:
 
     layout, counts, bodies = done.layout, done.counts, done.bodies
     lines = summary_lines(counts)
-    if done.roles is not None or counts.get("roles.users_holding"):
+    if done.roles is not None or counts.get(counters.ROLES_USERS_HOLDING):
         from transforms.output.grants import summary_lines as role_lines
 
         lines += role_lines(counts, done.roles)

@@ -33,7 +33,6 @@ import dataclasses
 import hashlib
 import logging
 import os
-import posixpath
 import shutil
 import sys
 import tempfile
@@ -46,12 +45,12 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from pipeline import signals
-from pipeline.errors import ConfigError
 from pipeline.migrate_options import MAX_BATCH_SIZE, add_output_arguments
 from pipeline.preflight import check_written
 from pipeline.run_outputs import RunOutputs
 from transforms.common.counters import PASSWORD_HASHES
 from transforms.common.durations import normalise_duration
+from transforms.common.errors import ConfigError
 from transforms.common.records import NAMESPACE
 from transforms.files.storage import is_remote, size
 from transforms.hashing.policy import load_policy
@@ -394,8 +393,7 @@ def _split(
 def _manifest(
     plan, bodies, beam_counts, export, layout, timeout, batch_size, dead_count, dead_sha, started, planned
 ) -> dict[str, Any]:
-    from transforms.files.storage import relative_path
-    from transforms.output.manifest import MANIFEST_VERSION
+    from transforms.output.manifest import ExportFields, ListedFile, build_manifest
 
     elapsed = time.monotonic() - started
     export_bytes = size(export)
@@ -416,30 +414,21 @@ def _manifest(
     read = counts.get("items_read", 0)
     holds = read == placed + dead_count and beam_counts.get("bodies_written", len(bodies)) == len(bodies)
     invariant = f"{read} items read = {placed} in bodies + {dead_count} dead-lettered"
-    manifest_dir = posixpath.dirname(layout.manifest)
-    manifest = {
-        "version": MANIFEST_VERSION,
-        "tool": "zitadel-beam",
-        "source": SOURCE,
-        "export": export,
-        "export_bytes": export_bytes,
-        "org_id": None,
-        "org_ids": plan.org_ids,
-        "timeout": timeout,
-        "batch_size": batch_size,
-        "bodies": bodies,
-        "dead_letter": {
-            "path": relative_path(manifest_dir, layout.dead_letter),
-            "count": dead_count,
-            "sha256": dead_sha,
-        },
-        "counts": counts,
-        "dead_letters_by_reason": {"zitadel-export": plan.dead_by_reason},
-        "invariant": {"holds": holds, "text": invariant},
-        "seconds": round(elapsed, 3),
-        "plan_seconds": round(planned, 3),
-        **hash_manifest(
+    return build_manifest(
+        manifest_path=layout.manifest,
+        source=SOURCE,
+        org_id=None,
+        timeout=timeout,
+        batch_size=batch_size,
+        bodies=bodies,
+        dead_letter=ListedFile(layout.dead_letter, dead_count, dead_sha),
+        counts=counts,
+        dead_letters_by_reason={"zitadel-export": plan.dead_by_reason},
+        holds=holds,
+        invariant=invariant,
+        seconds=elapsed,
+        hash_fields=hash_manifest(
             {PASSWORD_HASHES + v: n for v, n in plan.hash_counts.items()}, plan.hash_ranges, None
         ),
-    }
-    return manifest
+        export=ExportFields(path=export, size=export_bytes, org_ids=plan.org_ids, plan_seconds=planned),
+    )

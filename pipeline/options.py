@@ -15,8 +15,8 @@ import argparse
 import os
 from collections.abc import Mapping
 
-from pipeline.errors import ConfigError
 from transforms.common.durations import flag_duration, flag_seconds
+from transforms.common.errors import ConfigError
 from transforms.zitadel_api import credentials as admin_api
 from transforms.zitadel_api.credentials import Credentials
 

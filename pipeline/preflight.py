@@ -26,14 +26,15 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from pipeline.errors import ConfigError
+from transforms.common.errors import ConfigError
+from transforms.files.storage import is_remote
 
 __all__ = [
     "LOCAL_RUNNERS",
     "REMOTE_RUNNERS",
     "PATH_FLAGS",
     "runner_name",
-    "is_remote",
+    "runs_remotely",
     "check_paths",
     "run_id",
     "spill_dir",
@@ -110,7 +111,7 @@ def runner_name(pipeline_args: list[str]) -> str | None:
     return name
 
 
-def is_remote(pipeline_args: list[str]) -> bool:
+def runs_remotely(pipeline_args: list[str]) -> bool:
     """True when the pipeline runs on other machines (any runner but Beam's local ones)."""
     name = runner_name(pipeline_args)
     if name is None or name in LOCAL_RUNNERS:
@@ -128,7 +129,7 @@ def _paths(known_args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 
 def check_paths(known_args: argparse.Namespace, pipeline_args: list[str]) -> None:
     """Raise ConfigError (one line, exit 2) when a remote runner is given a path it cannot reach."""
-    if not is_remote(pipeline_args):
+    if not runs_remotely(pipeline_args):
         return
     runner = runner_name(pipeline_args)
     for flag, path in _paths(known_args):
@@ -182,7 +183,7 @@ def spill_dir(pipeline_args: list[str], local_dir: str) -> str:
     Local runners: ``local_dir`` (beside the output, as before). Remote runners: a folder per run
     under ``--temp_location``, which ``check_paths`` has made sure is ``gs://``.
     """
-    if not is_remote(pipeline_args):
+    if not runs_remotely(pipeline_args):
         return local_dir
     temp = _beam_flags(pipeline_args).temp_location or ""
     return f"{temp.rstrip('/')}/zitadel-beam/{run_id(pipeline_args)}"
@@ -260,7 +261,7 @@ def _outputs(known_args: argparse.Namespace) -> dict[str, str]:
         if state:  # the sync state (docs/sync.md#state): its pointer, shards and lock
             from transforms.sync.state import POINTER_NAME
 
-            join = posixpath.join if "://" in state else os.path.join
+            join = posixpath.join if is_remote(state) else os.path.join
             outputs["--state (its pointer)"] = join(state, POINTER_NAME)
             outputs["--state (its shards)"] = join(state, "gen-000001", "part-00000.ndjson.gz")
             outputs["--state (its lock)"] = join(state, "LOCK")

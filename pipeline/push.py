@@ -20,9 +20,9 @@ import argparse
 import os
 import sys
 
-from pipeline.errors import ConfigError
 from pipeline.gcs_import import run_gcs_push
 from pipeline.options import add_credential_arguments, add_gcs_arguments, credentials_from_args
+from transforms.common.errors import ConfigError
 from transforms.files.locks import acquire_lock
 from transforms.hashing.policy import load_policy
 from transforms.output.manifest import default_results_dir, load_manifest, write_body_manifest

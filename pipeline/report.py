@@ -7,14 +7,18 @@ from typing import Any
 
 from apache_beam.metrics.metric import MetricsFilter
 
+from transforms.common import counters
+from transforms.common.counters import count_prefix
 from transforms.common.records import NAMESPACE
+from transforms.mapping import validate
 from transforms.mapping.fields import MAX_UNKNOWN_FIELD_NAMES
+from transforms.sources.auth0 import auth0_items as a0
+from transforms.sources.keycloak import keycloak_accounting as kc
 
 __all__ = [
     "counters_from_result",
     "summary_table",
     "dead_letter_totals",
-    "count_prefix",
     "shared_summary_lines",
     "not_carried_fields",
     "MAX_UNKNOWN_FIELD_NAMES",
@@ -37,7 +41,7 @@ def dead_letter_totals(counts: Mapping[str, int]) -> dict[str, dict[str, int]]:
     """``{source: {reason: n}}`` from ``dead_letter.<source>.<reason>`` counters."""
     out: dict[str, dict[str, int]] = {}
     for name, value in counts.items():
-        if name.startswith("dead_letter."):
+        if name.startswith(counters.DEAD_LETTER):
             _, source, reason = name.split(".", 2)
             out.setdefault(source, {})[reason] = value
     return out
@@ -56,33 +60,34 @@ def summary_table(title: str, lines: list[tuple[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def count_prefix(counts: Mapping[str, int], prefix: str) -> int:
-    """The sum of every counter whose name starts with ``prefix``."""
-    return sum(value for name, value in counts.items() if name.startswith(prefix))
-
-
 def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[str, Any]]:
     """The rows every migrate summary ends with: dropped fields, metadata, dead letters by reason.
 
     ``source`` is the counter prefix of the source's own metadata counters (``auth0``, ``keycloak``).
     """
     lines: list[tuple[str, Any]] = [
-        ("phones dropped (not +..., or > 50 chars)", counts.get("notes.phone-dropped", 0)),
-        ("languages dropped (no valid base language)", counts.get("notes.language-dropped", 0)),
-        ("names with control characters removed", counts.get("notes.control-chars-removed", 0)),
-        ("e-mail from --email-fallback (unverified)", counts.get("notes.email-fallback", 0)),
-        ("ids derived (source had none)", counts.get("notes.derived-id", 0)),
+        ("phones dropped (not +..., or > 50 chars)", counts.get(counters.note(validate.PHONE_DROPPED), 0)),
+        (
+            "languages dropped (no valid base language)",
+            counts.get(counters.note(validate.LANGUAGE_DROPPED), 0),
+        ),
+        (
+            "names with control characters removed",
+            counts.get(counters.note(validate.CONTROL_CHARS_REMOVED), 0),
+        ),
+        ("e-mail from --email-fallback (unverified)", counts.get(counters.note(validate.EMAIL_FALLBACK), 0)),
+        ("ids derived (source had none)", counts.get(counters.note(validate.DERIVED_ID), 0)),
     ]
-    if counts.get("metadata_written") or counts.get(f"{source}.metadata_dropped"):
-        lines.append(("metadata entries written", counts.get("metadata_written", 0)))
+    if counts.get(counters.METADATA_WRITTEN) or counts.get(f"{source}.metadata_dropped"):
+        lines.append(("metadata entries written", counts.get(counters.METADATA_WRITTEN, 0)))
         lines.append(("metadata entries dropped (limits)", counts.get(f"{source}.metadata_dropped", 0)))
     for name, value in sorted(counts.items()):
-        if name.startswith("inputs.decoded."):  # UTF-16/32 input files (docs/inputs.md)
+        if name.startswith(counters.INPUTS_DECODED):  # UTF-16/32 input files (docs/inputs.md)
             lines.append((f"input files decoded from {name.removeprefix('inputs.decoded.')}", value))
     lines += not_carried_lines(counts)
-    lines.append(("dead-lettered", count_prefix(counts, "dead_letter.")))
+    lines.append(("dead-lettered", count_prefix(counts, counters.DEAD_LETTER)))
     for name, value in counts.items():
-        if name.startswith("dead_letter."):
+        if name.startswith(counters.DEAD_LETTER):
             _, letter_source, reason = name.split(".", 2)
             lines.append((f"  {reason} ({letter_source})", value))
     return lines
@@ -101,13 +106,15 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
     See docs/fields-not-carried.md.
     """
     carried = {
-        name.split(".", 1)[1]: value for name, value in counts.items() if name.startswith("not_carried.")
+        name.split(".", 1)[1]: value
+        for name, value in counts.items()
+        if name.startswith(counters.NOT_CARRIED)
     }
     unknown_all = sorted(
         (
             (name.split(".", 1)[1], value)
             for name, value in counts.items()
-            if name.startswith("unknown_field.")
+            if name.startswith(counters.UNKNOWN_FIELD)
         ),
         key=lambda item: (-item[1], item[0]),
     )
@@ -119,19 +126,17 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
     return {
         "fields_not_carried": dict(sorted(carried.items())),
         "unknown_fields": dict(sorted(unknown.items())),
-        "cannot_sign_in_yet": count_prefix(counts, "cannot_sign_in."),
+        "cannot_sign_in_yet": count_prefix(counts, counters.CANNOT_SIGN_IN),
         "second_factors_not_carried": _renamed(counts, _SECOND_FACTOR_COUNTERS),
-        "required_actions_not_carried": _renamed(
-            counts, {"keycloak.required_actions_not_carried.": "keycloak."}
-        ),
+        "required_actions_not_carried": _renamed(counts, {kc.REQUIRED_ACTIONS_NOT_CARRIED: "keycloak."}),
     }
 
 
 # Counter prefixes of second factors that did not arrive → their names in the manifest.
 _SECOND_FACTOR_COUNTERS = {
-    "keycloak.otp_not_carried.": "keycloak.otp.",
-    "auth0.mfa_factors_not_carried.": "auth0.mfa_factors.",
-    "auth0.mfa_not_importable.": "auth0.mfa.",
+    kc.OTP_NOT_CARRIED: "keycloak.otp.",
+    a0.MFA_FACTORS_NOT_CARRIED: "auth0.mfa_factors.",
+    a0.MFA_NOT_IMPORTABLE: "auth0.mfa.",
 }
 
 

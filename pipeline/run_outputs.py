@@ -25,10 +25,10 @@ import posixpath
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import ConfigError
 from pipeline.layout import OutputLayout, passwordless_path
 from pipeline.preflight import spill_dir
-from transforms.files.storage import check_local_outputs, relative_path, remove_workdir
+from transforms.common.errors import ConfigError
+from transforms.files.storage import check_local_outputs, is_remote, relative_path, remove_workdir
 
 if TYPE_CHECKING:
     from pipeline.migrate_options import CommonArgs
@@ -51,13 +51,13 @@ def prepare_tmp(tmp_dir: str) -> None:
     """A gs:// work folder (remote runners: one per run id under --temp_location) starts empty."""
     from apache_beam.io.filesystems import FileSystems
 
-    if "://" in tmp_dir and FileSystems.exists(tmp_dir):
+    if is_remote(tmp_dir) and FileSystems.exists(tmp_dir):
         delete_tree(tmp_dir)
 
 
 def delete_tree(path: str) -> None:
     """Remove a run's work folder: local ones through ``remove_workdir`` (never into a link)."""
-    if "://" not in path:
+    if not is_remote(path):
         remove_workdir(path)
         return
     from apache_beam.io.filesystems import FileSystems
@@ -70,7 +70,7 @@ def delete_tree(path: str) -> None:
 def _existing_bodies(layout: OutputLayout) -> list[str]:
     """Files at the names a run's bodies take (the single body and any numbered one)."""
     pattern = f"{layout.stem}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]{layout.ext}"
-    if "://" in layout.output:
+    if is_remote(layout.output):
         from apache_beam.io.filesystems import FileSystems
 
         found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
@@ -133,7 +133,7 @@ def open_outputs(
         existing = _existing_bodies(layout) + [layout.dead_letter, passwordless_path(layout)]
         check_owned(existing, owned, {layout.dead_letter: "--dead-letter"})
         tmp = spill_dir(pipeline_args, "")
-        if not tmp and "://" in layout.output:
+        if not tmp and is_remote(layout.output):
             import uuid
 
             from transforms.files.storage import WORKDIR_MARK
@@ -280,7 +280,7 @@ def write_authorizations(
     path = f"{layout.stem}.authorizations{layout.ext}"
     run.check_replaceable([path])  # an earlier run's own file only (transforms/files/guards.py)
     if digest == held:
-        if os.path.lexists(path) and "://" not in path:
+        if os.path.lexists(path) and not is_remote(path):
             os.unlink(path)  # checked above: the earlier run's own file
         return bodies, fields, digest
     with open_private(path) as handle:

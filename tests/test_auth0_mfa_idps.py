@@ -13,9 +13,9 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
-from pipeline.errors import ConfigError
 from pipeline.migrate_auth0 import RESERVED_ALIASES
 from pipeline.options import parse_idp_map
+from transforms.common.errors import ConfigError
 from transforms.mapping.validate import Reason
 from transforms.sources.auth0.auth0_mapping import idp_links
 

@@ -8,8 +8,8 @@ import apache_beam as beam
 import pytest
 
 from pipeline.beam_run import make_pipeline, raise_output_failure, run_pipeline
-from pipeline.errors import ConfigError
 from pipeline.layout import output_layout
+from transforms.common.errors import ConfigError
 
 LAYOUT = output_layout("out/importBody.json", None)
 

@@ -1,16 +1,20 @@
-"""transforms/common/errors.py and its re-export pipeline/errors.py: ConfigError, reported by the
-command line as one readable line with exit status 2."""
+"""transforms/common/errors.py: ConfigError, reported by the command line as one readable line with
+exit status 2, and one_line, the first line of an error's message."""
 
 from __future__ import annotations
 
-import pipeline.errors
-import transforms.common.errors
 from pipeline.cli import main
-from transforms.common.errors import ConfigError
+from transforms.common.errors import ConfigError, one_line
 
 
-def test_one_class_for_the_launcher_and_the_engines():
-    assert pipeline.errors.ConfigError is transforms.common.errors.ConfigError
+def test_one_line_is_the_first_line_cut_to_its_limit_or_the_type_name():
+    assert one_line(ValueError("first\nsecond")) == "first"
+    assert one_line(ValueError("x" * 500)) == "x" * 200
+    assert one_line(ValueError("x" * 500), 300) == "x" * 300
+    assert one_line(KeyError()) == "KeyError"
+
+
+def test_a_config_error_is_an_exception_with_its_message():
     assert issubclass(ConfigError, Exception)
     assert str(ConfigError("--users 'x.json': no such file")) == "--users 'x.json': no such file"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import apache_beam as beam
 import pytest
 
-from pipeline.errors import ConfigError
 from pipeline.layout import output_layout
 from pipeline.migrate import build_pipeline, run_migration
 from pipeline.migrate_options import CommonArgs
+from transforms.common.errors import ConfigError
 
 
 def _common(output: str, **flags) -> CommonArgs:

@@ -8,7 +8,6 @@ import os
 
 import pytest
 
-from pipeline.errors import ConfigError
 from pipeline.migrate_options import (
     MAX_BATCH_SIZE,
     CommonArgs,
@@ -19,6 +18,7 @@ from pipeline.migrate_options import (
     removal_limit,
     role_settings,
 )
+from transforms.common.errors import ConfigError
 from transforms.mapping.roles import RoleSettings
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import preflight
-from pipeline.errors import ConfigError
+from transforms.common.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 DATAFLOW = ["--runner=DataflowRunner", "--project=p", "--region=europe-west1", "--temp_location=gs://b/tmp"]
@@ -172,9 +172,9 @@ def _ns(**values) -> argparse.Namespace:
         ("NoSuchRunner", False),
     ],
 )
-def test_is_remote(runner, remote):
+def test_runs_remotely(runner, remote):
     args = [f"--runner={runner}"] if runner else []
-    assert preflight.is_remote(args) is remote
+    assert preflight.runs_remotely(args) is remote
 
 
 def test_local_runner_accepts_local_paths():
@@ -212,7 +212,7 @@ def test_planned_outputs_use_the_names_their_owners_write():
     from pipeline.cli import build_parser
     from pipeline.copy_instance import EXPORT_NAME, LOCK_NAME
     from pipeline.preflight import _outputs
-    from transforms.push.engine import DEAD_LETTER_NAME
+    from transforms.push.push_ledger import DEAD_LETTER_NAME
     from transforms.push.verification import MISSING_NAME
     from transforms.sync.apply import CHANGES_DEAD_LETTER
     from transforms.sync.state import POINTER_NAME

@@ -17,7 +17,7 @@ from zitadel_server import FAULT_KINDS, ZitadelServer
 
 from pipeline import push
 from pipeline.cli import main
-from pipeline.errors import ConfigError
+from transforms.common.errors import ConfigError
 from transforms.output import body_parts
 from transforms.push import engine as push_engine
 from transforms.zitadel_api.credentials import Credentials, load_credentials

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pipeline.report import (
     MAX_UNKNOWN_FIELD_NAMES,
-    count_prefix,
     dead_letter_totals,
     not_carried_fields,
     shared_summary_lines,
     summary_table,
 )
+from transforms.common.counters import count_prefix
 
 
 def test_summary_table_aligns_values_and_keeps_blank_rows():

@@ -11,7 +11,7 @@ import pytest
 from zitadel_fixtures import zitadel_fixture  # noqa: F401 - a pytest fixture, used by name
 
 from pipeline.cli import main
-from pipeline.errors import ConfigError
+from transforms.common.errors import ConfigError
 from transforms.mapping.roles import KeycloakRoles, RoleSettings
 from transforms.output.grants import resolve
 

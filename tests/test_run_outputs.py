@@ -9,9 +9,9 @@ import stat
 
 import pytest
 
-from pipeline.errors import ConfigError
 from pipeline.layout import output_layout
 from pipeline.run_outputs import finalize_outputs, finalize_passwordless, open_outputs, write_manifest
+from transforms.common.errors import ConfigError
 from transforms.files.locks import lock_path_for
 from transforms.files.sinks import dead_shard_name
 from transforms.output.batching import body_temp_name

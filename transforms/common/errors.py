@@ -8,7 +8,7 @@ class ConfigError(Exception):
 
     Raised before any work starts; the CLI prints ``zitadel-beam: error: <message>`` and exits 2.
     Engines in ``transforms/`` raise it too (a manifest that cannot be read, an instance that
-    refuses the credentials), so it lives here; ``pipeline.errors`` re-exports it.
+    refuses the credentials), so it lives here, where both import it.
     """
 
 

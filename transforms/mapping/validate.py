@@ -26,6 +26,11 @@ from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
 from transforms.hashing.policy import HashPolicy
 
 __all__ = [
+    "CONTROL_CHARS_REMOVED",
+    "LANGUAGE_DROPPED",
+    "PHONE_DROPPED",
+    "DERIVED_ID",
+    "EMAIL_FALLBACK",
     "Reason",
     "ValidationOptions",
     "ValidationResult",
@@ -89,8 +94,13 @@ MAX_PASSWORD = 200
 # the rest, except that in a name they separate words and become a space (see clean_text).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _WHITESPACE_CONTROL_RE = re.compile(r"[\t\n\r]+")
-# The note counted when a name lost control characters.
-CONTROL_CHARS_REMOVED = "control-chars-removed"
+# Notes: what a user lost on the way, counted as ``notes.<note>`` (transforms/common/counters.py)
+# and listed by the summary (pipeline/report.py).
+CONTROL_CHARS_REMOVED = "control-chars-removed"  # a name lost control characters
+LANGUAGE_DROPPED = "language-dropped"  # no valid base language
+PHONE_DROPPED = "phone-dropped"  # not +..., or over 50 characters
+DERIVED_ID = "derived-id"  # the source had no id (transforms/common/ids.py)
+EMAIL_FALLBACK = "email-fallback"  # the e-mail came from --email-fallback
 # Fields that are free text: control characters are removed. Every other text field is an
 # identity or login (userName, e-mail, userId, idp configId/externalUserId, metadata keys): a
 # control character there makes the user a dead letter naming the field.
@@ -313,7 +323,7 @@ def validate_user(entry: dict[str, Any], opts: ValidationOptions) -> ValidationR
         base = base_language(language)
         if base is None:
             del profile["preferredLanguage"]
-            result.notes.append("language-dropped")
+            result.notes.append(LANGUAGE_DROPPED)
         elif base != language:
             profile["preferredLanguage"] = base
     phone = user.get("phone")
@@ -321,5 +331,5 @@ def validate_user(entry: dict[str, Any], opts: ValidationOptions) -> ValidationR
         number = phone.get("phone")
         if not isinstance(number, str) or not number.startswith("+") or len(number) > MAX_PHONE:
             del user["phone"]
-            result.notes.append("phone-dropped")
+            result.notes.append(PHONE_DROPPED)
     return result

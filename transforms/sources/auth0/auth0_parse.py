@@ -30,6 +30,8 @@ from transforms.hashing.tally import HashTally
 from transforms.mapping.fields import FieldTally, counter_safe
 from transforms.mapping.otp import auth0_mfa_factors
 from transforms.mapping.validate import (
+    DERIVED_ID,
+    EMAIL_FALLBACK,
     Reason,
     control_char_problem,
     normalise_otp,
@@ -360,8 +362,8 @@ class _ParseUnitFn(beam.DoFn):
             return (result.reason, result.detail), b"", b"", "", ()
         notes = (
             tuple(result.notes)
-            + (("derived-id",) if derived else ())
-            + (("email-fallback",) if fallback is not None else ())
+            + ((DERIVED_ID,) if derived else ())
+            + ((EMAIL_FALLBACK,) if fallback is not None else ())
         )
         name_key = user_name_key(entry["user"]["userName"])
         links, outcomes = idp_links(profile, self._idp_map)

@@ -29,6 +29,8 @@ from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
 from transforms.mapping.otp import OTP_CREDENTIAL_TYPES, OtpPolicy, keycloak_otp, required_actions
 from transforms.mapping.validate import (
+    DERIVED_ID,
+    EMAIL_FALLBACK,
     MAX_METADATA_KEY,
     MAX_METADATA_VALUE,
     Reason,
@@ -360,7 +362,7 @@ def map_user(
         password=label,
         federated=federated,
         dropped_hash=dropped_hash,
-        notes=result.notes + (["derived-id"] if derived else []) + (["email-fallback"] if fallback else []),
+        notes=result.notes + ([DERIVED_ID] if derived else []) + ([EMAIL_FALLBACK] if fallback else []),
         metadata_dropped=dropped,
         converted=written_hash,
         derived_id=derived,
