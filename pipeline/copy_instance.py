@@ -42,6 +42,9 @@ from transforms.files.locks import acquire_lock
 from transforms.files.storage import check_gcs_reachable, exists, join
 from transforms.push.engine import push_manifest
 from transforms.push.instance_moves import (
+    COPY_BODY_NAME,
+    COPY_EXPORT_NAME,
+    COPY_LOCK_NAME,
     check_machine_users,
     export_document,
     export_request,
@@ -50,10 +53,6 @@ from transforms.push.instance_moves import (
 from transforms.zitadel_api.client import connect
 
 __all__ = ["add_arguments", "run"]
-
-EXPORT_NAME = "export.json"
-BODY_NAME = "importBody.json"
-LOCK_NAME = "copy.lock"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,13 +109,13 @@ def _copy(args: argparse.Namespace, work: str) -> int:
     target = connect(args.target_url, target_creds)
     if not work.startswith("gs://"):
         os.makedirs(work, mode=0o700, exist_ok=True)
-    with acquire_lock(join(work, LOCK_NAME), what=f"copy --work-dir={work}", break_lock=args.break_lock):
+    with acquire_lock(join(work, COPY_LOCK_NAME), what=f"copy --work-dir={work}", break_lock=args.break_lock):
         return _copy_locked(args, work, source, target, target_creds, timeout)
 
 
 def _copy_locked(args: argparse.Namespace, work: str, source, target, target_creds, timeout: str) -> int:
-    export = join(work, EXPORT_NAME)
-    output = join(work, BODY_NAME)
+    export = join(work, COPY_EXPORT_NAME)
+    output = join(work, COPY_BODY_NAME)
     manifest = join(work, "importBody.manifest.json")
     if exists(export) and not args.re_export:
         print(f"copy: 1/4 export: reusing {export} (--re-export to fetch it again)")

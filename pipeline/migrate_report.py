@@ -57,7 +57,7 @@ def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> 
     """One line per input file the readers found cut short or damaged (docs/inputs.md)."""
     lines = []
     for name, value in sorted(counts.items()):
-        if name.startswith("inputs.partial."):
+        if name.startswith(counters.INPUTS_PARTIAL):
             index = int(name.rsplit(".", 1)[1])
             path = names.get(index, f"input file #{index}")
             lines.append(

@@ -288,8 +288,10 @@ def _copy_outputs(work: str) -> dict[str, str]:
     """What ``copy`` writes in its ``--work-dir`` (pipeline/copy_instance.py)."""
     import posixpath
 
-    from pipeline.copy_instance import BODY_NAME, EXPORT_NAME, LOCK_NAME
     from pipeline.layout import output_layout
+    from transforms.push.instance_moves import COPY_BODY_NAME as BODY_NAME
+    from transforms.push.instance_moves import COPY_EXPORT_NAME as EXPORT_NAME
+    from transforms.push.instance_moves import COPY_LOCK_NAME as LOCK_NAME
 
     bodies = output_layout(BODY_NAME, None)
     outputs: dict[str, str] = {}

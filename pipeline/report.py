@@ -83,7 +83,7 @@ def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[s
         lines.append(("metadata entries dropped (limits)", counts.get(f"{source}.metadata_dropped", 0)))
     for name, value in sorted(counts.items()):
         if name.startswith(counters.INPUTS_DECODED):  # UTF-16/32 input files (docs/inputs.md)
-            lines.append((f"input files decoded from {name.removeprefix('inputs.decoded.')}", value))
+            lines.append((f"input files decoded from {name.removeprefix(counters.INPUTS_DECODED)}", value))
     lines += not_carried_lines(counts)
     lines.append(("dead-lettered", count_prefix(counts, counters.DEAD_LETTER)))
     for name, value in counts.items():

@@ -37,11 +37,24 @@ MODULES = {_name(path): path for path in _modules()}
 TREES = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
 
 
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """Ids of the import nodes under ``if TYPE_CHECKING:`` (they never run, so they make no cycle)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            found.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return found
+
+
 def _imports(name: str) -> set[str]:
-    """The project modules ``name`` imports (``from a.b import c`` counts ``a.b.c`` when a module)."""
+    """The project modules ``name`` imports when it runs, at the top or inside a function (``from
+    a.b import c`` counts ``a.b.c`` when that is a module)."""
     found = set()
     package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+    skipped = _type_checking_only(TREES[name])
     for node in ast.walk(TREES[name]):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -210,8 +210,9 @@ def test_local_runner_list_matches_beam():
 
 def test_planned_outputs_use_the_names_their_owners_write():
     from pipeline.cli import build_parser
-    from pipeline.copy_instance import EXPORT_NAME, LOCK_NAME
     from pipeline.preflight import _outputs
+    from transforms.push.instance_moves import COPY_EXPORT_NAME as EXPORT_NAME
+    from transforms.push.instance_moves import COPY_LOCK_NAME as LOCK_NAME
     from transforms.push.push_ledger import DEAD_LETTER_NAME
     from transforms.push.verification import MISSING_NAME
     from transforms.sync.apply import CHANGES_DEAD_LETTER

@@ -38,7 +38,10 @@ __all__ = [
     "INPUTS_DECODED",
     "INPUTS_PARTIAL",
     "ROLES",
+    "ROLES_ASSIGNED",
+    "ROLES_UNDEFINED",
     "ROLES_USERS_HOLDING",
+    "ROLES_SKIPPED",
     "ROLES_SKIPPED_DEAD_LETTERED",
     "AUTHORIZATIONS_GRANTS",
     "AUTHORIZATIONS_KEYS_CARRIED",
@@ -104,8 +107,11 @@ INPUTS_DECODED = "inputs.decoded."
 INPUTS_PARTIAL = "inputs.partial."
 
 # Roles and grants (transforms/mapping/roles.py, transforms/output/grants.py).
-ROLES = "roles."
+ROLES = "roles."  # + what a role source counts of its own
+ROLES_ASSIGNED = "roles.assigned"
+ROLES_UNDEFINED = "roles.undefined"
 ROLES_USERS_HOLDING = "roles.users_holding"
+ROLES_SKIPPED = "roles.skipped."  # + why a role was not granted
 ROLES_SKIPPED_DEAD_LETTERED = "roles.skipped.user-dead-lettered"
 AUTHORIZATIONS_GRANTS = "authorizations.grants"
 AUTHORIZATIONS_KEYS_CARRIED = "authorizations.keys_carried"

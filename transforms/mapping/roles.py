@@ -33,6 +33,8 @@ from typing import Any
 
 import orjson
 
+from transforms.common import counters
+
 __all__ = [
     "MAX_KEY",
     "BUILTIN_CLIENTS",
@@ -45,13 +47,11 @@ __all__ = [
     "grants_from_names",
     "key_problem",
     "display_name",
-    "COUNTER_PREFIX",
     "grant_items",
     "direct_roles_beyond_builtin",
 ]
 
 MAX_KEY = 200  # AddProjectRoleRequest.roleKey / displayName / group: 1..200 runes (docs/roles.md)
-COUNTER_PREFIX = "roles."
 
 BUILTIN_REALM_ROLES = frozenset({"offline_access", "uma_authorization"})
 BUILTIN_CLIENTS = frozenset(
@@ -118,12 +118,12 @@ def grants_from_names(
     unique = names if isinstance(names, (set, frozenset, tuple)) else set(names)
     keys = [n for n in unique if 0 < len(n) <= MAX_KEY and "\x00" not in n and n.strip()]
     if counts is not None:
-        counts[COUNTER_PREFIX + "assigned"] += len(unique)
+        counts[counters.ROLES_ASSIGNED] += len(unique)
         if len(keys) != len(unique):
             for name in unique:
                 problem = key_problem(name)
                 if problem is not None:
-                    counts[COUNTER_PREFIX + "skipped." + problem] += 1
+                    counts[counters.ROLES_SKIPPED + problem] += 1
     return ((project_id, tuple(sorted(keys))),) if keys else ()
 
 

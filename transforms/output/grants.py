@@ -29,7 +29,7 @@ import orjson
 
 from transforms.common import counters
 from transforms.common.records import NAMESPACE
-from transforms.mapping.roles import COUNTER_PREFIX, Grants, RoleEntry, RoleSettings, grant_items
+from transforms.mapping.roles import Grants, RoleEntry, RoleSettings, grant_items
 
 __all__ = [
     "CATALOGUE_NAME",
@@ -93,7 +93,7 @@ def filter_grants(grants: Grants, losers: Losers) -> tuple[Grants, int]:
 def count_outcomes(counts: collections.Counter[str], outcomes: Iterable[tuple[str, int]]) -> None:
     """Add a user's role outcomes (``roles.user_grants``) to a counter dict, prefixed ``roles.``."""
     for name, value in outcomes:
-        counts[COUNTER_PREFIX + name] += value
+        counts[counters.ROLES + name] += value
 
 
 # --------------------------------------------------------------------------- Beam
@@ -195,7 +195,7 @@ def authorizations_body(
 
 def authorizations_fields(counts: Mapping[str, int], settings: RoleSettings | None, roles: int) -> dict:
     """The manifest's ``authorizations``."""
-    skipped = {r: counts.get(f"{COUNTER_PREFIX}skipped.{r}", 0) for r in SKIP_REASONS}
+    skipped = {r: counts.get(counters.ROLES_SKIPPED + r, 0) for r in SKIP_REASONS}
     out: dict[str, Any] = {
         "project_id": settings.project_id if settings else None,
         "create_project": settings.create_project if settings else None,
@@ -204,10 +204,10 @@ def authorizations_fields(counts: Mapping[str, int], settings: RoleSettings | No
         "roles": roles,
         "grants": counts.get(counters.AUTHORIZATIONS_GRANTS, 0),
         "users_with_roles": counts.get(counters.AUTHORIZATIONS_USERS_WITH_ROLES, 0),
-        "assignments": counts.get(COUNTER_PREFIX + "assigned", 0),
+        "assignments": counts.get(counters.ROLES_ASSIGNED, 0),
         "assignments_carried": counts.get(counters.AUTHORIZATIONS_KEYS_CARRIED, 0),
         # Counted where users are read: a user dead-lettered later (a duplicate) is included.
-        "undefined_roles_held": counts.get(COUNTER_PREFIX + "undefined", 0),
+        "undefined_roles_held": counts.get(counters.ROLES_UNDEFINED, 0),
         "skipped": skipped,
         "users_holding_roles": counts.get(counters.ROLES_USERS_HOLDING, 0),
     }
@@ -218,9 +218,9 @@ def authorizations_fields(counts: Mapping[str, int], settings: RoleSettings | No
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     """Every role assignment read ends in a grant's key or a counted skip."""
-    assigned = counts.get(COUNTER_PREFIX + "assigned", 0)
+    assigned = counts.get(counters.ROLES_ASSIGNED, 0)
     carried = counts.get(counters.AUTHORIZATIONS_KEYS_CARRIED, 0)
-    skipped = sum(counts.get(f"{COUNTER_PREFIX}skipped.{r}", 0) for r in SKIP_REASONS)
+    skipped = sum(counts.get(counters.ROLES_SKIPPED + r, 0) for r in SKIP_REASONS)
     text = f"role assignments {assigned:,} = carried {carried:,} + skipped {skipped:,}"
     return assigned == carried + skipped, text
 

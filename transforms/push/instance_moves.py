@@ -38,6 +38,9 @@ from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 
 __all__ = [
+    "COPY_EXPORT_NAME",
+    "COPY_BODY_NAME",
+    "COPY_LOCK_NAME",
     "read_service_account",
     "export_request",
     "ExportSummary",
@@ -50,6 +53,10 @@ __all__ = [
     "CLIENT_MARGIN",
 ]
 
+# What `copy` keeps in its --work-dir (pipeline/copy_instance.py; the preflight lists them too).
+COPY_EXPORT_NAME = "export.json"
+COPY_BODY_NAME = "importBody.json"
+COPY_LOCK_NAME = "copy.lock"
 CLIENT_MARGIN = 30.0  # seconds the client waits beyond the export's server-side timeout
 
 
