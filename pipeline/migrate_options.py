@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from transforms.common.durations import normalise_duration
 from transforms.common.errors import ConfigError
+from transforms.hashing.policy import ON_UNSUPPORTED_HASH
 
 if TYPE_CHECKING:  # imported where used: the launcher starts without them
     from transforms.hashing.policy import HashPolicy
@@ -111,7 +112,7 @@ def add_hash_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--on-unsupported-hash",
-        choices=("dead-letter", "import-without-password"),
+        choices=ON_UNSUPPORTED_HASH,
         default="dead-letter",
         help="a user whose hash the target cannot verify (unsupported algorithm, verifier not "
         "enabled, parameter out of limits): dead-letter them (default), or import them "

@@ -8,9 +8,9 @@ import pytest
 from keycloak_fixtures import make_user, pbkdf2_credential
 
 from transforms.common.ids import keycloak_user_id
+from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.validate import Reason
 from transforms.sources.keycloak.keycloak_mapping import (
-    IMPORT_WITHOUT_PASSWORD,
     KeycloakOptions,
     MappedUser,
     Rejection,
@@ -127,7 +127,7 @@ def test_map_user_include_disabled_and_not_an_object():
 
 def test_map_user_unsupported_hash_can_import_without_password():
     user = make_user(8, credentials=[{"type": "password", "secretData": "{broken", "credentialData": "{}"}])
-    mapped = map_user(user, KeycloakOptions(on_unsupported_hash=IMPORT_WITHOUT_PASSWORD))
+    mapped = map_user(user, KeycloakOptions(on_unsupported_hash=OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD))
     assert isinstance(mapped, MappedUser)
     assert "hashedPassword" not in mapped.entry["user"] and mapped.password is None
     assert mapped.dropped_hash.reason == Reason.UNSUPPORTED_HASH

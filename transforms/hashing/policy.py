@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
+from enum import StrEnum
 from typing import Any
 
 from transforms.common import errors
@@ -27,6 +28,8 @@ __all__ = [
     "LIMITS",
     "DEFAULT_LIMITS",
     "HashPolicy",
+    "OnUnsupportedHash",
+    "ON_UNSUPPORTED_HASH",
     "ConfigError",
     "load_policy",
     "config_snippet",
@@ -101,9 +104,17 @@ DEFAULT_LIMITS: dict[str, int] = {
     "Drupal7.MinIterations": 1000,
     "Drupal7.MaxIterations": 500_000,
 }
-# --on-unsupported-hash choices, shared by every source.
-DEAD_LETTER, IMPORT_WITHOUT_PASSWORD = "dead-letter", "import-without-password"
-ON_UNSUPPORTED_HASH = (DEAD_LETTER, IMPORT_WITHOUT_PASSWORD)
+
+
+class OnUnsupportedHash(StrEnum):
+    """--on-unsupported-hash, shared by every source: what happens to a user whose hash the target
+    would refuse (its values are the flag's spelling)."""
+
+    DEAD_LETTER = "dead-letter"
+    IMPORT_WITHOUT_PASSWORD = "import-without-password"
+
+
+ON_UNSUPPORTED_HASH = tuple(choice.value for choice in OnUnsupportedHash)
 # Reasons a user may lose its password for under import-without-password (never: absent hash).
 DROPPABLE_REASONS = frozenset(
     {

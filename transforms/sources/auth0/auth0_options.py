@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.validate import ValidationOptions
 
 __all__ = ["Auth0Options"]
@@ -40,4 +41,4 @@ class Auth0Options:
 
     @property
     def drop_bad_hashes(self) -> bool:
-        return self.on_unsupported_hash == "import-without-password"
+        return self.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD

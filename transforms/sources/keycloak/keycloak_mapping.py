@@ -25,6 +25,7 @@ import orjson
 from transforms.common.ids import fallback_email, keycloak_user_id
 from transforms.hashing.convert import ConvertedHash, HashFailure
 from transforms.hashing.keycloak_hashes import convert_credential, plaintext_value
+from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
 from transforms.mapping.otp import OTP_CREDENTIAL_TYPES, OtpPolicy, keycloak_otp, required_actions
@@ -53,14 +54,9 @@ __all__ = [
     "CARRIED_FIELDS",
     "NOT_CARRIED_FIELDS",
     "KNOWN_FIELDS",
-    "ON_UNSUPPORTED_HASH",
-    "DEAD_LETTER",
-    "IMPORT_WITHOUT_PASSWORD",
 ]
 
 # --on-unsupported-hash choices.
-DEAD_LETTER, IMPORT_WITHOUT_PASSWORD = "dead-letter", "import-without-password"
-ON_UNSUPPORTED_HASH = (DEAD_LETTER, IMPORT_WITHOUT_PASSWORD)
 
 _PHONE_ATTRIBUTES = ("phoneNumber", "phone_number")
 _PHONE_VERIFIED_ATTRIBUTES = ("phoneNumberVerified", "phone_number_verified")
@@ -74,7 +70,7 @@ class KeycloakOptions:
 
     include_disabled: bool = False
     metadata: bool = False
-    on_unsupported_hash: str = DEAD_LETTER
+    on_unsupported_hash: str = OnUnsupportedHash.DEAD_LETTER
     # Import a plaintext `value` credential as `password` + `passwordChangeRequired` (the
     # server's password complexity policy applies); otherwise it is dead-lettered.
     allow_plaintext_passwords: bool = False
@@ -174,23 +170,6 @@ def idp_links(user: _User, idp_map: Mapping[str, str]) -> tuple[list[dict[str, s
         )
         outcomes.append(("linked", name))
     return links, outcomes
-
-
-@dataclasses.dataclass(frozen=True)
-class RealmSource:
-    """One file to read: ``item`` is the realm's position in a multi-realm array, else None."""
-
-    index: int
-    path: str
-    item: int | None = None
-    realm: str = ""  # the realm's name: derived ids of users without ``id`` depend on it
-    # The realm's otpPolicy* (transforms/mapping/otp.py); None when not read (a multi-realm array, or a
-    # split export's users files without their <realm>-realm.json).
-    otp_policy: OtpPolicy | None = None
-
-
-class RealmInputError(ValueError):
-    """The realm input cannot be used (missing, not JSON, no users, ambiguous realm); one line."""
 
 
 @dataclasses.dataclass
@@ -451,7 +430,7 @@ def _password(credential: _User, options: KeycloakOptions, body: dict[str, objec
         body["password"] = plaintext
         body["passwordChangeRequired"] = True
         return "plaintext", None, None
-    if options.on_unsupported_hash == IMPORT_WITHOUT_PASSWORD:
+    if options.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD:
         return None, converted, None
     return Rejection(converted.reason, converted.detail)
 

@@ -48,6 +48,7 @@ from transforms.common.records import (
     user_name_key,
 )
 from transforms.files.spill import write_spill
+from transforms.hashing.policy import ON_UNSUPPORTED_HASH
 from transforms.hashing.tally import HashTally
 from transforms.mapping.fields import FieldTally
 from transforms.mapping.otp import OtpPolicy
@@ -58,7 +59,6 @@ from transforms.sources.keycloak import keycloak_accounting as kc
 from transforms.sources.keycloak.keycloak_accounting import SOURCE
 from transforms.sources.keycloak.keycloak_mapping import (
     KNOWN_FIELDS,
-    ON_UNSUPPORTED_HASH,
     KeycloakOptions,
     MappedUser,
     Rejection,
