@@ -30,7 +30,7 @@ from __future__ import annotations
 import gc
 import pickle
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -225,12 +225,12 @@ class no_gc:
     Nothing in these steps creates reference cycles, so reference counting frees everything.
     """
 
-    def __enter__(self):
+    def __enter__(self) -> no_gc:
         self._was_enabled = gc.isenabled()
         gc.disable()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self._was_enabled:
             gc.enable()
         return False

@@ -176,7 +176,7 @@ def owned_digests(manifest: dict | None, manifest_path: str) -> dict[str, str | 
     folder = posixpath.dirname(manifest_path) if is_gcs(manifest_path) else os.path.dirname(manifest_path)
     owned: dict[str, str | None] = {}
 
-    def add(entry) -> None:
+    def add(entry: object) -> None:
         if isinstance(entry, dict) and isinstance(entry.get("path"), str) and entry["path"]:
             path = entry["path"]
             if not (is_gcs(path) or os.path.isabs(path)):

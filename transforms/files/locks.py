@@ -237,7 +237,7 @@ def _clear_local(path: str, break_lock: bool) -> None:
 
 
 # --- gs:// ---------------------------------------------------------------------------------------
-def _gcs_blob(path: str):
+def _gcs_blob(path: str) -> Any:  # a google.cloud.storage Blob (the library ships no types)
     import importlib
 
     storage = importlib.import_module("google.cloud.storage")

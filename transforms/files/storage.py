@@ -29,7 +29,7 @@ import socket
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO, cast
 
 from transforms.common.errors import ConfigError
@@ -170,7 +170,7 @@ class _PrivateFile:
     def write(self, data: bytes) -> int:
         return self._file.write(data)
 
-    def writelines(self, lines) -> None:
+    def writelines(self, lines: Iterable[bytes]) -> None:
         self._file.writelines(lines)
 
     def flush(self) -> None:
@@ -214,7 +214,7 @@ class _PrivateFile:
     def __enter__(self) -> _PrivateFile:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.close()
         else:

@@ -22,7 +22,7 @@ __all__ = ["hash_ranges_from_result", "hash_manifest", "hash_summary", "uncovere
 _LOGGER = logging.getLogger(__name__)
 
 
-def hash_ranges_from_result(result) -> dict[str, dict[str, tuple[int, int]]]:
+def hash_ranges_from_result(result: Any) -> dict[str, dict[str, tuple[int, int]]]:
     """verifier → param → (min, max) from the ``hash_param.*`` distributions of a finished run."""
     from apache_beam.metrics.metric import MetricsFilter
 
