@@ -256,10 +256,10 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
             assert main(args) == 0, capsys.readouterr()
             return capsys.readouterr().out
 
-        def push() -> str:
+        def push(status: int = 0) -> str:
             manifest = out_dir / "importBody.manifest.json"
             args = ["push", f"--url={server.url}", f"--manifest={manifest}", f"--token-file={token_file}"]
-            assert main([*args, "--verify"]) == 0, capsys.readouterr()
+            assert main([*args, "--verify"]) == status, capsys.readouterr()
             return capsys.readouterr().out
 
         # Night 1: everybody imported (migrate pushes).
@@ -269,9 +269,10 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         states = server.state.user_states
         assert (states[_uid(5)], states[_uid(6)], states[_uid(1)]) == ("initial", "initial", "active")
 
-        # Night 2: 1 renamed, 2 and 5 blocked, 3 and 6 gone, 7 new.
+        # Night 2: 1 renamed and blocked, 2 and 5 blocked, 3 and 6 gone, 7 new. User 1 also takes the
+        # user name user 4 holds: ZITADEL refuses its update, so its DeactivateUser is not sent.
         day2 = [
-            _profile(1, family_name="Renamed"),
+            _profile(1, family_name="Renamed", username="user4@example.com", blocked=True),
             _profile(2, blocked=True),
             _profile(4),
             _profile(5, email_verified=False, blocked=True),
@@ -282,21 +283,31 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         planned = _check_migrate_summary(night2)
         rows = dict(_summary(night2))
         assert rows["users written"] == 1 and rows["users compared with the state (in ZITADEL)"] == 4
-        assert rows["sync: to deactivate (blocked at the source)"] == 1
+        assert rows["sync: to deactivate (blocked at the source)"] == 2
         assert rows["sync: to lock (blocked at the source, initial users)"] == 1
         assert rows["sync: gone from the export: to deactivate"] == 1
         assert rows["sync: gone from the export: to lock (initial users)"] == 1
-        assert planned == {"DeactivateUser": 2, "LockUser": 2, "UpdateHumanUser": 1}
+        assert planned == {"DeactivateUser": 3, "LockUser": 2, "UpdateHumanUser": 1}
         # The change files name the call that is sent.
         calls = _changes(out_dir)
         assert calls[_uid(2)] == ["DeactivateUser"] and calls[_uid(3)] == ["DeactivateUser"]
         assert calls[_uid(5)] == ["LockUser"] and calls[_uid(6)] == ["LockUser"]
-        pushed2 = push()
+        pushed2 = push(status=1)
         kinds = _check_push_report(pushed2, planned)
-        assert all(failed == not_sent == 0 for _, _, failed, not_sent in kinds.values())
+        assert kinds == {
+            "DeactivateUser": (3, 2, 0, 1),
+            "LockUser": (2, 2, 0, 0),
+            "UpdateHumanUser": (1, 0, 1, 0),
+        }
         assert "locked instead" not in pushed2 and pushed2.startswith("body ")
         states = server.state.user_states
-        assert [states[_uid(n)] for n in (2, 3, 5, 6)] == ["inactive", "inactive", "locked", "locked"]
+        assert [states[_uid(n)] for n in (1, 2, 3, 5, 6)] == [
+            "active",
+            "inactive",
+            "inactive",
+            "locked",
+            "locked",
+        ]
         assert not [
             p for _, p in server.v2.calls if p.endswith("/deactivate") and (_uid(5) in p or _uid(6) in p)
         ]
@@ -315,7 +326,8 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         assert rows["users written"] == 0 and rows["users compared with the state (in ZITADEL)"] == 5
         assert rows["sync: gone from the export: already deactivated"] == 1
         assert rows["sync: gone from the export: already locked"] == 1
-        assert planned == {"ReactivateUser": 1, "UnlockUser": 1}
+        # User 1 gave the name back at the source: its rename is sent again, it is not blocked now.
+        assert planned == {"ReactivateUser": 1, "UnlockUser": 1, "UpdateHumanUser": 1}
         pushed3 = push()
         _check_push_report(pushed3, planned)
         # No body was sent: no body table, no org table.
