@@ -30,9 +30,12 @@ from transforms.sync.sync_report import SyncReport, planned_calls
 from transforms.zitadel_api.transport import CallStats
 
 ORG = "123456789"
+REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
+# A target with the pbkdf2 verifier enabled (Keycloak's pbkdf2-sha256 hashes import).
+VERIFIERS = Path(__file__).resolve().parent / "data" / "zitadel-config" / "verifiers-enabled.yaml"
 _ROW = re.compile(r"^(\s*\S.*?)\s{2,}(-?[\d,]+)$")
 _ACCOUNTING = re.compile(
-    r"^accounting: profiles (\d+) = written (\d+)(?: \+ compared with the state (\d+))? "
+    r"^accounting: (?:profiles|users read) (\d+) = written (\d+)(?: \+ compared with the state (\d+))? "
     r"\+ dead-lettered (\d+);"
 )
 _KIND = re.compile(r"^    (\w+): planned (\d+) = confirmed (\d+) \+ failed (\d+) \+ not sent (\d+)$")
@@ -334,3 +337,51 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         assert pushed3.startswith("bodies: none to send  ok")
         assert not any(line.startswith(("body ", "org ", "total ", "---")) for line in pushed3.splitlines())
         assert (states[_uid(2)], states[_uid(5)]) == ("active", "initial")
+
+
+def test_a_keycloak_realm_of_another_project_syncs_with_summaries_that_add_up(tmp_path, capsys):
+    """strimzi's realm (tests/data/README.md): alice and bob (pbkdf2-sha256), zero (a plaintext
+    password), 22 service accounts. Night 1 imports the three (bob's e-mail made unverified: initial);
+    night 2 disables alice and bob and drops zero, with --on-removed=deactivate."""
+    realm = json.loads((REALWORLD / "keycloak" / "strimzi-kafka-authz-realm.json").read_text())
+    by_name = {u["username"]: u for u in realm["users"]}
+    by_name["bob"]["emailVerified"] = False
+    token_file = tmp_path / "token"
+    token_file.write_text(PAT)
+
+    with ZitadelServer(tokens={PAT}, hash_verifiers=("bcrypt", "pbkdf2")) as server:
+
+        def night(number: int, *extra: str) -> str:
+            path = tmp_path / f"realm-{number}.json"
+            path.write_text(json.dumps(realm))
+            args = ["migrate", "keycloak", f"--org={ORG}", f"--realm={path}", "--allow-plaintext-passwords"]
+            args += [f"--output={tmp_path / 'out' / 'importBody.json'}", f"--state={tmp_path / 'state'}"]
+            args += [
+                f"--push-url={server.url}",
+                f"--token-file={token_file}",
+                f"--zitadel-config={VERIFIERS}",
+                *extra,
+            ]
+            assert main(args) == 0, capsys.readouterr()
+            return capsys.readouterr().out
+
+        first = night(1)
+        assert _check_migrate_summary(first) == {}
+        assert dict(_summary(first))["users written"] == 3, first
+        ids = {user["userName"]: uid for uid, (_, user) in server.state.users.items()}
+        assert server.state.user_states[ids["bob"]] == "initial"
+
+        by_name["alice"]["enabled"] = by_name["bob"]["enabled"] = False
+        realm["users"] = [u for u in realm["users"] if u["username"] != "zero"]
+        second = night(2, "--on-removed=deactivate", "--max-removals=10")
+        planned = _check_migrate_summary(second)
+        rows = dict(_summary(second))
+        assert rows["users written"] == 0 and rows["users compared with the state (in ZITADEL)"] == 2
+        assert planned == {"DeactivateUser": 2, "LockUser": 1}
+        push_part = second[second.index("changes: users") :]
+        kinds = _check_push_report(push_part, planned)
+        assert kinds == {"DeactivateUser": (2, 2, 0, 0), "LockUser": (1, 1, 0, 0)}
+        assert "locked instead" not in second
+        assert not any(line.startswith(("body ", "total ")) for line in second.splitlines())
+        states = server.state.user_states
+        assert [states[ids[n]] for n in ("alice", "bob", "zero")] == ["inactive", "locked", "inactive"]
