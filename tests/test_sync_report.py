@@ -272,61 +272,70 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         states = server.state.user_states
         assert (states[_uid(5)], states[_uid(6)], states[_uid(1)]) == ("initial", "initial", "active")
 
-        # Night 2: 1 renamed and blocked, 2 and 5 blocked, 3 and 6 gone, 7 new. User 1 also takes the
-        # user name user 4 holds: ZITADEL refuses its update, so its DeactivateUser is not sent.
+        # Night 2: 1 renamed and blocked, 2 and 5 blocked, 3 and 6 gone, 7 new, 8 new and blocked
+        # (--include-blocked; unverified: initial once imported). User 1 also takes the user name
+        # user 4 holds: ZITADEL refuses its update, so its DeactivateUser is not sent.
         day2 = [
             _profile(1, family_name="Renamed", username="user4@example.com", blocked=True),
             _profile(2, blocked=True),
             _profile(4),
             _profile(5, email_verified=False, blocked=True),
             _profile(7),
+            _profile(8, email_verified=False, blocked=True),
         ]
-        hashes2 = {n: hashed for n in (1, 2, 4, 5, 7)}
-        night2 = migrate(2, day2, hashes2, "--on-removed=deactivate", "--max-removals=10")
+        hashes2 = {n: hashed for n in (1, 2, 4, 5, 7, 8)}
+        night2 = migrate(
+            2, day2, hashes2, "--on-removed=deactivate", "--max-removals=10", "--include-blocked"
+        )
         planned = _check_migrate_summary(night2)
         rows = dict(_summary(night2))
-        assert rows["users written"] == 1 and rows["users compared with the state (in ZITADEL)"] == 4
+        assert rows["users written"] == 2 and rows["users compared with the state (in ZITADEL)"] == 4
         assert rows["sync: to deactivate (blocked at the source)"] == 2
-        assert rows["sync: to lock (blocked at the source, initial users)"] == 1
+        assert rows["sync: to lock (blocked at the source, initial users)"] == 2
         assert rows["sync: gone from the export: to deactivate"] == 1
         assert rows["sync: gone from the export: to lock (initial users)"] == 1
-        assert planned == {"DeactivateUser": 3, "LockUser": 2, "UpdateHumanUser": 1}
+        assert planned == {"DeactivateUser": 3, "LockUser": 3, "UpdateHumanUser": 1}
         # The change files name the call that is sent.
         calls = _changes(out_dir)
         assert calls[_uid(2)] == ["DeactivateUser"] and calls[_uid(3)] == ["DeactivateUser"]
-        assert calls[_uid(5)] == ["LockUser"] and calls[_uid(6)] == ["LockUser"]
+        assert calls[_uid(5)] == calls[_uid(6)] == calls[_uid(8)] == ["LockUser"]
         pushed2 = push(status=1)
         kinds = _check_push_report(pushed2, planned)
         assert kinds == {
             "DeactivateUser": (3, 2, 0, 1),
-            "LockUser": (2, 2, 0, 0),
+            "LockUser": (3, 3, 0, 0),
             "UpdateHumanUser": (1, 0, 1, 0),
         }
         assert "locked instead" not in pushed2 and pushed2.startswith("body ")
         states = server.state.user_states
-        assert [states[_uid(n)] for n in (1, 2, 3, 5, 6)] == [
+        assert [states[_uid(n)] for n in (1, 2, 3, 5, 6, 8)] == [
             "active",
             "inactive",
             "inactive",
             "locked",
             "locked",
+            "locked",
         ]
         assert not [
-            p for _, p in server.v2.calls if p.endswith("/deactivate") and (_uid(5) in p or _uid(6) in p)
+            p
+            for _, p in server.v2.calls
+            if p.endswith("/deactivate") and any(_uid(n) in p for n in (5, 6, 8))
         ]
 
-        # Night 3: 2 and 5 unblocked, nobody new; 3 and 6 still gone (one deactivated, one locked).
+        # Night 3: 2 and 5 unblocked, nobody new, 8 still blocked; 3 and 6 still gone (one
+        # deactivated, one locked).
         day3 = [
             _profile(1, family_name="Renamed"),
             _profile(2),
             _profile(4),
             _profile(5, email_verified=False),
             _profile(7),
+            _profile(8, email_verified=False, blocked=True),
         ]
         night3 = migrate(3, day3, hashes2, "--on-removed=deactivate", "--max-removals=10")
         planned = _check_migrate_summary(night3)
         rows = dict(_summary(night3))
-        assert rows["users written"] == 0 and rows["users compared with the state (in ZITADEL)"] == 5
+        assert rows["users written"] == 0 and rows["users compared with the state (in ZITADEL)"] == 6
         assert rows["sync: gone from the export: already deactivated"] == 1
         assert rows["sync: gone from the export: already locked"] == 1
         # User 1 gave the name back at the source: its rename is sent again, it is not blocked now.
@@ -336,7 +345,7 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         # No body was sent: no body table, no org table.
         assert pushed3.startswith("bodies: none to send  ok")
         assert not any(line.startswith(("body ", "org ", "total ", "---")) for line in pushed3.splitlines())
-        assert (states[_uid(2)], states[_uid(5)]) == ("active", "initial")
+        assert (states[_uid(2)], states[_uid(5)], states[_uid(8)]) == ("active", "initial", "locked")
 
 
 def test_a_keycloak_realm_of_another_project_syncs_with_summaries_that_add_up(tmp_path, capsys):
