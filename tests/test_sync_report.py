@@ -25,6 +25,8 @@ from transforms.push.push_ledger import BodyResult
 from transforms.push.push_report import PushReport
 from transforms.push.verification import VerifyReport
 from transforms.sources.keycloak.keycloak_accounting import invariant as keycloak_invariant
+from transforms.sync.state import decode_shard, encode_shard
+from transforms.sync.state_records import INITIAL
 from transforms.sync.sync_calls import ChangeResult, Outcome
 from transforms.sync.sync_report import SyncReport, planned_calls
 from transforms.zitadel_api.transport import CallStats
@@ -394,3 +396,58 @@ def test_a_keycloak_realm_of_another_project_syncs_with_summaries_that_add_up(tm
         assert not any(line.startswith(("body ", "total ")) for line in second.splitlines())
         states = server.state.user_states
         assert [states[ids[n]] for n in ("alice", "bob", "zero")] == ["inactive", "locked", "inactive"]
+
+
+def _forget_initial_marks(state: Path) -> int:
+    """Rewrite the committed shards as a state written before records marked initial users."""
+    pointer = json.loads((state / "CURRENT.json").read_text())
+    dropped = 0
+    for shard in pointer["shards"].values():
+        path = state / shard
+        records = decode_shard(path.read_bytes())
+        dropped += sum(record.pop(INITIAL, None) is not None for record in records.values())
+        path.write_bytes(encode_shard(records.values()))
+    return dropped
+
+
+def test_an_initial_user_an_older_state_did_not_mark_is_locked_instead_and_named_so(tmp_path, capsys):
+    token_file = tmp_path / "token"
+    token_file.write_text(PAT)
+    hashed = hash_pool(1)[0]
+    out_dir, state = tmp_path / "out", tmp_path / "state"
+
+    with ZitadelServer(tokens={PAT}) as server:
+
+        def night(number: int, profiles: list[dict], *extra: str) -> str:
+            users, passwords = _export(
+                tmp_path / f"export-{number}", profiles, {1: hashed, 2: hashed, 3: hashed}
+            )
+            args = ["migrate", "auth0", f"--org={ORG}", f"--users={users}", f"--passwords={passwords}"]
+            args += [f"--output={out_dir / 'importBody.json'}", f"--state={state}", "--max-removals=10"]
+            args += [f"--push-url={server.url}", f"--token-file={token_file}", *extra]
+            assert main(args) == 0, capsys.readouterr()
+            return capsys.readouterr().out
+
+        night(1, [_profile(1), _profile(2, email_verified=False), _profile(3)])
+        assert server.state.user_states[_uid(2)] == "initial"
+        assert _forget_initial_marks(state) == 1
+        # Night 2: both blocked. The state does not know 2 is initial: DeactivateUser is planned,
+        # ZITADEL refuses it, push locks the user and says so; the calls still add up.
+        second = night(
+            2, [_profile(1, blocked=True), _profile(2, email_verified=False, blocked=True), _profile(3)]
+        )
+        planned = _check_migrate_summary(second)
+        assert planned == {"DeactivateUser": 2}
+        kinds = _check_push_report(second[second.index("changes: users") :], planned)
+        assert kinds == {"DeactivateUser": (2, 2, 0, 0)}
+        assert "  locked instead of deactivated (initial users): 1" in second.splitlines()
+        assert (server.state.user_states[_uid(1)], server.state.user_states[_uid(2)]) == (
+            "inactive",
+            "locked",
+        )
+        # Night 3: both gone from the export: the summary names each as the target holds it.
+        third = night(3, [_profile(3)], "--on-removed=deactivate")
+        assert _check_migrate_summary(third) == {}
+        rows = dict(_summary(third))
+        assert rows["sync: gone from the export: already deactivated"] == 1
+        assert rows["sync: gone from the export: already locked"] == 1
