@@ -32,7 +32,7 @@ from pipeline.migrate_options import (
     role_settings,
 )
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import shared_summary_lines
+from pipeline.report import shared_summary_lines, users_lines
 from transforms.common import counters
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
@@ -104,8 +104,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    written = counts.get(counters.USERS_WRITTEN, 0)
-    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
     lines: list[tuple[str, Any]] = [
         ("profiles read", counts.get(a0.READ_COUNTERS[a0.Kind.PROFILES], 0)),
         ("password records read", counts.get(a0.READ_COUNTERS[a0.Kind.PASSWORDS], 0)),
@@ -118,9 +116,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
                 label = name.rsplit(".", 1)[1]
                 lines.append((f"  not used, in the profile's line: {label}", value))
     lines += [
-        ("users written", written),
-        ("  with password", with_pw),
-        ("  without password", written - with_pw),
+        *users_lines(counts),
         ("password conflicts (older record dropped)", counts.get(a0.PASSWORD_CONFLICTS, 0)),
     ]
     mfa_read = counts.get(a0.READ_COUNTERS[a0.Kind.MFA], 0)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import shared_summary_lines
+from pipeline.report import shared_summary_lines, users_lines
 from transforms.common import counters
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
@@ -77,13 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    written = counts.get(counters.USERS_WRITTEN, 0)
-    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
     lines: list[tuple[str, Any]] = [
         ("users read", counts.get(kc.USERS_READ, 0)),
-        ("users written", written),
-        ("  with password", with_pw),
-        ("  without password", written - with_pw),
+        *users_lines(counts),
         ("converted, by hash algorithm", ""),
     ]
     for suffix, value in by_suffix(counts, kc.WITH_PASSWORD):

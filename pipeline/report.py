@@ -18,6 +18,7 @@ from transforms.sources.keycloak import keycloak_accounting as kc
 __all__ = [
     "counters_from_result",
     "summary_table",
+    "users_lines",
     "dead_letter_totals",
     "shared_summary_lines",
     "not_carried_fields",
@@ -58,6 +59,28 @@ def summary_table(title: str, lines: list[tuple[str, Any]]) -> str:
         text = f"{value:,}" if isinstance(value, int) else str(value)
         out.append(f"{label:<{width}}  {text:>12}")
     return "\n".join(out)
+
+
+def users_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
+    """Users written to import bodies and, with ``--state``, users compared with the state
+    instead (already in ZITADEL), each with and without a password: the accounting line's
+    ``written`` and ``compared with the state`` (docs/sync.md)."""
+    written = counts.get(counters.USERS_WRITTEN, 0)
+    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
+    lines: list[tuple[str, Any]] = [
+        ("users written", written),
+        ("  with password", with_pw),
+        ("  without password", written - with_pw),
+    ]
+    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
+    if compared:
+        compared_pw = counts.get(counters.SYNC_COMPARED_WITH_PASSWORD, 0)
+        lines += [
+            ("users compared with the state (in ZITADEL)", compared),
+            ("  with password", compared_pw),
+            ("  without password", compared - compared_pw),
+        ]
+    return lines
 
 
 def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[str, Any]]:

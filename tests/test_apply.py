@@ -82,7 +82,7 @@ def test_with_concurrency_the_live_line_counts_each_call_once(tmp_path, capsys):
     assert sent == users, captured  # one UpdateHumanUser per renamed user
     live = [line for line in captured.err.splitlines() if line.startswith("changes: users")]
     assert live, captured.err
-    final = re.search(r"changes: users (\d+)/(\d+)  calls (\d+)  failed (\d+)", live[-1])
+    final = re.search(r"changes: users (\d+)/(\d+)  requests (\d+)  failed (\d+)", live[-1])
     assert final is not None, live[-1]
     assert final.groups() == (str(users), str(users), str(users), "0")
-    assert f"calls sent {users}," in captured.out
+    assert f"requests {users}," in captured.out

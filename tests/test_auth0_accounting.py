@@ -24,9 +24,19 @@ def test_balanced_counts_hold():
     assert text == "profiles 10 = written 7 + dead-lettered 3; password records 8 = used 5 + dead-lettered 3"
 
 
-def test_users_compared_by_a_sync_count_as_written():
-    counts = dict(BALANCED, users_written=4, **{"sync.rows_not_imported": 3})
-    assert invariant(counts)[0]
+def test_users_compared_by_a_sync_are_their_own_term():
+    # A sync night: 4 new users written (2 with a password), 3 compared with the state (3 with one).
+    counts = dict(
+        BALANCED,
+        users_written=4,
+        users_with_password=2,
+        **{"sync.rows_not_imported": 3, "sync.compared_with_password": 3},
+    )
+    assert invariant(counts) == (
+        True,
+        "profiles 10 = written 4 + compared with the state 3 + dead-lettered 3; "
+        "password records 8 = used 5 + dead-lettered 3",
+    )
 
 
 def test_a_missing_dead_letter_breaks_it():

@@ -52,4 +52,4 @@ def test_manifest_section_and_summary_lines_read_the_sync_counters():
     assert section["counts"] == {"new": 2, "changed": 1, "changed_fields.profile": 1, "removed.held": 3}
     lines = dict(sync_summary_lines(counts))
     assert lines["sync: new (to bodies)"] == 2 and lines["  profile"] == 1
-    assert lines["sync:   of them held back (an unreadable user record)"] == 3
+    assert lines["  of them held back (an unreadable user record)"] == 3

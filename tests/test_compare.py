@@ -26,6 +26,8 @@ def _entry(user_id: str, last: str) -> dict:
         "userName": user_id,
         "profile": {"firstName": "Given", "lastName": last},
         "email": {"email": f"{user_id}@example.com", "isEmailVerified": True},
+        # With a password and a verified e-mail the user is active, not initial: deactivated when gone.
+        "hashedPassword": {"value": "$2a$10$" + "x" * 53},
     }
     return {"userId": user_id, "user": user}
 

@@ -55,9 +55,13 @@ __all__ = [
     "SYNC_CHANGED",
     "SYNC_CHANGED_FIELDS",
     "SYNC_NOT_APPLIED",
+    "SYNC_COMPARED_WITH_PASSWORD",
+    "SYNC_COMPARED_WITH_OTP",
     "SYNC_DEACTIVATE",
+    "SYNC_LOCK",
     "SYNC_REACTIVATE",
     "SYNC_CALLS",
+    "SYNC_PLANNED",
     "SYNC_REMOVALS",
     "SYNC_REMOVED",
     "SYNC_LEFT_ALONE_DEAD_LETTERED",
@@ -122,17 +126,23 @@ AUTHORIZATIONS_ROLES = "authorizations.roles"
 # the manifest's sync counts, without the prefix) and the launcher (the removal guard).
 SYNC = "sync."
 SYNC_ROWS_NOT_IMPORTED = "sync.rows_not_imported"  # compared with the state instead of written
+# Of those: with a password, with an OTP secret (USERS_WITH_PASSWORD/OTP count the written ones).
+SYNC_COMPARED_WITH_PASSWORD = "sync.compared_with_password"
+SYNC_COMPARED_WITH_OTP = "sync.compared_with_otp"
 SYNC_ROWS_REJECTED = "sync.rows_rejected"  # disabled users new to ZITADEL
 SYNC_NEW = "sync.new"
 SYNC_UNCHANGED = "sync.unchanged"
 SYNC_CHANGED = "sync.changed"
 SYNC_CHANGED_FIELDS = "sync.changed_fields."  # + the field group
 SYNC_NOT_APPLIED = "sync.not_applied."  # + what an existing user cannot be given
-SYNC_DEACTIVATE = "sync.deactivate"
+SYNC_DEACTIVATE = "sync.deactivate"  # blocked at the source: DeactivateUser
+SYNC_LOCK = "sync.lock"  # blocked at the source, an initial user: LockUser (docs/sync.md#initial-users)
 SYNC_REACTIVATE = "sync.reactivate"
 SYNC_CALLS = "sync.calls"
+SYNC_PLANNED = "sync.planned."  # + the call name: SYNC_CALLS by kind
 SYNC_REMOVALS = "sync.removals"
-SYNC_REMOVED = "sync.removed."  # + the policy applied (report, deactivate, delete, already-inactive, held)
+# + what was planned: report, deactivate, lock, delete, already-inactive, already-locked, held
+SYNC_REMOVED = "sync.removed."
 SYNC_LEFT_ALONE_DEAD_LETTERED = "sync.left_alone_dead_lettered"
 
 

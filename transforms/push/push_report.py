@@ -17,7 +17,7 @@ from transforms.zitadel_api.transport import CallStats
 
 if TYPE_CHECKING:  # only for the types: the sync and verify engines import the push engine
     from transforms.push.verification import VerifyReport
-    from transforms.sync.apply import SyncReport
+    from transforms.sync.sync_report import SyncReport
 
 __all__ = ["PushReport"]
 
@@ -80,7 +80,28 @@ class PushReport:
         return "; ".join(parts or ["not every user was created"]) + where + "; a re-run retries what failed"
 
     def table(self) -> str:
-        """The final table (one row per body, then the totals)."""
+        """The final table (one row per body, then the totals); none when no body was sent."""
+        lines = (
+            self._body_table() if self.bodies else [f"bodies: none to send  {'ok' if self.ok else 'FAILED'}"]
+        )
+        lines.append(
+            f"retries {self.stats.retries}, throttled {self.stats.throttled}; ledger {self.results_dir}"
+        )
+        after_lost = sum(b.present_after_lost_answer for b in self.bodies)
+        if after_lost:
+            lines.append(
+                f"present: {after_lost} of them answered AlreadyExisting after a lost answer or a "
+                "server timeout, so most likely created by this run"
+            )
+        if self.dead_letter:
+            lines.append(f"per-user failures: {self.dead_letter}")
+        if self.fatal:
+            lines.append(f"stopped: {self.fatal}")
+        if self.sync is not None:
+            lines.append(self.sync.table())
+        return "\n".join(lines)
+
+    def _body_table(self) -> list[str]:
         width = max([len("body")] + [len(b.name) for b in self.bodies])
         head = (
             f"{'body':<{width}}  {'users':>7} {'created':>8} {'present':>8} {'failed':>7} "
@@ -99,19 +120,4 @@ class PushReport:
             f"{self.failed:>7} {self.stats.requests:>8} {self.seconds:>8.1f}  "
             f"{'ok' if self.ok else 'FAILED'}"
         )
-        lines.append(
-            f"retries {self.stats.retries}, throttled {self.stats.throttled}; ledger {self.results_dir}"
-        )
-        after_lost = sum(b.present_after_lost_answer for b in self.bodies)
-        if after_lost:
-            lines.append(
-                f"present: {after_lost} of them answered AlreadyExisting after a lost answer or a "
-                "server timeout, so most likely created by this run"
-            )
-        if self.dead_letter:
-            lines.append(f"per-user failures: {self.dead_letter}")
-        if self.fatal:
-            lines.append(f"stopped: {self.fatal}")
-        if self.sync is not None:
-            lines.append(self.sync.table())
-        return "\n".join(lines)
+        return lines

@@ -90,7 +90,7 @@ class VerifyReport:
     def table(self) -> str:
         width = max([len("org")] + [len(o.org_id) for o in self.orgs])
         head = f"{'org':<{width}}  {'expected':>8} {'created':>8} {'missing':>8} {'unexpected':>10}"
-        lines = [head, "-" * len(head)]
+        lines = [head, "-" * len(head)] if self.orgs else []  # no table without a row
         for o in self.orgs:
             lines.append(
                 f"{o.org_id:<{width}}  {o.expected:>8} {o.created:>8} {len(o.missing):>8} "

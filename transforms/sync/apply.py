@@ -47,6 +47,7 @@ from transforms.sync.change_records import Call, ChangeKind, ChangeRecord
 from transforms.sync.state import StatePointer, StateStore
 from transforms.sync.state_records import StateRecord, merge_confirmed, quick_digest, state_record
 from transforms.sync.sync_calls import Abort, ChangeResult, Outcome, Stop, apply_user, expected_problems
+from transforms.sync.sync_report import SyncReport, planned_calls
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 
@@ -54,7 +55,6 @@ __all__ = [
     "apply_changes",
     "commit_state",
     "verify_changes",
-    "SyncReport",
     "check_base",
     "CHANGES_LEDGER",
 ]
@@ -63,58 +63,6 @@ _LOGGER = logging.getLogger(__name__)
 
 CHANGES_LEDGER = "changes-ledger.ndjson"
 CHANGES_DEAD_LETTER = "changes-dead-letter.ndjson"
-
-
-@dataclasses.dataclass
-class SyncReport:
-    results: list[ChangeResult]
-    seconds: float
-    calls: int
-    fatal: str | None = None
-    state_generation: int | None = None
-    users_committed: int = 0
-    dead_letter: str | None = None
-    verify_problems: list[str] | None = None  # after verify_changes: users whose state differs
-
-    @property
-    def failed(self) -> int:
-        return sum(1 for r in self.results if r.status == Outcome.FAILED)
-
-    @property
-    def done(self) -> int:
-        return sum(1 for r in self.results if r.status == Outcome.DONE)
-
-    @property
-    def ok(self) -> bool:
-        verified = not self.verify_problems
-        return self.fatal is None and all(r.status == Outcome.DONE for r in self.results) and verified
-
-    def table(self) -> str:
-        by_call: dict[str, int] = {}
-        for result in self.results:
-            for call in result.confirmed:
-                by_call[call] = by_call.get(call, 0) + 1
-        lines = [
-            f"changes: users {len(self.results)}, done {self.done}, failed {self.failed}, "
-            f"calls sent {self.calls}, {self.seconds:.1f} s  {'ok' if self.ok else 'FAILED'}"
-        ]
-        if by_call:
-            lines.append("  confirmed: " + ", ".join(f"{k} {v}" for k, v in sorted(by_call.items())))
-        if self.state_generation is not None:
-            lines.append(
-                f"state: committed generation {self.state_generation} ({self.users_committed} users updated)"
-            )
-        if self.dead_letter:
-            lines.append(f"per-user change failures: {self.dead_letter}")
-        if self.fatal:
-            lines.append(f"stopped: {self.fatal}")
-        if self.verify_problems is not None:
-            if self.verify_problems:
-                lines.append(f"verify changes: {len(self.verify_problems)} user(s) differ:")
-                lines += [f"  {p}" for p in self.verify_problems[:50]]
-            else:
-                lines.append("verify changes: ok (every confirmed change read back)")
-        return "\n".join(lines)
 
 
 def _change_files(manifest: Manifest) -> list[tuple[str, str, dict]]:
@@ -201,7 +149,7 @@ class _Ledger:
 
 
 class _Progress(LiveLine):
-    """A live line on stderr: users done/total, calls sent, failures, rate, ETA."""
+    """A live line on stderr: users done/total, requests sent, failures, rate, ETA."""
 
     def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
         super().__init__(stream, enabled and total > 0, "sync-progress")
@@ -218,7 +166,7 @@ class _Progress(LiveLine):
         with self._lock:
             rate, eta = self.rate_and_eta(self.done, max(self.total - self.done, 0))
             return (
-                f"changes: users {self.done}/{self.total}  calls {self.calls}  failed {self.failed}  "
+                f"changes: users {self.done}/{self.total}  requests {self.calls}  failed {self.failed}  "
                 f"{rate:,.1f} users/s  ETA {eta}"
             )
 
@@ -348,7 +296,9 @@ def apply_changes(
         done = sum(1 for r in results if r is not None and r.status == Outcome.DONE)
         fatal = f"{stop.reason}; {done} of {len(changes)} users done: run push again to resume"
     final = [r for r in results if r is not None]
-    report = SyncReport(final, time.monotonic() - started, live.calls, fatal)
+    report = SyncReport(
+        final, time.monotonic() - started, live.calls, fatal, planned=planned_calls(c for _, _, c in changes)
+    )
     report.dead_letter = _write_failures(results_dir, final)
     return report, [c for _, _, c in changes]
 

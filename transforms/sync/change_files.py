@@ -161,24 +161,32 @@ def sync_summary_lines(counts: Mapping[str, int]) -> list[tuple[str, int | str]]
         if name.startswith(counters.SYNC_NOT_APPLIED):
             lines.append((f"  not applicable to an existing user: {name.rsplit('.', 1)[1]}", value))
     lines += [
-        (
-            "sync: to deactivate (blocked at the source)",
-            get(counters.SYNC_DEACTIVATE) - get(counters.SYNC_REMOVED + "deactivate"),
-        ),
-        ("sync: to reactivate", get(counters.SYNC_REACTIVATE)),
+        ("sync: to deactivate (blocked at the source)", get(counters.SYNC_DEACTIVATE)),
+        ("sync: to lock (blocked at the source, initial users)", get(counters.SYNC_LOCK)),
+        ("sync: to reactivate or unlock", get(counters.SYNC_REACTIVATE)),
     ]
-    for policy in ("report", "deactivate", "delete", "already-inactive", "held"):
+    for policy, label in _REMOVED_LABELS.items():
         if get(counters.SYNC_REMOVED + policy):
-            label = {
-                "report": "gone from the export: reported only",
-                "deactivate": "gone from the export: to deactivate",
-                "delete": "gone from the export: to delete",
-                "already-inactive": "gone from the export: already deactivated",
-                "held": "  of them held back (an unreadable user record)",
-            }[policy]
-            lines.append((f"sync: {label}", get(counters.SYNC_REMOVED + policy)))
+            lines.append(
+                (label if label.startswith("  ") else f"sync: {label}", get(counters.SYNC_REMOVED + policy))
+            )
     lines += [
         ("sync: dead-lettered today, left alone", get(counters.SYNC_LEFT_ALONE_DEAD_LETTERED)),
-        ("sync: calls to send", get(counters.SYNC_CALLS)),
+        ("sync: calls planned (the change files)", get(counters.SYNC_CALLS)),
     ]
+    for name, value in sorted(counts.items()):
+        if name.startswith(counters.SYNC_PLANNED):
+            lines.append((f"  {name.removeprefix(counters.SYNC_PLANNED)}", value))
     return lines
+
+
+# What the removed users' lines say, in the order printed (compare.py counts them).
+_REMOVED_LABELS = {
+    "report": "gone from the export: reported only",
+    "deactivate": "gone from the export: to deactivate",
+    "lock": "gone from the export: to lock (initial users)",
+    "delete": "gone from the export: to delete",
+    "already-inactive": "gone from the export: already deactivated",
+    "already-locked": "gone from the export: already locked",
+    "held": "  of them held back (an unreadable user record)",
+}

@@ -69,22 +69,18 @@ from transforms.sync.state_records import (
     BLOCKED,
     GONE,
     INACTIVE,
+    INITIAL,
+    LOCKED,
     NAME,
     Grants,
     StateRecord,
+    block_calls,
     compare_user,
     quick_digest,
     same_as_state,
 )
 
-__all__ = [
-    "SyncOptions",
-    "OnRemoved",
-    "CompareWithState",
-    "change_shard_name",
-    "ON_REMOVED",
-    "CHANGE_PREFIX",
-]
+__all__ = ["SyncOptions", "OnRemoved", "CompareWithState", "change_shard_name", "ON_REMOVED", "CHANGE_PREFIX"]
 
 
 class OnRemoved(enum.StrEnum):
@@ -100,6 +96,7 @@ CHANGE_PREFIX = "changes-p"
 _CHANGES, _DEAD_OUT, _PASS, _UNKNOWN = "changes", "dead", "pass", "unknown"
 # Change records of removed users sort after every row's (rows sort by their input position).
 _AFTER_EVERY_ROW: SortKey = (1 << 62, 0)
+_BLOCKED_AT_SOURCE = {Call.DEACTIVATE_USER: counters.SYNC_DEACTIVATE, Call.LOCK_USER: counters.SYNC_LOCK}
 
 
 class _Tag(enum.StrEnum):
@@ -143,10 +140,6 @@ class SyncOptions:
 
 def change_shard_name(partition: int) -> str:
     return f"{CHANGE_PREFIX}{partition:05d}.ndjson"
-
-
-def _counter(name: str):
-    return Metrics.counter(NAMESPACE, name)
 
 
 class _RekeyRowsFn(beam.DoFn):
@@ -232,7 +225,7 @@ class _CompareFn(beam.DoFn):
     def _inc(self, name: str, value: int = 1) -> None:
         if value:
             if name not in self._counts:
-                self._counts[name] = _counter(name)
+                self._counts[name] = Metrics.counter(NAMESPACE, name)
             self._counts[name].inc(value)
 
     def process(self, element: tuple[int, Iterable[tuple[str, Any]]], unknown_dead: int):
@@ -298,12 +291,11 @@ class _CompareFn(beam.DoFn):
         if kind == ChangeKind.NEW:
             count[counters.SYNC_NEW] += 1
             work.new_rows.append(row)
-            if blocked:  # --include-blocked: imported, then deactivated
-                count[counters.SYNC_DEACTIVATE] += 1
-                count[counters.SYNC_REMOVALS] += 1
-                count[counters.SYNC_CALLS] += 1
-                deactivate: list[ChangeCall] = [{"call": Call.DEACTIVATE_USER}]
-                line = change_line(org_id, user_id, user_name, ChangeKind.NEW_BLOCKED, [], deactivate, record)
+            if blocked:  # --include-blocked: imported, then deactivated (an initial user: locked)
+                block = block_calls(ACTIVE, True, INITIAL in record)
+                record[BLOCKED] = LOCKED if block[0]["call"] == Call.LOCK_USER else INACTIVE
+                self._count_calls(count, block)
+                line = change_line(org_id, user_id, user_name, ChangeKind.NEW_BLOCKED, [], block, record)
                 work.changes.append(((file_index, position), line))
             return
         self._kept(count, entry_json, password, grants)
@@ -325,12 +317,20 @@ class _CompareFn(beam.DoFn):
             count[counters.SYNC_CHANGED_FIELDS + group] += 1
         for note in notes:
             count[counters.SYNC_NOT_APPLIED + note] += 1
+        _CompareFn._count_calls(count, calls)
+
+    @staticmethod
+    def _count_calls(count: collections.Counter[str], calls: list[ChangeCall], removed: bool = False) -> None:
+        """The calls planned, by kind; blocking ones count against the removal guard."""
         for call in calls:
+            name = call["call"]
             count[counters.SYNC_CALLS] += 1
-            if call["call"] == Call.DEACTIVATE_USER:
-                count[counters.SYNC_DEACTIVATE] += 1
+            count[counters.SYNC_PLANNED + name] += 1
+            if name in (Call.DEACTIVATE_USER, Call.LOCK_USER, Call.DELETE_USER):
                 count[counters.SYNC_REMOVALS] += 1
-            elif call["call"] in (Call.REACTIVATE_USER, Call.UNLOCK_USER):
+            if name in _BLOCKED_AT_SOURCE and not removed:  # a removed user counts under its policy
+                count[_BLOCKED_AT_SOURCE[Call(name)]] += 1
+            if name in (Call.REACTIVATE_USER, Call.UNLOCK_USER):
                 count[counters.SYNC_REACTIVATE] += 1
 
     def _note_dead_letters(self, work: _Partition):
@@ -361,7 +361,8 @@ class _CompareFn(beam.DoFn):
             old = work.state[user_id]
             policy = OnRemoved.REPORT if hold_removals else wanted
             if policy == OnRemoved.DEACTIVATE and (old.get(BLOCKED, ACTIVE) != ACTIVE):
-                count[counters.SYNC_REMOVED + "already-inactive"] += 1
+                held = "already-locked" if old.get(BLOCKED) == LOCKED else "already-inactive"
+                count[counters.SYNC_REMOVED + held] += 1
                 continue
             record: StateRecord = old
             if policy == OnRemoved.REPORT:
@@ -370,16 +371,15 @@ class _CompareFn(beam.DoFn):
                     count[counters.SYNC_REMOVED + "held"] += 1
                 removal_calls = []
             elif policy == OnRemoved.DEACTIVATE:
-                count[counters.SYNC_REMOVED + "deactivate"] += 1
-                count[counters.SYNC_REMOVALS] += 1
-                removal_calls = [{"call": Call.DEACTIVATE_USER}]
+                removal_calls = block_calls(ACTIVE, True, INITIAL in old)  # an initial user: LockUser
+                locked = removal_calls[0]["call"] == Call.LOCK_USER
+                count[counters.SYNC_REMOVED + ("lock" if locked else "deactivate")] += 1
                 record = old.copy()
-                record[BLOCKED], record[GONE] = INACTIVE, 1
+                record[BLOCKED], record[GONE] = LOCKED if locked else INACTIVE, 1
             else:
                 count[counters.SYNC_REMOVED + "delete"] += 1
-                count[counters.SYNC_REMOVALS] += 1
                 removal_calls = [{"call": Call.DELETE_USER}]
-            count[counters.SYNC_CALLS] += len(removal_calls)
+            self._count_calls(count, removal_calls, removed=True)
             line = change_line(
                 self._options.org_id,
                 user_id,
@@ -416,9 +416,9 @@ class _CompareFn(beam.DoFn):
         """A user that does not go into a body still counts as read and converted."""
         count[counters.SYNC_ROWS_NOT_IMPORTED] += 1
         if password:
-            count["users_with_password"] += 1
+            count[counters.SYNC_COMPARED_WITH_PASSWORD] += 1
         if b'"otpCode":' in entry_json:
-            count["users_with_otp"] += 1
+            count[counters.SYNC_COMPARED_WITH_OTP] += 1
         if grants:  # carried by the state and the change records, not by a body (docs/roles.md)
             count[counters.AUTHORIZATIONS_USERS_WITH_ROLES] += 1
             count[counters.AUTHORIZATIONS_GRANTS] += len(grants)

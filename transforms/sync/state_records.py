@@ -15,6 +15,8 @@ A **state record** is what the target is known to hold for one user (docs/sync.m
 - ``l``: the IdP links (id pairs) and ``m``: the metadata keys with a digest of each value, so a
   link or key gone at the source can be removed, and only changed keys are set.
 - ``g``: present (``1``) when the user is gone from the source and was deactivated for it.
+- ``i``: present (``1``) when the target holds the user as *initial*: blocking it plans
+  ``LockUser`` (docs/sync.md#initial-users; apply still locks one an older record did not mark).
 
 No password hash or secret is stored: digests only (BLAKE2b, 64 bits per group).
 
@@ -57,6 +59,7 @@ __all__ = [
     "METADATA",
     "GONE",
     "GRANTS",
+    "INITIAL",
     "StateRecord",
     "Grants",
     "quick_digest",
@@ -91,6 +94,7 @@ LINKS: Final = "l"  # [[idp id, external user id], ...]
 METADATA: Final = "m"  # metadata key -> digest of its value
 GONE: Final = "g"  # 1: gone from the source and deactivated for it
 GRANTS: Final = "a"  # [[project id, [role keys]], ...]
+INITIAL: Final = "i"  # 1: the target holds the user in state initial (cannot be deactivated)
 
 
 class StateRecord(TypedDict, total=False):
@@ -105,6 +109,7 @@ class StateRecord(TypedDict, total=False):
     m: dict[str, str]
     g: int
     a: list[list[Any]]  # [project id, [role keys]]: mixed types in one JSON list
+    i: int
 
 
 # Which state fields a confirmed call makes true (merge_confirmed).
@@ -201,6 +206,8 @@ def state_record(
         record[METADATA] = {key: _digest(value) for key, value in values["metadata"]}
     if values["grants"]:
         record[GRANTS] = values["grants"]
+    if not values["idps"] and (not values["email"][1] or values["password"] is None):
+        record[INITIAL] = 1  # as the import leaves it (docs/sync.md#initial-users)
     return record
 
 
@@ -353,10 +360,11 @@ def plan_changes(
     return groups, calls, notes
 
 
-def block_calls(old_blocked: str, new_blocked: bool) -> list[ChangeCall]:
-    """Deactivate a user blocked at the source; reactivate (or unlock) one unblocked again."""
+def block_calls(old_blocked: str, new_blocked: bool, initial: bool = False) -> list[ChangeCall]:
+    """Deactivate a user blocked at the source (lock an ``initial`` one: ZITADEL refuses to
+    deactivate it); reactivate (or unlock) one unblocked again."""
     if new_blocked and old_blocked == ACTIVE:
-        return [{"call": Call.DEACTIVATE_USER}]
+        return [{"call": Call.LOCK_USER if initial else Call.DEACTIVATE_USER}]
     if not new_blocked and old_blocked == INACTIVE:
         return [{"call": Call.REACTIVATE_USER}]
     if not new_blocked and old_blocked == LOCKED:
@@ -408,10 +416,12 @@ def compare_user(
         group = _KEPT_BY_NOTE[note]
         record[FIELDS][group] = (old.get(FIELDS) or {}).get(group)
         record[QUICK] = ""  # not the target's bytes: compare in full next time too
-    block = block_calls(str(old.get(BLOCKED, ACTIVE)), blocked)
+    block = block_calls(str(old.get(BLOCKED, ACTIVE)), blocked, INITIAL in old)
     if not block:
         # Still blocked (deactivated or locked) or still active: the target's state stays.
         record[BLOCKED] = old.get(BLOCKED, ACTIVE)
+    elif block[0]["call"] == Call.LOCK_USER:
+        record[BLOCKED] = LOCKED
     calls += block
     if not calls and not notes:
         return ChangeKind.UNCHANGED, record, [], [], []
@@ -476,6 +486,9 @@ def merge_confirmed(
         merged[METADATA] = new.get(METADATA) or {}
     if "grants" in groups:
         merged[GRANTS] = new.get(GRANTS) or []
+    if {"email", "password", "idps"} & groups:  # what makes a user initial (state_record)
+        merged.pop(INITIAL, None)
+        merged.update({INITIAL: new[INITIAL]} if INITIAL in new else {})
     for call, blocked in _BLOCKED_BY_CALL:
         if call in confirmed:
             merged[BLOCKED] = blocked

@@ -17,7 +17,8 @@ from typing import TextIO
 
 from transforms.output.manifest import Manifest
 from transforms.push.push_ledger import BodyResult
-from transforms.sync.apply import SyncReport, apply_changes, commit_state, verify_changes
+from transforms.sync.apply import apply_changes, commit_state, verify_changes
+from transforms.sync.sync_report import SyncReport
 from transforms.zitadel_api.client import AdminClient
 
 __all__ = ["apply_and_commit"]
