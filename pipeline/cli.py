@@ -16,6 +16,7 @@ is rejected with one readable line.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import sys
@@ -57,27 +58,87 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors become ConfigError (one line, exit 2).
 
     No prefix matching: with it, ``--token=SECRET`` was taken as ``--token-file`` and the secret
-    was then printed as a file name. A flag is spelled out or it is unknown.
+    was then printed as a file name. A flag is spelled out or it is unknown. A required flag that
+    is missing while a flag close to it was given says so (``--org-id`` → ``did you mean --org?``).
     """
+
+    # Set on a command whose unknown flags are Beam's (build_parser): those are not misspellings.
+    hands_to_beam = False
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+        self._given: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        # Kept for error(): argparse reports a missing required flag before the unknown ones.
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def flags(self) -> list[str]:
+        """This command's own long flags."""
+        return [flag for flag in self._option_string_actions if flag.startswith("--")]
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required:"):
+            message += self._near_misses(message.split(":", 1)[1])
         raise ConfigError(f"{self.prog}: {message}")
 
+    def _near_misses(self, required_text: str) -> str:
+        """``; --org-id is unknown: did you mean --org?`` for each given flag close to a missing one."""
+        required = [name.strip() for name in required_text.split(",") if name.strip().startswith("--")]
+        beam = _beam_flags() if self.hands_to_beam else set()
+        given = [arg.split("=", 1)[0] for arg in self._given if arg.startswith("--")]
+        unknown = [flag for flag in dict.fromkeys(given) if flag not in self.flags() and flag not in beam]
+        hints = []
+        for flag in unknown:
+            match = suggest(flag, required)
+            if match:
+                hints.append(f"; {flag} is unknown: did you mean {match}?")
+        return "".join(hints)
 
-def unknown_flags(args: Sequence[str]) -> str:
+
+# How close an unknown flag must be to a known one to be suggested (difflib's ratio): --verify →
+# --push-verify is 0.76; --users-file → --key-file (0.73) and --region → --org (0.62) are not.
+_CLOSE = 0.75
+
+
+def suggest(flag: str, *candidate_lists: Sequence[str]) -> str | None:
+    """The flag meant by a misspelt ``flag``, searching the lists in order: a known flag that
+    ``flag`` adds a word to (``--realm-file`` → ``--realm``, ``--org-id`` → ``--org``), the one
+    known flag that adds a word to it (``--token`` → ``--token-file``), else the closest spelling
+    (difflib: ``--verify`` → ``--push-verify``, ``--temp-location`` → ``--temp_location``)."""
+    for candidates in candidate_lists:
+        shorter = [c for c in candidates if flag.startswith((c + "-", c + "_")) and len(c) > 3]
+        if shorter:
+            return max(shorter, key=len)
+        longer = [c for c in candidates if c.startswith((flag + "-", flag + "_"))]
+        if len(longer) == 1:
+            return longer[0]
+        match = difflib.get_close_matches(flag, list(candidates), n=1, cutoff=_CLOSE)
+        if match:
+            return match[0]
+    return None
+
+
+def unknown_flags(args: Sequence[str], *known: Sequence[str]) -> str:
     """The flag names among unrecognized arguments, never their values: ``--token=X`` → ``--token``,
-    and a bare word (the value of an unknown flag, perhaps a secret) is counted, not shown."""
+    and a bare word (the value of an unknown flag, perhaps a secret) is counted, not shown. With
+    ``known`` (lists of flags, searched in order), a close known flag is suggested."""
     names = [arg.split("=", 1)[0] for arg in args if arg.startswith("-")]
     hidden = len(args) - len(names)
     hidden_text = f" (and {hidden} value{'s' if hidden != 1 else ''}, not shown)" if hidden else ""
     values = sum(1 for arg in args if arg.startswith("-") and "=" in arg)
     if values and not hidden:
         hidden_text = " (values not shown)"
-    return f"unrecognized arguments: {' '.join(names)}{hidden_text}"
+    meant = {name: suggest(name, *known) for name in dict.fromkeys(names) if name.startswith("--")}
+    hints = [(name, match) for name, match in meant.items() if match]
+    hint_text = ""
+    if len(hints) == 1:
+        hint_text = f"; did you mean {hints[0][1]}?"
+    elif hints:
+        hint_text = "; did you mean " + ", ".join(f"{match} (for {name})" for name, match in hints) + "?"
+    return f"unrecognized arguments: {' '.join(names)}{hidden_text}{hint_text}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,23 +159,44 @@ def build_parser() -> argparse.ArgumentParser:
         cmd = groups[path[:-1]].add_parser(path[-1], help=help_text, description=help_text)
         module = importlib.import_module(module_name)
         module.add_arguments(cmd)
+        cmd.hands_to_beam = path in _BEAM_COMMANDS
         cmd.set_defaults(_module=module_name, _path=path)
     return parser
 
 
-def _check_beam_args(pipeline_args: list[str]) -> None:
-    """Reject flags that neither the command nor Beam knows (a typo must not pass silently)."""
-    if not pipeline_args:
-        return
+def _beam_parser() -> argparse.ArgumentParser:
     from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
     # Beam's own parser class: its options register through its add_value_provider_argument.
     beam_parser = _BeamArgumentParser(add_help=False, allow_abbrev=False)
     for cls in PipelineOptions.__subclasses__():
         cls._add_argparse_args(beam_parser)  # pylint: disable=protected-access
+    return beam_parser
+
+
+def _beam_flags() -> set[str]:
+    """Beam's pipeline options (``--runner``, ``--temp_location``, ...)."""
+    return {flag for flag in _beam_parser()._option_string_actions if flag.startswith("--")}
+
+
+def _check_beam_args(pipeline_args: list[str], own_flags: Sequence[str]) -> None:
+    """Reject flags that neither the command nor Beam knows (a typo must not pass silently)."""
+    if not pipeline_args:
+        return
+    beam_parser = _beam_parser()
     _, unknown = beam_parser.parse_known_args(pipeline_args)
     if unknown:
-        raise ConfigError(unknown_flags(unknown))
+        beam = sorted(flag for flag in beam_parser._option_string_actions if flag.startswith("--"))
+        raise ConfigError(unknown_flags(unknown, own_flags, beam))
+
+
+def _command_flags(parser: argparse.ArgumentParser, path: Sequence[str]) -> list[str]:
+    """The long flags of the command at ``path`` (``("migrate", "auth0")``)."""
+    current = parser
+    for name in path:
+        action = next(a for a in current._actions if isinstance(a, argparse._SubParsersAction))
+        current = action.choices[name]
+    return [flag for flag in current._option_string_actions if flag.startswith("--")]
 
 
 def _not_beam_import_noise(record: logging.LogRecord) -> bool:
@@ -179,10 +261,11 @@ def _main(argv: list[str]) -> int:
         signals.set_resume_hint(_RESUME.get(known_args._path[0], "run the same command again"))
         check_paths(known_args, rest)  # before anything slow: a remote runner needs gs:// paths
         check_inputs_read_only(known_args)  # before anything is read: inputs are never written
+        own_flags = _command_flags(parser, known_args._path)
         if known_args._path in _BEAM_COMMANDS:
-            _check_beam_args(rest)
+            _check_beam_args(rest, own_flags)
         elif rest:
-            raise ConfigError(unknown_flags(rest))
+            raise ConfigError(unknown_flags(rest, own_flags))
         module = importlib.import_module(known_args._module)
         return int(module.run(known_args, rest) or 0)
     except BaseException as err:

@@ -183,11 +183,16 @@ def _match_files(
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
     # A first look at every file (its head only): one that holds not one JSON value is a
-    # mistake (a wrong file, HTML, binary data) and stops here. An empty password or MFA file
-    # is read as no records; an empty users file is refused (docs/inputs.md).
-    for flag, files in (("--users", profiles), ("--passwords", passwords), ("--mfa", mfa)):
+    # mistake (a wrong file, HTML, binary data) and stops here, and so does one whose first
+    # records are another export's (a realm, a password export as --users). An empty password
+    # or MFA file is read as no records; an empty users file is refused (docs/inputs.md).
+    for flag, files, expected in (
+        ("--users", profiles, "auth0-users"),
+        ("--passwords", passwords, "auth0-passwords"),
+        ("--mfa", mfa, "auth0-mfa"),
+    ):
         for file in files:
-            fileio.check_readable(file.path, flag, allow_empty=flag != "--users")
+            fileio.check_readable(file.path, flag, allow_empty=flag != "--users", expected=expected)
     return profiles, passwords, mfa, role_files
 
 

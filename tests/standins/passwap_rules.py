@@ -20,8 +20,7 @@ import hashlib
 import hmac
 import re
 
-import bcrypt as _bcrypt
-from argon2.low_level import Type, hash_secret_raw
+from optional_deps import optional
 
 ORDER = ("bcrypt", "argon2", "pbkdf2", "scrypt", "md5salted", "md5", "sha2", "phpass", "drupal7", "md5plain")
 _ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -279,11 +278,13 @@ def verify(encoded: str, password: str) -> bool:
     if verifier is None:
         raise Refused("no verifier claims this string")
     if verifier == "bcrypt":
-        return _bcrypt.checkpw(pw, encoded.encode())
+        return optional("bcrypt", "bcrypt", "checking a bcrypt hash").checkpw(pw, encoded.encode())
     if verifier == "argon2":
+        low_level = optional("argon2.low_level", "argon2-cffi", "checking an argon2 hash")
         ident, m, t, p, salt, hashed = parsed
-        kind = Type.ID if ident == "argon2id" else Type.I
-        return hmac.compare_digest(hash_secret_raw(pw, salt, t, m, p, len(hashed), kind, 19), hashed)
+        kind = low_level.Type.ID if ident == "argon2id" else low_level.Type.I
+        raw = low_level.hash_secret_raw(pw, salt, t, m, p, len(hashed), kind, 19)
+        return hmac.compare_digest(raw, hashed)
     if verifier == "pbkdf2":
         digest, rounds, salt, hashed = parsed
         return hmac.compare_digest(hashlib.pbkdf2_hmac(digest, pw, salt, rounds, len(hashed)), hashed)

@@ -17,6 +17,10 @@ In tests::
 Standalone (e.g. from run_local.sh)::
 
     python tests/standins/zitadel_server.py --port 8089 --token-file /tmp/pat --per-user-delay-ms 2
+
+It needs only what ``./run_local.sh`` installs: argon2-cffi, PyJWT and protobuf are imported by the
+first request that needs them, and a missing one is answered with a 500 naming it
+(tests/standins/optional_deps.py).
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import jwt
-import passwap_rules  # beside this file: passwap's parsing rules, also when run as a script
-import schema_check_v2
+# Beside this file (also when run as a script). Nothing else outside the standard library is
+# imported here: PyJWT, protobuf and argon2-cffi come with the requests that need them
+# (optional_deps.py), so the server runs after `./run_local.sh`, which installs no test extras.
+import passwap_rules
+from optional_deps import MissingDependency, optional
 from zitadel_management_v1 import ManagementError, ManagementV1
 from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
 
@@ -455,6 +461,7 @@ class ZitadelServer:
         """The error to answer when a v2 request breaks ZITADEL's published schema (recorded in
         ``v2_schema_problems``), or None. No route → 404 as the REST gateway answers; anything
         else → 400 with gRPC code 3 (docs/sync.md#schema-check)."""
+        schema_check_v2 = optional("schema_check_v2", "protobuf", "checking a user service v2 request")
         route, problems = schema_check_v2.checker().check_request(method, target, body)
         if not problems:
             return None
@@ -1017,6 +1024,7 @@ class ZitadelServer:
         return 400, {"error": "unsupported_grant_type", "error_description": f"grant_type {grant!r}"}
 
     def _jwt_profile(self, assertion: str) -> tuple[int, dict]:
+        jwt = optional("jwt", "pyjwt", "the JWT-profile token grant")
         try:
             header = jwt.get_unverified_header(assertion)
             user_id, public_pem = self.keys[header.get("kid", "")]
@@ -1093,13 +1101,22 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             server.requests.append((self.path, 0))
 
         def do_PUT(self) -> None:  # noqa: N802 - stdlib naming
-            self._v2("PUT")
+            self._guarded(lambda: self._v2("PUT"))
 
         def do_DELETE(self) -> None:  # noqa: N802 - stdlib naming
-            self._v2("DELETE")
+            self._guarded(lambda: self._v2("DELETE"))
 
         def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-            self._v2("GET")
+            self._guarded(lambda: self._v2("GET"))
+
+        def _guarded(self, handle) -> None:
+            """Run ``handle``; a package the request needs but is not installed (optional_deps.py)
+            is one line on stderr and a 500 naming it, before anything else was answered."""
+            try:
+                handle()
+            except MissingDependency as err:
+                print(f"zitadel_server: {err}", file=sys.stderr, flush=True)
+                self._error(500, 13, str(err))
 
         def _read_and_fault(self) -> tuple[bytes, str | None, bool]:
             """The request's body and its fault; ``True`` when a fault already answered it."""
@@ -1163,6 +1180,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, answer)
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+            self._guarded(self._post)
+
+        def _post(self) -> None:
             if self.path.startswith(("/v2/", "/management/v1/")):
                 self._v2("POST")
                 return

@@ -3,7 +3,8 @@
 :func:`check_readable` reads the head of a file (through ``input_stream.open_input``, so
 compression, byte-order marks and damage are handled as the readers handle them) and refuses,
 with one line, a file from which not one JSON value can be read (binary data, HTML, a ZIP),
-saying what its first bytes look like (:func:`describe_head`). docs/inputs.md.
+saying what its first bytes look like (:func:`describe_head`), and, asked which export it should
+be, one whose first records are another export's (``input_shape.wrong_shape``). docs/inputs.md.
 
 Example::
 
@@ -19,11 +20,11 @@ import re
 import orjson
 
 from transforms.common.errors import ConfigError, one_line
-from transforms.sources.input_stream import MAX_DEPTH, DepthGuard, InputReadError, open_input
+from transforms.sources.input_shape import read_head, wrong_shape
+from transforms.sources.input_stream import MAX_DEPTH, DepthGuard, InputReadError
 
 __all__ = ["check_readable", "describe_head"]
 
-_HEAD_BYTES = 1 << 16
 _PRINTABLE = re.compile(rb"[\x20-\x7e]")
 
 
@@ -99,8 +100,9 @@ def _readable(head: bytes, complete: bool) -> bool:
     return not complete
 
 
-def check_readable(path: str, what: str, allow_empty: bool = False) -> None:
-    """Refuse (ConfigError, one line) a file from which not one JSON value can be read.
+def check_readable(path: str, what: str, allow_empty: bool = False, expected: str | None = None) -> None:
+    """Refuse (ConfigError, one line) a file from which not one JSON value can be read, or (with
+    ``expected``, a key of ``input_shape.EXPECTED``) whose first records are another export's.
 
     Reads at most 64 KiB (decompressed) of the head. A 0-byte file is refused unless
     ``allow_empty`` (docs/inputs.md: an empty password or MFA export is legitimate, an empty
@@ -108,23 +110,14 @@ def check_readable(path: str, what: str, allow_empty: bool = False) -> None:
     business (``unreadable-input`` dead letter, counted).
     """
     name = path
-    head = b""
-    complete = False
     try:
-        with open_input(path) as stream:
-            while len(head) < _HEAD_BYTES:
-                piece = stream.read(_HEAD_BYTES - len(head))
-                if not piece:
-                    complete = True
-                    break
-                head += piece
-    except InputReadError as err:
-        if not head:  # a broken gzip header: nothing at all can be read
-            raise ConfigError(f"{what} {name}: cannot be read: {one_line(err)}") from None
-        # Damage further on (a cut or a bad CRC): the reader keeps what comes before it and
-        # reports the rest (unreadable-input, exit 1 unless --allow-partial).
+        head, complete = read_head(path)
+    except InputReadError as err:  # a broken gzip header: nothing at all can be read
+        raise ConfigError(f"{what} {name}: cannot be read: {one_line(err)}") from None
     except OSError as err:
         raise ConfigError(f"{what} {name}: cannot be read ({err.strerror or one_line(err)})") from None
+    # Damage further on (a cut or a bad CRC) ends the head early: the reader keeps what comes
+    # before it and reports the rest (unreadable-input, exit 1 unless --allow-partial).
     if not head:
         if allow_empty:
             return
@@ -132,6 +125,8 @@ def check_readable(path: str, what: str, allow_empty: bool = False) -> None:
             f"{what} {name}: the file is empty (0 bytes); an export without users is '[]' "
             "(see docs/inputs.md)"
         )
-    if _readable(head, complete):
-        return
-    raise ConfigError(f"{what} {name}: not one JSON record could be read: {describe_head(head)}")
+    if not _readable(head, complete):
+        raise ConfigError(f"{what} {name}: not one JSON record could be read: {describe_head(head)}")
+    problem = wrong_shape(head, expected) if expected else None
+    if problem:
+        raise ConfigError(f"{what} {name}: {problem}")
