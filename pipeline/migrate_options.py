@@ -249,7 +249,7 @@ class CommonArgs:
     push_credentials: Credentials | None = None  # given whenever push_url is
     hash_policy: HashPolicy | None = None
     on_unsupported_hash: str = "dead-letter"
-    email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/common/ids.py)
+    email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/mapping/ids.py)
     state: str | None = None  # --state PATH (docs/sync.md)
     on_removed: str = "report"
     max_removals: str = "5%"
@@ -269,7 +269,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
     policy = hash_policy_from_args(args)
     fallback = getattr(args, "email_fallback", None)
     if fallback is not None:
-        from transforms.common.ids import check_template
+        from transforms.mapping.ids import check_template
 
         problem = check_template(fallback)
         if problem is not None:

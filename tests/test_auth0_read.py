@@ -11,9 +11,9 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms.common.ids import auth0_user_id
 from transforms.common.records import decode_rows
 from transforms.files.spill import load_blob
+from transforms.mapping.ids import auth0_user_id
 from transforms.mapping.validate import Reason, ValidationOptions
 from transforms.output.bodies import BodySpec, UsersToBodies
 from transforms.sources import json_units as fileio

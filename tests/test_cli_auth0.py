@@ -839,7 +839,7 @@ BULK = REPO / "tests" / "data" / "auth0-bulk" / "bulk-import-shape.json"
     ids=["default", "fallback", "fallback-invalid"],
 )
 def test_bulk_import_shape(tmp_path, flags, written, dead):
-    from transforms.common.ids import auth0_user_id
+    from transforms.mapping.ids import auth0_user_id
 
     runs = []
     for attempt in ("a", "b"):  # two runs: the derived ids must not change

@@ -1,4 +1,4 @@
-"""transforms/common/ids.py: stable derived user ids and the ``--email-fallback`` address."""
+"""transforms/mapping/ids.py: stable derived user ids and the ``--email-fallback`` address."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from transforms.common.ids import NAMESPACE, auth0_user_id, check_template, fallback_email, keycloak_user_id
+from transforms.mapping.ids import NAMESPACE, auth0_user_id, check_template, fallback_email, keycloak_user_id
 
 
 def test_auth0_id_is_the_uuid5_of_the_folded_email():
@@ -35,7 +35,7 @@ def test_ids_do_not_look_like_real_ones_and_fit_zitadel():
 
 def test_ids_are_the_same_in_another_process():
     # No hash() and no randomness: a worker or a later run derives the same id.
-    code = "from transforms.common.ids import auth0_user_id as f; print(f('Ann@Example.com'))"
+    code = "from transforms.mapping.ids import auth0_user_id as f; print(f('Ann@Example.com'))"
     other = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )

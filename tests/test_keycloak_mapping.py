@@ -7,8 +7,8 @@ import base64
 import pytest
 from keycloak_fixtures import make_user, pbkdf2_credential
 
-from transforms.common.ids import keycloak_user_id
 from transforms.hashing.policy import OnUnsupportedHash
+from transforms.mapping.ids import keycloak_user_id
 from transforms.mapping.validate import Reason
 from transforms.sources.keycloak.keycloak_mapping import (
     KeycloakOptions,

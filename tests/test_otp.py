@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from transforms.common.ids import auth0_user_id
+from transforms.mapping.ids import auth0_user_id
 from transforms.mapping.otp import (
     KEYCLOAK_DEFAULT_POLICY,
     OtpPolicy,

@@ -21,7 +21,7 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
-from transforms.common.ids import keycloak_user_id
+from transforms.mapping.ids import keycloak_user_id
 
 REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
 

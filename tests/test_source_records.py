@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from transforms.common.ids import auth0_user_id, keycloak_user_id
 from transforms.common.reasons import Reason
+from transforms.mapping.ids import auth0_user_id, keycloak_user_id
 from transforms.sync.source_records import USER_SOURCES, candidate_ids, is_blocked, refusal
 
 

@@ -15,7 +15,7 @@ small ones. A source builds rows as lists::
 - ``source``: e.g. ``auth0-profile``.
 - ``companions``: ``[[sortkey, source, record], ...]``, other input records that belong to this
   user (Auth0: its password record) and are dead-lettered with it if a later stage rejects it.
-- optional: ``password`` (the hash's verifier), then ``grants`` (``roles.Grants``).
+- optional: ``password`` (the hash's verifier), then ``grants`` (:data:`Grants`).
 
 ``encode_rows`` turns them into a blob of :data:`EncodedRow` tuples whose JSON is rendered once,
 here: later stages only join bytes and never parse a user again (re-parsing every row in each
@@ -30,14 +30,12 @@ from __future__ import annotations
 import gc
 import pickle
 import zlib
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import orjson
 
-if TYPE_CHECKING:  # a type only: common/ imports nothing of the stages at run time
-    from transforms.mapping.roles import Grants
-
 __all__ = [
+    "Grants",
     "NAMESPACE",
     "NUM_PARTITIONS",
     "SortKey",
@@ -56,6 +54,11 @@ __all__ = [
     "user_name_key",
     "no_gc",
 ]
+
+# A user's grants: ((project id, (sorted, unique keys)), ...) sorted by project id. This is what
+# rows carry (the ``grants`` of :func:`encoded_row`) and what a later comparison can fingerprint
+# (transforms/mapping/roles.py decides them).
+Grants = tuple[tuple[str, tuple[str, ...]], ...]
 
 # Beam metrics namespace for every counter the run summary reads.
 NAMESPACE = "zitadel_beam"

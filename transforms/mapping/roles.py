@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from transforms.common import counters
+from transforms.common.records import Grants
 
 __all__ = [
     "MAX_KEY",
@@ -62,9 +63,6 @@ BUILTIN_CLIENTS = frozenset(
 Role = tuple[str, str]
 # One project role: (project id, key, display name, group).
 RoleEntry = tuple[str, str, str, str]
-# A user's grants: ((project id, (sorted, unique keys)), ...) sorted by project id. This is what
-# rows carry (the ``grants`` of ``records.encoded_row``) and what a later comparison can fingerprint.
-Grants = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -99,7 +99,7 @@ _WHITESPACE_CONTROL_RE = re.compile(r"[\t\n\r]+")
 CONTROL_CHARS_REMOVED = "control-chars-removed"  # a name lost control characters
 LANGUAGE_DROPPED = "language-dropped"  # no valid base language
 PHONE_DROPPED = "phone-dropped"  # not +..., or over 50 characters
-DERIVED_ID = "derived-id"  # the source had no id (transforms/common/ids.py)
+DERIVED_ID = "derived-id"  # the source had no id (transforms/mapping/ids.py)
 EMAIL_FALLBACK = "email-fallback"  # the e-mail came from --email-fallback
 # Fields that are free text: control characters are removed. Every other text field is an
 # identity or login (userName, e-mail, userId, idp configId/externalUserId, metadata keys): a

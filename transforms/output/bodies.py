@@ -42,6 +42,7 @@ from transforms.common.records import (
     NAMESPACE,
     DeadLetter,
     EncodedRow,
+    Grants,
     PartitionRows,
     claims_size,
     dead_letter,
@@ -52,7 +53,7 @@ from transforms.common.records import (
 )
 from transforms.files.sinks import open_private
 from transforms.files.spill import load_blob, read_spill_head
-from transforms.mapping.roles import Grants, grant_items
+from transforms.mapping.roles import grant_items
 from transforms.mapping.validate import Reason
 from transforms.output.batching import (
     BodySpec,

@@ -1,6 +1,6 @@
 """Project roles and user grants in import bodies: the catalogue, case collisions, rendering.
 
-Sources put each user's grants into its row (``records.EncodedRow``'s ``grants``, ``roles.Grants``) and
+Sources put each user's grants into its row (``records.EncodedRow``'s ``grants``, ``records.Grants``) and
 emit the project roles they used (``RoleEntry`` sets) on a ``roles`` output. This module:
 
 - merges those role sets (plus the roles the export defines) into one **catalogue**, and resolves
@@ -28,8 +28,8 @@ import apache_beam as beam
 import orjson
 
 from transforms.common import counters
-from transforms.common.records import NAMESPACE
-from transforms.mapping.roles import Grants, RoleEntry, RoleSettings, grant_items
+from transforms.common.records import NAMESPACE, Grants
+from transforms.mapping.roles import RoleEntry, RoleSettings, grant_items
 
 __all__ = [
     "CATALOGUE_NAME",

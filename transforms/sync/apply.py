@@ -43,9 +43,9 @@ from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
 from transforms.files.storage import is_remote, read_bytes, resolve
 from transforms.output.manifest import Manifest
-from transforms.sync.change_records import Call, ChangeKind, ChangeRecord
+from transforms.sync.change_records import Call, ChangeKind, ChangeRecord, StateRecord
 from transforms.sync.state import StatePointer, StateStore
-from transforms.sync.state_records import StateRecord, merge_confirmed, quick_digest, state_record
+from transforms.sync.state_records import merge_confirmed, quick_digest, state_record
 from transforms.sync.sync_calls import Abort, ChangeResult, Outcome, Stop, apply_user, expected_problems
 from transforms.sync.sync_report import SyncReport, planned_calls
 from transforms.zitadel_api import api_errors as admin_api

@@ -22,12 +22,9 @@ Example::
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import orjson
-
-if TYPE_CHECKING:  # state_records imports this module's names
-    from transforms.sync.state_records import StateRecord
 
 __all__ = ["Call", "ChangeCall", "ChangeKind", "ChangeRecord", "change_line"]
 
@@ -71,6 +68,22 @@ class ChangeKind(enum.StrEnum):
     CHANGED = "changed"
     NEW_BLOCKED = "new-blocked"  # imported blocked (--include-blocked), then deactivated
     REMOVED = "removed"
+
+
+class StateRecord(TypedDict, total=False):
+    """One user's state record (its keys are the letters named in ``state_records``: ``ID`` ...
+    ``GRANTS``); here, beside the change line that carries it to be committed."""
+
+    id: str
+    n: str | None
+    q: str | None  # None only in a record written without one (merge_confirmed keeps it)
+    f: dict[str, str | None]
+    b: str
+    l: list[list[str]]  # noqa: E741 - the on-disk key of the IdP links
+    m: dict[str, str]
+    g: int
+    a: list[list[Any]]  # [project id, [role keys]]: mixed types in one JSON list
+    i: int
 
 
 class ChangeRecord(TypedDict):

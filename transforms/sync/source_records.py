@@ -25,8 +25,8 @@ from collections.abc import Callable
 
 import orjson
 
-from transforms.common.ids import auth0_user_id, keycloak_user_id
 from transforms.common.reasons import Reason
+from transforms.mapping.ids import auth0_user_id, keycloak_user_id
 
 __all__ = ["UserRecordKind", "USER_RECORDS", "USER_SOURCES", "is_blocked", "candidate_ids", "refusal"]
 

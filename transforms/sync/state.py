@@ -37,7 +37,7 @@ import orjson
 
 from transforms.common.errors import ConfigError
 from transforms.files.storage import is_gcs
-from transforms.sync.state_records import StateRecord
+from transforms.sync.change_records import StateRecord
 
 __all__ = [
     "StateStore",

@@ -38,11 +38,11 @@ from __future__ import annotations
 import collections
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypedDict
+from typing import Any, Final
 
 import orjson
 
-from transforms.sync.change_records import Call, ChangeCall, ChangeKind
+from transforms.sync.change_records import Call, ChangeCall, ChangeKind, StateRecord
 
 __all__ = [
     "GROUPS",
@@ -95,21 +95,6 @@ METADATA: Final = "m"  # metadata key -> digest of its value
 GONE: Final = "g"  # 1: gone from the source and deactivated for it
 GRANTS: Final = "a"  # [[project id, [role keys]], ...]
 INITIAL: Final = "i"  # 1: the target holds the user in state initial (cannot be deactivated)
-
-
-class StateRecord(TypedDict, total=False):
-    """One user's state record, keyed by the letters above (``ID`` ... ``GRANTS``)."""
-
-    id: str
-    n: str | None
-    q: str | None  # None only in a record written without one (merge_confirmed keeps it)
-    f: dict[str, str | None]
-    b: str
-    l: list[list[str]]  # noqa: E741 - the on-disk key of the IdP links
-    m: dict[str, str]
-    g: int
-    a: list[list[Any]]  # [project id, [role keys]]: mixed types in one JSON list
-    i: int
 
 
 # Which state fields a confirmed call makes true (merge_confirmed).

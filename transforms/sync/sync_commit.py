@@ -13,22 +13,32 @@ record and is sent again by the next run::
 
 from __future__ import annotations
 
-from typing import TextIO
+from collections.abc import Sequence
+from typing import Protocol, TextIO
 
 from transforms.output.manifest import Manifest
-from transforms.push.push_ledger import BodyResult
 from transforms.sync.apply import apply_changes, commit_state, verify_changes
 from transforms.sync.sync_report import SyncReport
 from transforms.zitadel_api.client import AdminClient
 
-__all__ = ["apply_and_commit"]
+__all__ = ["apply_and_commit", "LandedBody"]
+
+
+class LandedBody(Protocol):
+    """What the commit reads of a body's push result (push/push_ledger.BodyResult has it): a sync
+    sits below push and does not import it."""
+
+    index: int
+    status: str
+    created: list[str]
+    present: list[str]
 
 
 def apply_and_commit(
     manifest: Manifest,
     client: AdminClient,
     results_dir: str,
-    ordered: list[BodyResult],
+    ordered: Sequence[LandedBody],
     *,
     bodies_stopped: bool,
     concurrency: int,

@@ -22,12 +22,12 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from transforms.common import counters
-from transforms.common.ids import auth0_user_id, fallback_email
 from transforms.common.records import NAMESPACE, DeadLetter, dead_letter, no_gc, partition_of, user_name_key
 from transforms.files.spill import write_spill
 from transforms.hashing.policy import DROPPABLE_REASONS
 from transforms.hashing.tally import HashTally
 from transforms.mapping.fields import FieldTally, counter_safe
+from transforms.mapping.ids import auth0_user_id, fallback_email
 from transforms.mapping.otp import auth0_mfa_factors
 from transforms.mapping.validate import (
     DERIVED_ID,

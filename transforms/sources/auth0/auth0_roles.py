@@ -20,8 +20,8 @@ from typing import Any
 from apache_beam.metrics import Metrics
 
 from transforms.common import counters
-from transforms.common.records import NAMESPACE, partition_of
-from transforms.mapping.roles import Grants, display_name, grants_from_names, role_names
+from transforms.common.records import NAMESPACE, Grants, partition_of
+from transforms.mapping.roles import display_name, grants_from_names, role_names
 from transforms.mapping.validate import Reason
 from transforms.sources.auth0.auth0_items import (
     ROLE_RECORDS_JOINED,

@@ -22,12 +22,12 @@ from typing import Any
 
 import orjson
 
-from transforms.common.ids import fallback_email, keycloak_user_id
 from transforms.hashing.convert import ConvertedHash, HashFailure
 from transforms.hashing.keycloak_hashes import convert_credential, plaintext_value
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
+from transforms.mapping.ids import fallback_email, keycloak_user_id
 from transforms.mapping.otp import OTP_CREDENTIAL_TYPES, OtpPolicy, keycloak_otp, required_actions
 from transforms.mapping.validate import (
     DERIVED_ID,
@@ -283,7 +283,7 @@ def map_user(
 
     Same mapping as ``zitadel-tools migrate keycloak`` for the fields it reads (docs/source-schemas.md),
     plus name fallbacks, phone, preferred language, metadata and every password algorithm.
-    A user without ``id`` gets one derived from ``realm`` and the username (transforms/common/ids.py);
+    A user without ``id`` gets one derived from ``realm`` and the username (transforms/mapping/ids.py);
     one without e-mail gets ``options.email_fallback``'s address, unverified.
     An OTP device becomes ``otpCode`` when ZITADEL verifies its codes (transforms/mapping/otp.py;
     ``otp_policy``, the realm's ``otpPolicy*``, fills in what a credential leaves out, None when

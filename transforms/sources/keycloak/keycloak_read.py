@@ -38,6 +38,7 @@ from transforms.common.records import (
     NAMESPACE,
     DeadLetter,
     EncodedRow,
+    Grants,
     PartitionRows,
     SortKey,
     dead_letter,
@@ -52,7 +53,7 @@ from transforms.hashing.policy import ON_UNSUPPORTED_HASH
 from transforms.hashing.tally import HashTally
 from transforms.mapping.fields import FieldTally
 from transforms.mapping.otp import OtpPolicy
-from transforms.mapping.roles import Grants, KeycloakRoles, RoleEntry, direct_roles_beyond_builtin
+from transforms.mapping.roles import KeycloakRoles, RoleEntry, direct_roles_beyond_builtin
 from transforms.mapping.validate import Reason
 from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem
 from transforms.sources.keycloak import keycloak_accounting as kc
