@@ -43,7 +43,14 @@ class HashTally:
     def add(self, converted: ConvertedHash) -> None:
         # Users are counted by verifier where bodies are written (transforms/output/bodies.py), so that
         # a user dropped later (a duplicate) is not; the ranges here may include such users.
-        _spread(self.ranges, converted)
+        # Inline, not _spread: this runs once per written user (the extra call measured ~0.7 µs).
+        for name, value in converted.params:
+            key = f"{converted.verifier}.{name}"
+            low_high = self.ranges.get(key)
+            if low_high is None:
+                self.ranges[key] = (value, value)
+            elif value < low_high[0] or value > low_high[1]:
+                self.ranges[key] = (min(low_high[0], value), max(low_high[1], value))
 
     def refused(self, converted: ConvertedHash | None) -> None:
         """A user dead-lettered or imported without password because the target's configuration
