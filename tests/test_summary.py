@@ -158,3 +158,13 @@ def test_the_config_migrate_checked_against_is_recorded_and_read_back():
 def test_a_recorded_config_not_as_migrate_writes_it_is_refused(recorded):
     with pytest.raises(ConfigError, match="target_hash_policy"):
         recorded_policy({"target_hash_policy": recorded})
+
+
+def test_the_block_states_limits_the_given_config_narrows_and_those_it_widens():
+    # migrate's config raised Bcrypt.MinCost above the default and lowered Argon2.MinMemory below it
+    policy = HashPolicy().with_limits(Bcrypt_MinCost=12, Argon2_MinMemory=7168)
+    counts = {"refused_hashes.bcrypt": 1, "refused_hashes.argon2": 1}
+    refused = {"bcrypt": {"cost": (10, 10)}, **ARGON2_7168}
+    block = hash_manifest(counts, {}, policy, refused)["zitadel_config_admitting_all"]
+    assert "        MinCost: 10\n" in block  # beyond the given config
+    assert "        MinMemory: 7168\n" in block  # beyond ZITADEL's default, needed when saved on its own

@@ -25,7 +25,7 @@ from transforms.common.counters import (
 )
 from transforms.common.errors import ConfigError
 from transforms.common.records import NAMESPACE
-from transforms.hashing.policy import DEFAULT_LIMITS, VERIFIERS, HashPolicy, config_snippet
+from transforms.hashing.policy import DEFAULT_LIMITS, LIMITS, VERIFIERS, HashPolicy, config_snippet
 
 __all__ = [
     "hash_ranges_from_result",
@@ -96,10 +96,23 @@ def hash_manifest(
             v: {p: list(r) for p, r in sorted(params.items())} for v, params in sorted(wanted.items())
         }
         # One block for everything: a re-run with it as --zitadel-config writes these users too.
-        fields["zitadel_config_admitting_all"] = config_snippet(_merged(needed, wanted))
+        fields["zitadel_config_admitting_all"] = config_snippet(_merged(needed, wanted), _narrowest(policy))
     if policy is not None and policy != HashPolicy():
         fields["target_hash_policy"] = {"verifiers": sorted(policy.verifiers), "limits": dict(policy.limits)}
     return fields
+
+
+def _narrowest(policy: HashPolicy | None) -> HashPolicy:
+    """Each limit as the narrower of ``policy``'s and ZITADEL's default, so that the block states
+    every limit the run needs beyond either: it admits the run's hashes saved on its own as
+    ``--zitadel-config`` (over the defaults) and added to the target's config (over ``policy``)."""
+    limits = dict((policy or HashPolicy()).limits)
+    for rows in LIMITS.values():
+        for _, group, low_key, high_key in rows:
+            low, high = f"{group}.{low_key}", f"{group}.{high_key}"
+            limits[low] = max(limits[low], DEFAULT_LIMITS[low])
+            limits[high] = min(limits[high], DEFAULT_LIMITS[high])
+    return HashPolicy(limits=tuple(limits.items()))
 
 
 def _merged(*needs: Ranges) -> dict[str, dict[str, tuple[int, int]]]:
