@@ -277,7 +277,8 @@ def _run_beam(job: _Job, run: RunOutputs, sync: _SyncPlan | None) -> _Ran:
     result = run_pipeline(pipeline, layout.tmp_dir)
     elapsed = time.monotonic() - started
     counts = counters_from_result(result)
-    hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy)
+    refused_ranges = hash_ranges_from_result(result, counters.REFUSED_HASH_PARAM)
+    hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy, refused_ranges)
     holds, invariant_text = job.invariant(counts)
     if sync is not None:
         removals = counts.get(counters.SYNC_REMOVALS, 0)

@@ -5,8 +5,12 @@ table (the source's rows, roles, sync, the totals), the hash lines, the accounti
 files went; then recounts the written bodies, reports input files that were cut short, pushes
 with ``--push-url`` (transforms/push/engine.py) and returns the exit status:
 
-    0 done · 1 dead letters with --strict, a cut input without --allow-partial, a failed push
+    0 done · 1 dead letters with --strict, a cut input without --allow-partial, a failed push,
+      or every user read was dead-lettered (nothing to import, nothing pushed)
     3 the accounting or the recount disagrees (a bug)
+
+When the target's configuration refused some users' hashes, the summary says so first, with the
+one config block that admits them all (transforms/hashing/summary.py ``refused_lead``).
 """
 
 from __future__ import annotations
@@ -79,6 +83,13 @@ def report_and_push(done: FinishedRun, summary_lines: SummaryLines, input_names:
             print(f"zitadel-beam: {line}", file=sys.stderr)
         if not common.allow_partial:
             return 1
+    if _nothing_written(done):
+        print(
+            f"zitadel-beam: no user was written: every user read was dead-lettered "
+            f"({done.dead_count:,} dead letters in {layout.dead_letter})",
+            file=sys.stderr,
+        )
+        return 1
     if common.push_url and not _push(common, layout):
         return 1
     if common.strict and done.dead_count:
@@ -87,10 +98,25 @@ def report_and_push(done: FinishedRun, summary_lines: SummaryLines, input_names:
     return 0
 
 
+def _nothing_written(done: FinishedRun) -> bool:
+    """Every user read ended a dead letter: no user written, none compared with a sync's state.
+
+    The accounting held (users read = written + dead-lettered), so dead letters and no user
+    written mean that every user read was refused."""
+    written = done.counts.get(counters.USERS_WRITTEN, 0) + done.counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
+    return done.dead_count > 0 and written == 0
+
+
 def _print_summary(done: FinishedRun, summary_lines: SummaryLines) -> None:
-    from transforms.hashing.summary import hash_summary
+    from transforms.hashing.policy import OnUnsupportedHash
+    from transforms.hashing.summary import hash_summary, refused_lead
 
     layout, counts, bodies = done.layout, done.counts, done.bodies
+    lead = refused_lead(
+        done.hash_fields, done.common.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD
+    )
+    if lead:  # first: the one thing to fix before the users can import (issue: it hid in the dead letters)
+        print(lead + "\n")
     lines = summary_lines(counts)
     if done.roles is not None or counts.get(counters.ROLES_USERS_HOLDING):
         from transforms.output.grants import summary_lines as role_lines

@@ -24,7 +24,7 @@ from pipeline.gcs_import import run_gcs_push
 from pipeline.options import add_credential_arguments, add_gcs_arguments, credentials_from_args
 from transforms.common.errors import ConfigError
 from transforms.files.locks import acquire_lock
-from transforms.hashing.policy import load_policy
+from transforms.hashing.policy import HashPolicy, load_policy
 from transforms.output.manifest import default_results_dir, load_manifest, write_body_manifest
 from transforms.push.engine import push_manifest
 from transforms.push.send_body import TIMEOUT_MARGIN
@@ -79,7 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         default=None,
         help="the target's config YAML: warn before sending when its password verifiers or "
-        "limits do not cover the manifest's hashes (default: ZITADEL's defaults)",
+        "limits do not cover the manifest's hashes (default: the config migrate was given, "
+        "recorded in the manifest, else ZITADEL's defaults)",
     )
     add_credential_arguments(parser)
     add_gcs_arguments(parser)
@@ -110,6 +111,13 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
             return _push(known_args, manifest_path, results)
 
 
+def _own_hash_policy(known_args: argparse.Namespace) -> HashPolicy | None:
+    """push's own target config (``--zitadel-config``, or the variables changing ZITADEL's
+    defaults); None: the hash check uses what migrate recorded in the manifest."""
+    policy = load_policy(known_args.zitadel_config, os.environ)
+    return policy if known_args.zitadel_config or policy != HashPolicy() else None
+
+
 def _push(known_args: argparse.Namespace, manifest_path: str, results: str) -> int:
     report = push_manifest(
         manifest_path,
@@ -121,7 +129,7 @@ def _push(known_args: argparse.Namespace, manifest_path: str, results: str) -> i
         request_timeout=known_args.request_timeout,
         progress=not known_args.quiet,
         verify=known_args.verify,
-        hash_policy=load_policy(known_args.zitadel_config, os.environ),
+        hash_policy=_own_hash_policy(known_args),
     )
     print(report.table())
     if report.verify is not None:

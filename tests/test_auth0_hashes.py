@@ -22,6 +22,7 @@ from argon2.low_level import Type, hash_secret
 from zitadel_fixtures import PAT, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 
 from pipeline.cli import main
+from transforms.hashing.policy import HashPolicy
 from transforms.mapping.validate import Reason
 from transforms.zitadel_api.credentials import Credentials
 
@@ -348,6 +349,8 @@ def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(
             zitadel.url,
             Credentials("token", token=PAT),
             progress=False,
+            # push's own config (ZITADEL's defaults) wins over the one migrate recorded
+            hash_policy=HashPolicy(),
         )
     warnings = [r.getMessage() for r in caplog.records if "does not cover" in r.getMessage()]
     assert any("verifier 'argon2' is not enabled" in w for w in warnings)

@@ -11,6 +11,7 @@ from pipeline.layout import output_layout
 from pipeline.migrate_options import CommonArgs
 from pipeline.migrate_report import FinishedRun, partial_input_lines, report_and_push
 from pipeline.run_outputs import write_manifest
+from transforms.common import counters
 from transforms.output.manifest import ListedFile, build_manifest
 
 
@@ -96,9 +97,20 @@ def test_a_manifest_that_disagrees_with_the_bodies_exits_3(tmp_path, capsys):
 
 
 def test_dead_letters_fail_only_with_strict(tmp_path, capsys):
-    assert report_and_push(_finished(tmp_path, dead=2), _rows, {}) == 0
-    assert report_and_push(_finished(tmp_path, dead=2, strict=True), _rows, {}) == 1
+    # Users compared with a sync's state count as users not lost (no body written).
+    compared = {counters.SYNC_ROWS_NOT_IMPORTED: 3}
+    assert report_and_push(_finished(tmp_path, dead=2, counts=compared), _rows, {}) == 0
+    assert report_and_push(_finished(tmp_path, dead=2, counts=compared, strict=True), _rows, {}) == 1
     assert "--strict: 2 record(s) dead-lettered" in capsys.readouterr().err
+
+
+def test_a_run_that_dead_lettered_every_user_exits_1(tmp_path, capsys):
+    assert report_and_push(_finished(tmp_path, dead=2), _rows, {}) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "zitadel-beam: no user was written: every user read was dead-lettered (2 dead letters"
+    )
+    assert report_and_push(_finished(tmp_path), _rows, {}) == 0  # nothing read, nothing lost
 
 
 def test_a_cut_input_fails_unless_allowed(tmp_path, capsys):

@@ -78,3 +78,19 @@ def test_publish_writes_counters_distributions_and_one_private_file_per_bundle(t
     assert listing.name.endswith(".ndjson")
     assert stat.S_IMODE(os.stat(listing).st_mode) == 0o600
     assert [orjson.loads(line)["id"] for line in listing.read_bytes().splitlines()] == ["u1", "u2"]
+
+
+def test_refused_hashes_are_counted_by_verifier_with_their_own_ranges():
+    tally = HashTally()
+    argon2 = ConvertedHash("argon2id", "$argon2id$...", "argon2", (("memory", 7168), ("time", 5)))
+    tally.refused(argon2)
+    tally.refused(PBKDF2)
+    tally.refused(None)  # a hash nothing can verify: not the configuration's refusal
+    tally.add(BCRYPT_10)
+    assert tally.counts == {"refused_hashes.argon2": 1, "refused_hashes.pbkdf2": 1}
+    assert tally.refused_ranges == {
+        "argon2.memory": (7168, 7168),
+        "argon2.time": (5, 5),
+        "pbkdf2.rounds": (27500, 27500),
+    }
+    assert tally.ranges == {"bcrypt.cost": (10, 10)}

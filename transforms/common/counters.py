@@ -33,6 +33,8 @@ __all__ = [
     "PASSWORD_HASHES",
     "WITHOUT_PASSWORD",
     "HASH_PARAM",
+    "REFUSED_HASHES",
+    "REFUSED_HASH_PARAM",
     "NOT_CARRIED",
     "UNKNOWN_FIELD",
     "INPUTS_DECODED",
@@ -101,6 +103,10 @@ CANNOT_SIGN_IN = "cannot_sign_in."
 PASSWORD_HASHES = "password_hashes."
 WITHOUT_PASSWORD = "without_password."
 HASH_PARAM = "hash_param."
+# Users whose hash the target's config refuses (verifier off, parameter out of limits): by
+# verifier, and the parameters' spread, so the summary can print the config that admits them.
+REFUSED_HASHES = "refused_hashes."
+REFUSED_HASH_PARAM = "refused_hash_param."
 
 # Source fields the import does not carry (transforms/mapping/fields.py): <prefix><source>.<field>.
 NOT_CARRIED = "not_carried."

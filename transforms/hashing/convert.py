@@ -91,6 +91,9 @@ class HashFailure:
 
     reason: str
     detail: str
+    # The parsed hash when it is the target's configuration that refuses it (HashPolicy.check),
+    # so the run can say which configuration admits it; None for a hash nothing can verify.
+    refused: ConvertedHash | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def b64decode(text: object) -> bytes | None:

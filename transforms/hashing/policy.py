@@ -33,6 +33,7 @@ __all__ = [
     "ConfigError",
     "load_policy",
     "config_snippet",
+    "CONFIG_REASONS",
 ]
 
 # Verifier names ZITADEL's config accepts (internal/crypto/passwap.go).
@@ -134,6 +135,8 @@ DROPPABLE_REASONS = frozenset(
         Reason.HASH_OUT_OF_LIMITS,
     }
 )
+# Reasons that mean "the target's configuration refuses this hash" (another config admits it).
+CONFIG_REASONS = frozenset({Reason.HASH_VERIFIER_DISABLED, Reason.HASH_OUT_OF_LIMITS, Reason.BCRYPT_COST})
 _ENV_PREFIX = "ZITADEL_SYSTEMDEFAULTS_PASSWORDHASHER_"
 # Hasher.Algorithm values → the verifier that parses what that hasher writes.
 _HASHER_VERIFIER = {
@@ -190,6 +193,7 @@ class HashPolicy:
                 Reason.HASH_VERIFIER_DISABLED,
                 f"{converted.algorithm} needs the ZITADEL verifier {converted.verifier!r}: add it to "
                 f"{_CONFIG_PREFIX}Verifiers",
+                converted,
             )
         limits = self._index
         for param, value in converted.params:
@@ -203,6 +207,7 @@ class HashPolicy:
                 reason,
                 f"{converted.verifier} {param} {value} outside {low}..{high}: change "
                 f"{_CONFIG_PREFIX}Limits.{group}.{key}",
+                converted,
             )
         return None
 

@@ -2,9 +2,13 @@
 
 migrate writes ``password_hashes`` (verifier → users), ``password_hash_params`` (verifier →
 parameter → [min, max]), ``users_without_password_by_reason`` and ``zitadel_config`` (the
-``SystemDefaults.PasswordHasher`` YAML under which every written hash imports). push reads them
-back and warns before sending when the target's expected config does not cover them
-(docs/password-hashes.md).
+``SystemDefaults.PasswordHasher`` YAML under which every written hash imports). When the target's
+configuration refused some users' hashes, also ``refused_hashes``, ``refused_hash_params`` and
+``zitadel_config_admitting_all`` (the YAML under which the written and the refused hashes all
+import; the summary prints it first). With a ``--zitadel-config`` (or variables) other than
+ZITADEL's defaults, ``target_hash_policy`` records the verifiers and limits migrate checked
+against. push reads them back and warns before sending when the target's expected config (push's
+own, else the recorded one, else ZITADEL's defaults) does not cover them (docs/password-hashes.md).
 """
 
 from __future__ import annotations
@@ -13,38 +17,55 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from transforms.common.counters import HASH_PARAM, PASSWORD_HASHES, WITHOUT_PASSWORD
+from transforms.common.counters import (
+    HASH_PARAM,
+    PASSWORD_HASHES,
+    REFUSED_HASHES,
+    WITHOUT_PASSWORD,
+)
+from transforms.common.errors import ConfigError
 from transforms.common.records import NAMESPACE
-from transforms.hashing.policy import HashPolicy, config_snippet
+from transforms.hashing.policy import DEFAULT_LIMITS, LIMITS, VERIFIERS, HashPolicy, config_snippet
 
-__all__ = ["hash_ranges_from_result", "hash_manifest", "hash_summary", "uncovered_hashes", "warn_uncovered"]
+__all__ = [
+    "hash_ranges_from_result",
+    "hash_manifest",
+    "hash_summary",
+    "refused_lead",
+    "recorded_policy",
+    "uncovered_hashes",
+    "warn_uncovered",
+]
+
+Ranges = Mapping[str, Mapping[str, tuple[int, int]]]  # verifier → param → (min, max)
 
 _LOGGER = logging.getLogger(__name__)
 
 
-def hash_ranges_from_result(result: Any) -> dict[str, dict[str, tuple[int, int]]]:
-    """verifier → param → (min, max) from the ``hash_param.*`` distributions of a finished run."""
+def hash_ranges_from_result(result: Any, prefix: str = HASH_PARAM) -> dict[str, dict[str, tuple[int, int]]]:
+    """verifier → param → (min, max) from the ``hash_param.*`` distributions of a finished run
+    (``prefix=REFUSED_HASH_PARAM``: of the hashes the target's configuration refused)."""
     from apache_beam.metrics.metric import MetricsFilter
 
     ranges: dict[str, dict[str, tuple[int, int]]] = {}
     query = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
     for dist in query["distributions"]:
         name = dist.key.metric.name
-        if not name.startswith(HASH_PARAM):
+        if not name.startswith(prefix):
             continue
         data = dist.committed if dist.committed is not None else dist.attempted
         if data is None or not data.count:
             continue
-        verifier, param = name[len(HASH_PARAM) :].split(".", 1)
+        verifier, param = name[len(prefix) :].split(".", 1)
         low, high = ranges.get(verifier, {}).get(param, (data.min, data.max))
         ranges.setdefault(verifier, {})[param] = (min(low, data.min), max(high, data.max))
     return ranges
 
 
 def hash_manifest(
-    counts: Mapping[str, int], ranges: Mapping[str, Mapping[str, tuple[int, int]]], policy: HashPolicy | None
+    counts: Mapping[str, int], ranges: Ranges, policy: HashPolicy | None, refused_ranges: Ranges | None = None
 ) -> dict[str, Any]:
-    """The manifest's hash fields."""
+    """The manifest's hash fields (the refused ones and ``target_hash_policy`` only when they say something)."""
     hashes = {
         name[len(PASSWORD_HASHES) :]: n
         for name, n in counts.items()
@@ -56,7 +77,7 @@ def hash_manifest(
         if name.startswith(WITHOUT_PASSWORD) and n
     }
     needed = {verifier: dict(ranges.get(verifier, {})) for verifier in hashes}
-    return {
+    fields: dict[str, Any] = {
         "password_hashes": dict(sorted(hashes.items())),
         "password_hash_params": {
             v: {p: list(r) for p, r in sorted(params.items())} for v, params in sorted(needed.items())
@@ -65,6 +86,84 @@ def hash_manifest(
         # Against ZITADEL's defaults, so the snippet stands on its own (not relative to --zitadel-config).
         "zitadel_config": config_snippet(needed) if hashes else "",
     }
+    refused = {
+        name[len(REFUSED_HASHES) :]: n for name, n in counts.items() if name.startswith(REFUSED_HASHES) and n
+    }
+    if refused:
+        wanted = {verifier: dict((refused_ranges or {}).get(verifier, {})) for verifier in refused}
+        fields["refused_hashes"] = dict(sorted(refused.items()))
+        fields["refused_hash_params"] = {
+            v: {p: list(r) for p, r in sorted(params.items())} for v, params in sorted(wanted.items())
+        }
+        # One block for everything: a re-run with it as --zitadel-config writes these users too.
+        fields["zitadel_config_admitting_all"] = config_snippet(_merged(needed, wanted), _narrowest(policy))
+    if policy is not None and policy != HashPolicy():
+        fields["target_hash_policy"] = {"verifiers": sorted(policy.verifiers), "limits": dict(policy.limits)}
+    return fields
+
+
+def _narrowest(policy: HashPolicy | None) -> HashPolicy:
+    """Each limit as the narrower of ``policy``'s and ZITADEL's default, so that the block states
+    every limit the run needs beyond either: it admits the run's hashes saved on its own as
+    ``--zitadel-config`` (over the defaults) and added to the target's config (over ``policy``)."""
+    limits = dict((policy or HashPolicy()).limits)
+    for rows in LIMITS.values():
+        for _, group, low_key, high_key in rows:
+            low, high = f"{group}.{low_key}", f"{group}.{high_key}"
+            limits[low] = max(limits[low], DEFAULT_LIMITS[low])
+            limits[high] = min(limits[high], DEFAULT_LIMITS[high])
+    return HashPolicy(limits=tuple(limits.items()))
+
+
+def _merged(*needs: Ranges) -> dict[str, dict[str, tuple[int, int]]]:
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for need in needs:
+        for verifier, params in need.items():
+            mine = out.setdefault(verifier, {})
+            for param, (low, high) in params.items():
+                old = mine.get(param, (low, high))
+                mine[param] = (min(old[0], low), max(old[1], high))
+    return out
+
+
+def refused_lead(fields: Mapping[str, Any], imported_without_password: bool) -> str:
+    """What the summary prints first when the target's configuration refused some users' hashes:
+    how many, what became of them, and the one YAML block that admits every hash of the run."""
+    refused = fields.get("refused_hashes")
+    if not refused:
+        return ""
+    users = sum(refused.values())
+    fate = "imported without a password" if imported_without_password else "dead-lettered"
+    lines = [
+        f"password hashes refused: {users:,} user(s) were {fate} because the target's password "
+        f"hasher configuration does not admit their hashes ("
+        + ", ".join(f"{v} {n:,}" for v, n in refused.items())
+        + ")",
+        "with this block in the target ZITADEL's runtime config, and saved as --zitadel-config for "
+        "a re-run, every hash of this run imports:",
+    ]
+    lines += ["  " + line for line in fields["zitadel_config_admitting_all"].splitlines()]
+    return "\n".join(lines)
+
+
+def recorded_policy(manifest: Mapping[str, Any]) -> HashPolicy | None:
+    """The verifiers and limits migrate checked against (``target_hash_policy``), None when the
+    manifest has none (migrate ran with ZITADEL's defaults). ConfigError: a field not as migrate writes it."""
+    recorded = manifest.get("target_hash_policy")
+    if recorded is None:
+        return None
+    verifiers = recorded.get("verifiers") if isinstance(recorded, dict) else None
+    limits = recorded.get("limits") if isinstance(recorded, dict) else None
+    if (
+        not isinstance(verifiers, list)
+        or not set(verifiers) <= set(VERIFIERS)
+        or not isinstance(limits, dict)
+        or not all(key in DEFAULT_LIMITS and type(value) is int for key, value in limits.items())
+    ):
+        raise ConfigError(
+            "the manifest's target_hash_policy is not as migrate writes it (give push --zitadel-config)"
+        )
+    return HashPolicy(frozenset(verifiers), tuple({**DEFAULT_LIMITS, **limits}.items()))
 
 
 def hash_summary(fields: Mapping[str, Any]) -> str:
@@ -92,8 +191,11 @@ def uncovered_hashes(manifest: Mapping[str, Any], policy: HashPolicy) -> list[st
 
 
 def warn_uncovered(manifest: Mapping[str, Any], policy: HashPolicy | None) -> list[str]:
-    """Log a warning per uncovered need before push sends (the server would refuse those users)."""
-    problems = uncovered_hashes(manifest, policy or HashPolicy())
+    """Log a warning per uncovered need before push sends (the server would refuse those users).
+
+    ``policy``: push's own (its ``--zitadel-config``); None: the one migrate recorded in the
+    manifest, else ZITADEL's defaults."""
+    problems = uncovered_hashes(manifest, policy or recorded_policy(manifest) or HashPolicy())
     for line in problems:
         _LOGGER.warning(
             "the target's password hasher config does not cover this run: %s "

@@ -28,8 +28,8 @@ from transforms.common import counters
 from transforms.common.records import NAMESPACE, EncodedRow, encoded_row, no_gc, pack_rows
 from transforms.common.records import dead_letter as _dead_letter
 from transforms.files.spill import load_blob, write_spill
-from transforms.hashing.convert import ConvertedHash
-from transforms.hashing.policy import DROPPABLE_REASONS
+from transforms.hashing.convert import ConvertedHash, parse_hash
+from transforms.hashing.policy import CONFIG_REASONS, DROPPABLE_REASONS
 from transforms.hashing.tally import HashTally
 from transforms.mapping.validate import Reason, check_hash
 from transforms.sources.auth0 import auth0_items as a0
@@ -303,6 +303,9 @@ class _JoinPartitionFn(beam.DoFn):
             self._tally.add(checked)
             return chosen, None, checked.verifier
         reason, detail = checked
+        if reason in CONFIG_REASONS:  # the summary prints the config that admits it
+            refused = parse_hash(password_hash)
+            self._tally.refused(refused if isinstance(refused, ConvertedHash) else None)
         if self._options.drop_bad_hashes and reason in DROPPABLE_REASONS:
             self._dropped.inc()
             self._tally.without_password(reason, user_id or None, _email_of(entry_json))

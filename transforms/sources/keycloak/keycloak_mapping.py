@@ -198,6 +198,8 @@ class MappedUser:
 class Rejection:
     reason: str
     detail: str
+    # The hash when the target's configuration refused it (the summary's config block needs it).
+    refused: ConvertedHash | None = None
 
 
 # --------------------------------------------------------------------------- pure functions
@@ -432,7 +434,7 @@ def _password(credential: _User, options: KeycloakOptions, body: dict[str, objec
         return "plaintext", None, None
     if options.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD:
         return None, converted, None
-    return Rejection(converted.reason, converted.detail)
+    return Rejection(converted.reason, converted.detail, converted.refused)
 
 
 def _second_factor(

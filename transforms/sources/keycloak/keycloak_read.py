@@ -198,6 +198,7 @@ class _ReadRealmFileFn(beam.DoFn):
         if isinstance(mapped, Rejection):
             if self._roles is not None and isinstance(user, Mapping):  # roles: docs/roles.md
                 self._count_roles(user, counts, dead=True)
+            self._tally.refused(mapped.refused)
             return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
         user = cast(Mapping[str, object], user)  # map_user accepted it: a JSON object
         grants = self._count_roles(user, counts, realm=realm)
@@ -245,6 +246,7 @@ class _ReadRealmFileFn(beam.DoFn):
                 mapped.entry.get("userId"),
                 email.get("email") if isinstance(email, dict) else None,
             )
+            self._tally.refused(mapped.dropped_hash.refused)
         if mapped.converted is not None:
             self._tally.add(mapped.converted)
         for note in mapped.notes:
