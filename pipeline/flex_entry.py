@@ -14,9 +14,10 @@ launcher, never its contents.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipeline import cli
@@ -113,7 +114,9 @@ def _beam_takes_value() -> dict[str, bool]:
     return {flag: action.nargs != 0 for flag, action in actions.items() if flag.startswith("--")}
 
 
-def template_argv(argv: Sequence[str], beam_flags: dict[str, bool] | None = None) -> list[str]:
+def template_argv(
+    argv: Sequence[str], beam_flags: dict[str, bool] | None = None, environ: Mapping[str, str] | None = None
+) -> list[str]:
     """The ``zitadel-beam`` argv for the template's arguments; ConfigError for what it refuses."""
     params, rest = _split(argv)
     _check_beam_arguments(rest, beam_flags)
@@ -125,6 +128,11 @@ def template_argv(argv: Sequence[str], beam_flags: dict[str, bool] | None = None
     for name, value in params.items():
         _check_value(name, value)
         out += _flag_args(name, value, known[name].get("customMetadata", {}).get("kind", "text"))
+    # Workers install the same packages as the launcher: the image names its setup.py
+    # (FLEX_TEMPLATE_PYTHON_SETUP_FILE); added here when the launcher has not passed it itself.
+    setup_file = (os.environ if environ is None else environ).get("FLEX_TEMPLATE_PYTHON_SETUP_FILE")
+    if setup_file and not any(arg.partition("=")[0] == "--setup_file" for arg in rest):
+        rest = [*rest, f"--setup_file={setup_file}"]
     return out + rest
 
 

@@ -198,7 +198,7 @@ def test_parameters_become_the_cli_argv():
         "--region",
         "europe-west1",
     ]
-    assert flex_entry.template_argv(argv) == [
+    assert flex_entry.template_argv(argv, environ={}) == [
         "migrate",
         "keycloak",
         "--org=1",
@@ -212,3 +212,25 @@ def test_parameters_become_the_cli_argv():
         "--region",
         "europe-west1",
     ]
+
+
+def test_the_scheduled_launch_body_passes_the_regexes_and_the_entry_point():
+    body = json.loads((ROOT / "flex_template" / "launch-body.example.json").read_text(encoding="utf-8"))
+    params = body["launchParameter"]["parameters"]
+    for name, value in params.items():
+        assert all(re.match(regex, value) for regex in PARAMS[name].get("regexes", [])), name
+    argv = flex_entry.template_argv([f"--{name}={value}" for name, value in params.items()])
+    assert argv[:2] == ["migrate", "auth0"]
+    assert "--key-file=/secrets/zitadel/sa-key.json" in argv and "--push-verify" in argv
+    # The CLI's own parser takes the result (nothing unknown, every value of the right type).
+    known, rest = cli.build_parser().parse_known_args(argv)
+    assert rest == [] and known.batch_size == 5000 and known.idp_map == ["google-oauth2=276402541098127105"]
+
+
+def test_workers_get_the_images_setup_file():
+    base = ["--source=auth0", "--org=1", "--output=gs://b/importBody.json"]
+    image = {"FLEX_TEMPLATE_PYTHON_SETUP_FILE": "/template/setup.py"}
+    assert flex_entry.template_argv(base, environ=image)[-1] == "--setup_file=/template/setup.py"
+    given = flex_entry.template_argv([*base, "--setup_file=/elsewhere/setup.py"], environ=image)
+    assert [arg for arg in given if arg.startswith("--setup_file")] == ["--setup_file=/elsewhere/setup.py"]
+    assert not any(arg.startswith("--setup_file") for arg in flex_entry.template_argv(base, environ={}))
