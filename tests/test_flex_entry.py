@@ -234,3 +234,23 @@ def test_workers_get_the_images_setup_file():
     given = flex_entry.template_argv([*base, "--setup_file=/elsewhere/setup.py"], environ=image)
     assert [arg for arg in given if arg.startswith("--setup_file")] == ["--setup_file=/elsewhere/setup.py"]
     assert not any(arg.startswith("--setup_file") for arg in flex_entry.template_argv(base, environ={}))
+
+
+def test_keycloak_parameters_parse_as_the_keycloak_command():
+    params = {
+        "source": "keycloak",
+        "org": "1",
+        "realm": "gs://acme-export/realm.json",
+        "realm_name": "acme",
+        "output": "gs://acme-import/out/importBody.json",
+        "project_id": "22",
+        "client_project": "web=11",
+        "include_builtin_roles": "true",
+        "on_removed": "report",
+    }
+    for name, value in params.items():
+        assert all(re.match(regex, value) for regex in PARAMS[name].get("regexes", [])), name
+    argv = flex_entry.template_argv([f"--{name}={value}" for name, value in params.items()], environ={})
+    known, rest = cli.build_parser().parse_known_args(argv)
+    assert rest == [] and known.realm_name == "acme" and known.client_project == ["web=11"]
+    assert known.include_builtin_roles is True and known.project_id == "22"
