@@ -8,27 +8,12 @@ from pathlib import Path
 import apache_beam as beam
 import orjson
 import pytest
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from beam_fixtures import h, pipeline
 
 from transforms.common.records import encode_rows
 from transforms.mapping.validate import Reason
 from transforms.output.bodies import BodySpec, UsersToBodies
-
-TestPipeline.__test__ = False  # not a test class, whatever its name says
-
-B64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-
-def h(n: int, cost: int = 10) -> str:
-    """A distinct, pattern-valid bcrypt string."""
-    return f"$2b${cost:02d}$" + (B64[n % 64] + B64[(n // 64) % 64]) + B64[:51]
-
-
-def pipeline() -> TestPipeline:
-    # The launcher's runner (the default DirectRunner would try to download Prism first).
-    return TestPipeline(runner=FnApiRunner())
 
 
 def _dead_key(element):

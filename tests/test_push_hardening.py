@@ -18,14 +18,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from zitadel_fixtures import (  # noqa: F401 - zitadel_fixture is the `zitadel` fixture
     PAT,
     fast_client,
     hash_pool,
     make_export,
     make_user,
+    rsa_key_pair,
     write_manifest,
     zitadel_fixture,
 )
@@ -43,25 +42,12 @@ MARK_TOKEN = f"tok-{MARK}-9a8b7c6d5e4f"
 TOKEN = Credentials("token", token=PAT)
 
 
-def _rsa_key_pair() -> tuple[str, bytes]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ).decode()
-    public = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return private, public
-
-
 _KEYS: list[tuple[str, bytes]] = []
 
 
 def _key_pair() -> tuple[str, bytes]:
     if not _KEYS:
-        _KEYS.append(_rsa_key_pair())
+        _KEYS.append(rsa_key_pair())
     return _KEYS[0]
 
 

@@ -7,9 +7,15 @@ import logging
 import time
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from zitadel_fixtures import PAT, fast_client, hash_pool, leaked_secrets, make_user, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
+from zitadel_fixtures import (  # noqa: F401 - pytest fixtures, used by name
+    PAT,
+    fast_client,
+    hash_pool,
+    leaked_secrets,
+    make_user,
+    rsa_key_pair,
+    zitadel_fixture,
+)
 from zitadel_server import ZitadelServer
 
 from transforms.zitadel_api.api_errors import (
@@ -24,19 +30,6 @@ def _body(*user_ids: str, org: str = "1", timeout: str = "1m") -> bytes:
     return json.dumps(
         {"dataOrgs": {"orgs": [{"orgId": org, "humanUsers": users}]}, "timeout": timeout}
     ).encode()
-
-
-def _rsa_key_pair() -> tuple[str, bytes]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ).decode()
-    public = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return private, public
 
 
 def test_client_credentials_fetch_and_refresh_tokens_before_expiry(tmp_path):
@@ -76,12 +69,12 @@ def test_revoked_token_is_replaced_once(tmp_path):
 
 
 def test_key_file_jwt_profile(tmp_path, caplog):
-    private, public = _rsa_key_pair()
+    private, public = rsa_key_pair()
     key_file = tmp_path / "sa.json"
     key_file.write_text(
         json.dumps({"type": "serviceaccount", "keyId": "k1", "key": private, "userId": "sa-1"})
     )
-    other_private, _ = _rsa_key_pair()
+    other_private, _ = rsa_key_pair()
     wrong_file = tmp_path / "wrong.json"
     wrong_file.write_text(
         json.dumps({"type": "serviceaccount", "keyId": "k1", "key": other_private, "userId": "sa-1"})

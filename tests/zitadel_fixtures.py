@@ -30,6 +30,7 @@ __all__ = [
     "leaked_secrets",
     "fast_client",
     "make_export",
+    "rsa_key_pair",
 ]
 
 # Recognisable fake secrets: any of them in captured output is a leak.
@@ -258,3 +259,21 @@ def make_export(
             {"userId": orgs[0]["humanUsers"][-1]["userId"], "roles": ["ORG_USER_MANAGER"]}
         )
     return {"orgs": orgs}
+
+
+def rsa_key_pair() -> tuple[str, bytes]:
+    """A fresh RSA key: the private key as PEM text (a service-account key's ``key``) and the public
+    key as PEM bytes (what the stand-in server checks JWT-profile assertions with)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return private, public
