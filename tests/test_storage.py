@@ -33,6 +33,7 @@ from transforms.files.storage import (
     split_gcs_url,
     unregister_cleanup,
     write_atomic,
+    write_lines_or_remove,
 )
 
 
@@ -233,3 +234,13 @@ def test_gcs_unreachable_fails_fast(monkeypatch, tmp_path, capsys, _gcs_server):
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Cloud Storage" in err, err
     assert time.monotonic() - started < 30  # Beam's own retries take ~120 s
+
+
+def test_write_lines_or_remove_writes_a_failures_file_and_removes_it_when_none_are_left(tmp_path):
+    path = str(tmp_path / "dead.ndjson")
+    assert write_lines_or_remove(path, ['{"a": 1}', '{"b": 2}']) == path
+    assert (tmp_path / "dead.ndjson").read_text() == '{"a": 1}\n{"b": 2}\n'
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert write_lines_or_remove(path, []) is None
+    assert not (tmp_path / "dead.ndjson").exists()
+    assert write_lines_or_remove(path, []) is None

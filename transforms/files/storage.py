@@ -44,6 +44,7 @@ __all__ = [
     "exists",
     "size",
     "write_atomic",
+    "write_lines_or_remove",
     "open_private",
     "LinkRefused",
     "refuse_link",
@@ -94,6 +95,17 @@ def write_atomic(path: str, data: bytes) -> None:
     """
     with open_private(path, fsync=True, replace_link=True) as handle:
         handle.write(data)
+
+
+def write_lines_or_remove(path: str, lines: list[str]) -> str | None:
+    """A failures file rewritten from the current results: ``lines`` written atomically (one per
+    line), or the file removed when there are none. Returns the path, or None when there is no file."""
+    if not lines:
+        if os.path.exists(path):
+            os.unlink(path)
+        return None
+    write_atomic(path, ("\n".join(lines) + "\n").encode())
+    return path
 
 
 class LinkRefused(ConfigError):

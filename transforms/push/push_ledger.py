@@ -17,7 +17,7 @@ import os
 import time
 
 from transforms.common.errors import ConfigError
-from transforms.files.storage import is_gcs, write_atomic
+from transforms.files.storage import is_gcs, write_atomic, write_lines_or_remove
 from transforms.output.manifest import BodyRef
 
 __all__ = ["BodyResult", "Ledger", "LEDGER_VERSION", "DEAD_LETTER_NAME", "now", "write_dead_letter"]
@@ -92,9 +92,4 @@ def write_dead_letter(results_dir: str, results: list[BodyResult]) -> str | None
     """Rewrite the dead-letter file from the current ledger: failures of this run only."""
     path = os.path.join(results_dir, DEAD_LETTER_NAME)
     lines = [json.dumps({"body": r.name, **f}, sort_keys=True) for r in results for f in r.failed]
-    if not lines:
-        if os.path.exists(path):
-            os.unlink(path)
-        return None
-    write_atomic(path, ("\n".join(lines) + "\n").encode())
-    return path
+    return write_lines_or_remove(path, lines)

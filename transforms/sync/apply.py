@@ -304,7 +304,7 @@ def apply_changes(
 
 
 def _write_failures(results_dir: str, results: list[ChangeResult]) -> str | None:
-    from transforms.files.storage import write_atomic
+    from transforms.files.storage import write_lines_or_remove
 
     path = os.path.join(results_dir, CHANGES_DEAD_LETTER)
     lines = [
@@ -314,12 +314,7 @@ def _write_failures(results_dir: str, results: list[ChangeResult]) -> str | None
         for r in results
         if r.status != Outcome.DONE
     ]
-    if not lines:
-        if os.path.exists(path):
-            os.unlink(path)
-        return None
-    write_atomic(path, ("\n".join(lines) + "\n").encode())
-    return path
+    return write_lines_or_remove(path, lines)
 
 
 def _body_records(data: bytes, wanted: set[str]) -> Iterator[tuple[str, StateRecord]]:
