@@ -20,6 +20,8 @@ from transforms.hashing.framework_hashes import (
     django_md5,
     django_pbkdf2,
     django_scrypt,
+    portable,
+    sha_crypt,
     std_b64,
     werkzeug,
 )
@@ -96,3 +98,14 @@ def test_werkzeug_needs_the_iteration_count_and_a_digest_passwap_has():
 @pytest.mark.parametrize("text", ["", "=", "a", "ab=c", "abcde", "ab$c", "a" * 5 + "==="])
 def test_std_b64_refuses_what_is_not_base64(text):
     assert std_b64(text) is None
+
+
+def test_crypt_style_forms_pass_as_is_within_their_own_ranges():
+    sha256 = "$5$rounds=1000$roundstoolow$yfvwcWrQ8l/K0DAWyuPMDNHpIVlTQebY9l/gL972bIC"  # passwap sha2_test.go
+    assert sha_crypt("5")(sha256) == sha256
+    assert sha_crypt("6")(sha256).detail.startswith("expected $6$")
+    assert passwap_rules.verify(sha256, "the minimum number is still observed") is True
+    drupal = "$S$DrandomsaOpYrAZqwxGynirQbWYCb3ejW4BwGH81LJcOzbzeVd02"  # count 'D' = 2^15, Drupal 7's default
+    assert portable("S", 55)(drupal) == drupal
+    assert portable("PH", 34)(drupal).detail == "expected 34 characters in the crypt alphabet"
+    assert portable("S", 55)("$S$/" + drupal[4:]).detail == "count character gives 2^1, outside 2^7 - 2^30"

@@ -1,4 +1,5 @@
-"""Framework password hashes (Django, ASP.NET Core Identity, Werkzeug) → the strings passwap parses.
+"""Framework password hashes (Django, ASP.NET Core Identity, Werkzeug) → the strings passwap parses,
+and the checks of the crypt-style forms passwap reads as they are (sha-crypt, phpass, Drupal 7).
 
 Each function takes one stored value and returns the passwap string or a :class:`Refusal` whose
 detail explains the problem without the hash or salt. transforms/hashing/hash_forms.py detects the
@@ -17,24 +18,30 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 from transforms.common.reasons import Reason
-from transforms.hashing.convert import raw_b64
 
 __all__ = [
     "Refusal",
     "ab64",
     "std_b64",
+    "raw_b64",
     "django_pbkdf2",
     "django_scrypt",
     "django_md5",
     "aspnet_identity",
     "werkzeug",
     "MAX_UINT32",
+    "sha_crypt",
+    "portable",
 ]
 
 MAX_UINT32 = 2**32 - 1  # passwap scans pbkdf2 rounds, argon2 memory and time into uint32
+_ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_SHA_CRYPT = re.compile(r"^\$([56])\$(?:rounds=(\d{1,10})\$)?([^$]{0,16})\$([./0-9A-Za-z]+)$")
+_PORTABLE = re.compile(r"^\$([PHS])\$[./0-9A-Za-z]+$")
 _STD_B64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 # Django forbids '$' in a salt; passwap's field scanner splits on whitespace, so a salt that
 # has either cannot be carried as text (it is re-encoded as bytes where the target form allows).
@@ -67,12 +74,18 @@ def _invalid(detail: str) -> Refusal:
 
 def std_b64(text: str) -> bytes | None:
     """Standard base64 with optional padding → bytes; None when ``text`` is not that."""
-    if not _STD_B64.match(text) or len(text.rstrip("=")) % 4 == 1:
+    if not _STD_B64.match(text):
         return None
-    try:
-        return base64.b64decode(text.rstrip("=") + "=" * (-len(text.rstrip("=")) % 4), validate=True)
-    except (binascii.Error, ValueError):
+    text = text.rstrip("=")
+    try:  # strict: no character outside the alphabet, no misplaced padding (binascii, not base64: ~2x faster)
+        return binascii.a2b_base64(text + "=" * (-len(text) % 4), strict_mode=True)
+    except binascii.Error:
         return None
+
+
+def raw_b64(data: bytes) -> str:
+    """Standard base64 without padding (passwap's RawStd); convert.raw_b64's result, faster."""
+    return binascii.b2a_base64(data, newline=False).decode("ascii").rstrip("=")
 
 
 def ab64(data: bytes) -> str:
@@ -186,3 +199,38 @@ def werkzeug(value: str, expected: str) -> str | Refusal:
     if r < 1 or p < 1 or r * p >= 1 << 30 or not salt or not key:
         return _invalid("r and p must be positive, r*p below 2^30, salt and key non-empty")
     return f"$scrypt$ln={n.bit_length() - 1},r={r},p={p}${raw_b64(salt)}${raw_b64(key)}"
+
+
+def sha_crypt(variant: str) -> Callable[[str], str | Refusal]:
+    """The check of a ``$5$``/``$6$`` SHA-crypt string (Drepper's layout), which passes as is."""
+
+    def convert(value: str) -> str | Refusal:
+        match = _SHA_CRYPT.match(value)
+        size = 43 if variant == "5" else 86
+        if match is None or match.group(1) != variant or len(match.group(4)) != size:
+            return Refusal(
+                Reason.INVALID_HASH,
+                f"expected ${variant}$[rounds=<n>$]<salt of at most 16>${size} crypt characters",
+            )
+        # glibc writes the rounds it used, clamped to 1000 - 999999999; a value outside was not made by it.
+        if match.group(2) is not None and not 1000 <= int(match.group(2)) <= 999_999_999:
+            return Refusal(Reason.INVALID_HASH, f"rounds={match.group(2)} is outside 1000 - 999999999")
+        return value
+
+    return convert
+
+
+def portable(kind: str, length: int) -> Callable[[str], str | Refusal]:
+    """phpass ($P$/$H$, 34 characters) and Drupal 7 ($S$, 55): the count character is log2 of the
+    iterations, 7 - 30 in both (phpass's PasswordHash, Drupal's DRUPAL_MIN/MAX_HASH_COUNT)."""
+
+    def convert(value: str) -> str | Refusal:
+        match = _PORTABLE.match(value)
+        if match is None or match.group(1) not in kind or len(value) != length:
+            return Refusal(Reason.INVALID_HASH, f"expected {length} characters in the crypt alphabet")
+        count = _ITOA64.index(value[3])
+        if not 7 <= count <= 30:
+            return Refusal(Reason.INVALID_HASH, f"count character gives 2^{count}, outside 2^7 - 2^30")
+        return value
+
+    return convert

@@ -20,15 +20,15 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from enum import StrEnum
+from typing import NamedTuple
 
 from transforms.common.reasons import Reason
 from transforms.hashing import framework_hashes as fw
-from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash, raw_b64
-from transforms.hashing.framework_hashes import MAX_UINT32, Refusal, ab64, std_b64
+from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
+from transforms.hashing.framework_hashes import MAX_UINT32, Refusal, ab64, raw_b64, std_b64
 
 __all__ = ["HashForm", "Rewritten", "VERIFIER", "MAX_LENGTH", "detect", "to_passwap"]
 
@@ -95,19 +95,20 @@ _LABELS = {
 }
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Rewritten:
+class Rewritten(NamedTuple):
     """One value's outcome: ``encoded`` (the passwap string) or None with ``reason`` naming the form.
 
     ``code`` is the dead-letter reason code of a refusal (transforms/common/reasons.py);
-    ``converted`` the written string's verifier and cost parameters (for HashTally and the report).
+    ``converted`` the written string's verifier and cost parameters, as convert.parse_hash reads
+    them (for HashTally and the report). Immutable; a NamedTuple because one is made per user
+    (a frozen dataclass costs ~6 µs more each, benchmarks/hash_forms_bench.py).
     """
 
     encoded: str | None
     form: HashForm | None
     reason: str | None
     code: str | None = None
-    converted: ConvertedHash | None = dataclasses.field(default=None, compare=False, repr=False)
+    converted: ConvertedHash | None = None
 
 
 # The ZITADEL verifier (SystemDefaults.PasswordHasher.Verifiers) each form is written for; None: refused.
@@ -142,11 +143,8 @@ VERIFIER: Mapping[HashForm, str | None] = {
     HashForm.FIREBASE_SCRYPT: None,
 }
 
-_ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _HEX32 = re.compile(r"^[0-9a-fA-F]{32}$")
 _BCRYPT = re.compile(r"^\$2([abxy]?)\$(\d\d)\$[./A-Za-z0-9]{53}$")
-_SHA_CRYPT = re.compile(r"^\$([56])\$(?:rounds=(\d{1,10})\$)?([^$]{0,16})\$([./0-9A-Za-z]+)$")
-_PORTABLE = re.compile(r"^\$([PHS])\$[./0-9A-Za-z]+$")
 _LDAP = re.compile(r"^\{([A-Za-z0-9-]{1,20})\}(.*)$", re.S)
 _PREFIXES: tuple[tuple[str, HashForm], ...] = (
     ("$2", HashForm.BCRYPT),
@@ -176,13 +174,19 @@ _PREFIXES: tuple[tuple[str, HashForm], ...] = (
     ("{", HashForm.LDAP),
 )
 
+# The prefixes by their first character: detection tries only those that can match.
+_BY_FIRST: dict[str, list[tuple[str, HashForm]]] = {}
+for _prefix, _form in _PREFIXES:
+    _BY_FIRST.setdefault(_prefix[0], []).append((_prefix, _form))
+
 
 def _usable(value: object) -> str | None:
     """``value`` without surrounding whitespace when it can be a hash at all, else None."""
     if not isinstance(value, str):
         return None
     value = value.strip()
-    if not value or len(value) > MAX_LENGTH or not value.isprintable() or any(c.isspace() for c in value):
+    # isprintable() is False for every whitespace but the ASCII space (Unicode Z* and C* categories).
+    if not value or len(value) > MAX_LENGTH or " " in value or not value.isprintable():
         return None
     return value
 
@@ -194,9 +198,11 @@ def detect(value: str) -> HashForm | None:
     it is only ever declared. A 32-hex-digit value is taken as unsalted md5.
     """
     text = _usable(value)
-    if text is None:
-        return None
-    for prefix, form in _PREFIXES:
+    return None if text is None else _detect(text)
+
+
+def _detect(text: str) -> HashForm | None:
+    for prefix, form in _BY_FIRST.get(text[0], ()):
         if text.startswith(prefix):
             return form
     if _HEX32.match(text):
@@ -218,20 +224,38 @@ def to_passwap(value: str, form: HashForm | None = None) -> Rewritten:
     if text is None:
         label = f"{form.label}: " if form is not None else ""
         return _refused(form, Reason.INVALID_HASH, f"{label}{_unusable_reason(value)}")
-    form = form if form is not None else detect(text)
+    form = form if form is not None else _detect(text)
     if form is None:
         return _refused(
             None,
             Reason.UNSUPPORTED_HASH,
             "not a hash form this tool recognises (docs/hash-forms.md lists them)",
         )
+    if form in _AS_PARSED:  # already in passwap's exact layout: one parse, no rewrite (most values)
+        parsed = parse_hash(text)
+        if isinstance(parsed, ConvertedHash) and _AS_PARSED[form](dict(parsed.params)):
+            return Rewritten(text, form, None, None, parsed)
     outcome = _CONVERTERS[form](text)
     if isinstance(outcome, Refusal):
         return _refused(form, outcome.code, f"{form.label}: {outcome.detail}")
     parsed = parse_hash(outcome)
     if isinstance(parsed, HashFailure):  # a rewrite passwap would not parse: a bug here, refused all the same
         return _refused(form, parsed.reason, f"{form.label}: {parsed.detail}")
-    return Rewritten(outcome, form, None, None, parsed._replace(algorithm=form.value))
+    return Rewritten(outcome, form, None, None, parsed)
+
+
+# Forms whose value passes as is when convert.parse_hash (passwap's layout, strict base64) takes it
+# and its parameters are within what passwap can scan; anything else goes through the converter,
+# which rewrites it or words the refusal.
+_AS_PARSED: dict[HashForm, Callable[[dict[str, int]], bool]] = {
+    HashForm.BCRYPT: lambda p: 4 <= p["cost"] <= 31,
+    HashForm.ARGON2: lambda p: (
+        1 <= p["memory"] <= MAX_UINT32 and 1 <= p["time"] <= MAX_UINT32 and 1 <= p["threads"] <= 255
+    ),
+    HashForm.SCRYPT: lambda p: (
+        1 <= p["ln"] <= 62 and p["r"] >= 1 and p["p"] >= 1 and p["r"] * p["p"] < 1 << 30
+    ),
+}
 
 
 def _unusable_reason(value: object) -> str:
@@ -369,39 +393,6 @@ def _md5_plain(value: str) -> str | Refusal:
     return value if _HEX32.match(value) else Refusal(Reason.INVALID_HASH, "expected 32 hex digits")
 
 
-def _sha_crypt(variant: str) -> Callable[[str], str | Refusal]:
-    def convert(value: str) -> str | Refusal:
-        match = _SHA_CRYPT.match(value)
-        size = 43 if variant == "5" else 86
-        if match is None or match.group(1) != variant or len(match.group(4)) != size:
-            return Refusal(
-                Reason.INVALID_HASH,
-                f"expected ${variant}$[rounds=<n>$]<salt of at most 16>${size} crypt characters",
-            )
-        # glibc writes the rounds it used, clamped to 1000 - 999999999; a value outside was not made by it.
-        if match.group(2) is not None and not 1000 <= int(match.group(2)) <= 999_999_999:
-            return Refusal(Reason.INVALID_HASH, f"rounds={match.group(2)} is outside 1000 - 999999999")
-        return value
-
-    return convert
-
-
-def _portable(kind: str, length: int) -> Callable[[str], str | Refusal]:
-    """phpass ($P$/$H$, 34 characters) and Drupal 7 ($S$, 55): the count character is log2 of the
-    iterations, 7 - 30 in both (phpass's PasswordHash, Drupal's DRUPAL_MIN/MAX_HASH_COUNT)."""
-
-    def convert(value: str) -> str | Refusal:
-        match = _PORTABLE.match(value)
-        if match is None or match.group(1) not in kind or len(value) != length:
-            return Refusal(Reason.INVALID_HASH, f"expected {length} characters in the crypt alphabet")
-        count = _ITOA64.index(value[3])
-        if not 7 <= count <= 30:
-            return Refusal(Reason.INVALID_HASH, f"count character gives 2^{count}, outside 2^7 - 2^30")
-        return value
-
-    return convert
-
-
 def _ldap(value: str) -> str | Refusal:
     """RFC 2307 ``{SCHEME}value``: {MD5} (base64 of the digest) → md5plain hex; {CRYPT} → the crypt form."""
     match = _LDAP.match(value)
@@ -448,10 +439,10 @@ _CONVERTERS: dict[HashForm, Callable[[str], str | Refusal]] = {
     HashForm.APR1_MD5: _unsupported(
         "passwap's md5 verifier reads $1$ md5-crypt only (apr1 mixes in another magic)"
     ),
-    HashForm.SHA256CRYPT: _sha_crypt("5"),
-    HashForm.SHA512CRYPT: _sha_crypt("6"),
-    HashForm.PHPASS: _portable("PH", 34),
-    HashForm.DRUPAL7: _portable("S", 55),
+    HashForm.SHA256CRYPT: fw.sha_crypt("5"),
+    HashForm.SHA512CRYPT: fw.sha_crypt("6"),
+    HashForm.PHPASS: fw.portable("PH", 34),
+    HashForm.DRUPAL7: fw.portable("S", 55),
     HashForm.DRUPAL7_MD5: _unsupported(
         "the password was md5-hashed before SHA-512; passwap's drupal7 hashes it plain"
     ),
