@@ -35,6 +35,8 @@ __all__ = [
     "HASH_PARAM",
     "REFUSED_HASHES",
     "REFUSED_HASH_PARAM",
+    "HASH_FORMS",
+    "REFUSED_HASH_FORMS",
     "NOT_CARRIED",
     "UNKNOWN_FIELD",
     "INPUTS_DECODED",
@@ -107,6 +109,10 @@ HASH_PARAM = "hash_param."
 # verifier, and the parameters' spread, so the summary can print the config that admits them.
 REFUSED_HASHES = "refused_hashes."
 REFUSED_HASH_PARAM = "refused_hash_param."
+# Hashes by the form they came in (transforms/hashing/hash_forms.py): rewritten, and refused
+# (the form, or "unrecognised"), so the report can say which source forms became which verifiers.
+HASH_FORMS = "hash_forms."
+REFUSED_HASH_FORMS = "refused_hash_forms."
 
 # Source fields the import does not carry (transforms/mapping/fields.py): <prefix><source>.<field>.
 NOT_CARRIED = "not_carried."

@@ -9,27 +9,43 @@ import; the summary prints it first). With a ``--zitadel-config`` (or variables)
 ZITADEL's defaults, ``target_hash_policy`` records the verifiers and limits migrate checked
 against. push reads them back and warns before sending when the target's expected config (push's
 own, else the recorded one, else ZITADEL's defaults) does not cover them (docs/password-hashes.md).
+Hashes rewritten from source forms (transforms/hashing/hash_forms.py) add ``password_hash_forms``
+and ``refused_hash_forms`` (form → users); :func:`forms_needs` gives all these fields for a list of
+rewritten values without a pipeline (docs/hash-forms.md).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from transforms.common.counters import (
+    HASH_FORMS,
     HASH_PARAM,
     PASSWORD_HASHES,
+    REFUSED_HASH_FORMS,
     REFUSED_HASHES,
     WITHOUT_PASSWORD,
 )
 from transforms.common.errors import ConfigError
 from transforms.common.records import NAMESPACE
-from transforms.hashing.policy import DEFAULT_LIMITS, LIMITS, VERIFIERS, HashPolicy, config_snippet
+from transforms.hashing.policy import (
+    DEFAULT_LIMITS,
+    LIMITS,
+    VERIFIERS,
+    HashPolicy,
+    config_snippet,
+    needed_ranges,
+)
+
+if TYPE_CHECKING:
+    from transforms.hashing.hash_forms import Rewritten
 
 __all__ = [
     "hash_ranges_from_result",
     "hash_manifest",
+    "forms_needs",
     "hash_summary",
     "refused_lead",
     "recorded_policy",
@@ -97,9 +113,34 @@ def hash_manifest(
         }
         # One block for everything: a re-run with it as --zitadel-config writes these users too.
         fields["zitadel_config_admitting_all"] = config_snippet(_merged(needed, wanted), _narrowest(policy))
+    for key, prefix in (("password_hash_forms", HASH_FORMS), ("refused_hash_forms", REFUSED_HASH_FORMS)):
+        by_form = {name[len(prefix) :]: n for name, n in counts.items() if name.startswith(prefix) and n}
+        if by_form:  # only runs that rewrote source forms: other manifests stay as they were
+            fields[key] = dict(sorted(by_form.items()))
     if policy is not None and policy != HashPolicy():
         fields["target_hash_policy"] = {"verifiers": sorted(policy.verifiers), "limits": dict(policy.limits)}
     return fields
+
+
+def forms_needs(outcomes: Iterable[Rewritten], policy: HashPolicy | None = None) -> dict[str, Any]:
+    """The manifest's hash fields for values rewritten by hash_forms.to_passwap, without a pipeline:
+    users by verifier and by form, the refused forms, the parameter ranges and the
+    ``SystemDefaults.PasswordHasher`` block under which every rewritten hash imports.
+
+    >>> forms_needs([to_passwap("$2b$12$...")])["zitadel_config"]  # doctest: +SKIP
+    'SystemDefaults:\n  PasswordHasher:\n    Verifiers:\n      - bcrypt\n'
+    """
+    counts: dict[str, int] = {}
+    written = []
+    for outcome in outcomes:
+        if outcome.converted is not None:
+            written.append(outcome.converted)
+            for key in (PASSWORD_HASHES + outcome.converted.verifier, HASH_FORMS + str(outcome.form)):
+                counts[key] = counts.get(key, 0) + 1
+        else:
+            key = REFUSED_HASH_FORMS + (str(outcome.form) if outcome.form else "unrecognised")
+            counts[key] = counts.get(key, 0) + 1
+    return hash_manifest(counts, needed_ranges(written), policy)
 
 
 def _narrowest(policy: HashPolicy | None) -> HashPolicy:
@@ -172,6 +213,9 @@ def hash_summary(fields: Mapping[str, Any]) -> str:
         return ""
     counts = ", ".join(f"{v} {n}" for v, n in fields["password_hashes"].items())
     lines = [f"password hashes by ZITADEL verifier: {counts}"]
+    for key, lead in (("password_hash_forms", "rewritten from"), ("refused_hash_forms", "refused, by form")):
+        if fields.get(key):
+            lines.append(f"password hashes {lead}: " + ", ".join(f"{f} {n}" for f, n in fields[key].items()))
     if fields.get("users_without_password_by_reason"):
         dropped = ", ".join(f"{r} {n}" for r, n in fields["users_without_password_by_reason"].items())
         lines.append(f"users imported without password: {dropped}")

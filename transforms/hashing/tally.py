@@ -1,9 +1,10 @@
 """Per-run tallies of imported password hashes (Beam metrics) and the passwordless listing.
 
-A DoFn keeps one :class:`HashTally`, ``add``s each hash it writes, each hash the target's
+A DoFn keeps one :class:`HashTally`, ``add``s each hash it writes (or, for a value rewritten by
+transforms/hashing/hash_forms.py, passes its ``rewritten`` outcome), each hash the target's
 configuration ``refused`` and each user it imports without password, and ``publish``es once per
 bundle: counters ``password_hashes.<verifier>``, ``refused_hashes.<verifier>`` and
-``without_password.<reason>``, and distributions ``hash_param.<verifier>.<param>`` (and
+``without_password.<reason>``, ``hash_forms.<form>`` and ``refused_hash_forms.<form>``, and distributions ``hash_param.<verifier>.<param>`` (and
 ``refused_hash_param.``...) whose min and max are what the target's limits must cover
 (pipeline/report.py reads them back; the manifest and the summary's config snippet come from
 them, docs/password-hashes.md).
@@ -17,10 +18,14 @@ from __future__ import annotations
 
 import collections
 import uuid
+from typing import TYPE_CHECKING
 
 from transforms.common import counters
 from transforms.common.records import NAMESPACE
 from transforms.hashing.convert import ConvertedHash
+
+if TYPE_CHECKING:
+    from transforms.hashing.hash_forms import Rewritten
 
 __all__ = [
     "HashTally",
@@ -51,6 +56,18 @@ class HashTally:
                 self.ranges[key] = (value, value)
             elif value < low_high[0] or value > low_high[1]:
                 self.ranges[key] = (min(low_high[0], value), max(low_high[1], value))
+
+    def rewritten(self, outcome: Rewritten) -> None:
+        """A value of a source form (hash_forms.to_passwap): its form counted, and when written its
+        verifier's parameters spread as :meth:`add` does; a refusal is counted by form only (the
+        caller dead-letters the user or imports it without password, and counts that as usual)."""
+        if outcome.converted is not None:
+            self.counts[counters.HASH_FORMS + str(outcome.form)] += 1
+            self.add(outcome.converted)
+        else:
+            self.counts[
+                counters.REFUSED_HASH_FORMS + (str(outcome.form) if outcome.form else "unrecognised")
+            ] += 1
 
     def refused(self, converted: ConvertedHash | None) -> None:
         """A user dead-lettered or imported without password because the target's configuration

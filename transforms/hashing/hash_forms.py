@@ -1,0 +1,477 @@
+"""Password hashes in the forms people have → the form passwap verifies, or why not.
+
+:func:`detect` names the form of one stored value (None when it is none this module knows);
+:func:`to_passwap` rewrites a value, of a detected or a declared :class:`HashForm`, into the string
+ZITADEL's passwap parses, or refuses it with a reason that starts with the form's name
+(docs/hash-forms.md: each layout, its rewrite, the verifier and limits it needs, and the origins).
+A :class:`Rewritten` also carries the parsed result (:class:`~transforms.hashing.convert.ConvertedHash`:
+verifier and cost parameters) that ``tally.HashTally.rewritten`` and ``summary.forms_needs`` turn
+into the report's verifiers, limits and config block.
+
+Pure functions, no Beam; no value is ever raised on or logged, and no reason holds a hash or salt.
+
+Example::
+
+    >>> to_passwap("pbkdf2_sha256$390000$seasalt$8xBlGd3jVgvJ+92hWPxi5ww0uuAuAnKgC45eudxro7c=").encoded
+    '$pbkdf2-sha256$390000$c2Vhc2FsdA$8xBlGd3jVgvJ.92hWPxi5ww0uuAuAnKgC45eudxro7c'
+    >>> to_passwap("bcrypt_sha256$$2b$12$...").reason
+    'django bcrypt_sha256: passwap has no verifier that pre-hashes with SHA-256 (...)'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+
+from transforms.common.reasons import Reason
+from transforms.hashing import framework_hashes as fw
+from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash, raw_b64
+from transforms.hashing.framework_hashes import MAX_UINT32, Refusal, ab64, std_b64
+
+__all__ = ["HashForm", "Rewritten", "VERIFIER", "MAX_LENGTH", "detect", "to_passwap"]
+
+MAX_LENGTH = 1024  # the longest form here (ASP.NET v3 with a 512-bit salt and subkey) is ~200
+
+
+class HashForm(StrEnum):
+    """A stored hash's form; the value is the spelling a ``--hash-form``-like flag would take."""
+
+    BCRYPT = "bcrypt"
+    ARGON2 = "argon2"
+    PBKDF2 = "pbkdf2"  # passwap's (and passlib's) own $pbkdf2[-sha<n>]$ form; Auth0's i=,l= variant
+    SCRYPT = "scrypt"  # passwap's $scrypt$ln=..,r=..,p=..$ form (passlib's too)
+    MD5_SALTED = "md5-salted"  # passwap's $md5salted-prefix|suffix$ form
+    MD5_PLAIN = "md5-plain"
+    MD5CRYPT = "md5crypt"
+    APR1_MD5 = "apr1-md5"
+    SHA256CRYPT = "sha256crypt"
+    SHA512CRYPT = "sha512crypt"
+    PHPASS = "phpass"
+    DRUPAL7 = "drupal7"
+    DRUPAL7_MD5 = "drupal7-md5"
+    DJANGO_PBKDF2_SHA256 = "django-pbkdf2-sha256"
+    DJANGO_PBKDF2_SHA1 = "django-pbkdf2-sha1"
+    DJANGO_BCRYPT = "django-bcrypt"
+    DJANGO_BCRYPT_SHA256 = "django-bcrypt-sha256"
+    DJANGO_ARGON2 = "django-argon2"
+    DJANGO_SCRYPT = "django-scrypt"
+    DJANGO_MD5 = "django-md5"
+    DJANGO_SHA1 = "django-sha1"
+    DJANGO_CRYPT = "django-crypt"
+    ASPNET_IDENTITY_V2 = "aspnet-identity-v2"
+    ASPNET_IDENTITY_V3 = "aspnet-identity-v3"
+    WERKZEUG_PBKDF2 = "werkzeug-pbkdf2"
+    WERKZEUG_SCRYPT = "werkzeug-scrypt"
+    LDAP = "ldap"
+    FIREBASE_SCRYPT = "firebase-scrypt"
+
+    @property
+    def label(self) -> str:
+        """How a reason names the form (``django bcrypt_sha256``, ``asp.net identity v3``)."""
+        return _LABELS.get(self, self.value)
+
+
+_LABELS = {
+    HashForm.MD5_SALTED: "salted md5",
+    HashForm.MD5_PLAIN: "md5",
+    HashForm.APR1_MD5: "apache apr1 md5",
+    HashForm.DRUPAL7_MD5: "drupal7 U$S$",
+    HashForm.DJANGO_PBKDF2_SHA256: "django pbkdf2_sha256",
+    HashForm.DJANGO_PBKDF2_SHA1: "django pbkdf2_sha1",
+    HashForm.DJANGO_BCRYPT: "django bcrypt",
+    HashForm.DJANGO_BCRYPT_SHA256: "django bcrypt_sha256",
+    HashForm.DJANGO_ARGON2: "django argon2",
+    HashForm.DJANGO_SCRYPT: "django scrypt",
+    HashForm.DJANGO_MD5: "django md5",
+    HashForm.DJANGO_SHA1: "django sha1",
+    HashForm.DJANGO_CRYPT: "django crypt",
+    HashForm.ASPNET_IDENTITY_V2: "asp.net identity v2",
+    HashForm.ASPNET_IDENTITY_V3: "asp.net identity v3",
+    HashForm.WERKZEUG_PBKDF2: "werkzeug pbkdf2",
+    HashForm.WERKZEUG_SCRYPT: "werkzeug scrypt",
+    HashForm.FIREBASE_SCRYPT: "firebase scrypt",
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rewritten:
+    """One value's outcome: ``encoded`` (the passwap string) or None with ``reason`` naming the form.
+
+    ``code`` is the dead-letter reason code of a refusal (transforms/common/reasons.py);
+    ``converted`` the written string's verifier and cost parameters (for HashTally and the report).
+    """
+
+    encoded: str | None
+    form: HashForm | None
+    reason: str | None
+    code: str | None = None
+    converted: ConvertedHash | None = dataclasses.field(default=None, compare=False, repr=False)
+
+
+# The ZITADEL verifier (SystemDefaults.PasswordHasher.Verifiers) each form is written for; None: refused.
+VERIFIER: Mapping[HashForm, str | None] = {
+    HashForm.BCRYPT: "bcrypt",
+    HashForm.ARGON2: "argon2",
+    HashForm.PBKDF2: "pbkdf2",
+    HashForm.SCRYPT: "scrypt",
+    HashForm.MD5_SALTED: "md5salted",
+    HashForm.MD5_PLAIN: "md5plain",
+    HashForm.MD5CRYPT: "md5",
+    HashForm.APR1_MD5: None,
+    HashForm.SHA256CRYPT: "sha2",
+    HashForm.SHA512CRYPT: "sha2",
+    HashForm.PHPASS: "phpass",
+    HashForm.DRUPAL7: "drupal7",
+    HashForm.DRUPAL7_MD5: None,
+    HashForm.DJANGO_PBKDF2_SHA256: "pbkdf2",
+    HashForm.DJANGO_PBKDF2_SHA1: "pbkdf2",
+    HashForm.DJANGO_BCRYPT: "bcrypt",
+    HashForm.DJANGO_BCRYPT_SHA256: None,
+    HashForm.DJANGO_ARGON2: "argon2",
+    HashForm.DJANGO_SCRYPT: "scrypt",
+    HashForm.DJANGO_MD5: "md5salted",  # md5plain for Django's md5$$<hex>
+    HashForm.DJANGO_SHA1: None,
+    HashForm.DJANGO_CRYPT: None,
+    HashForm.ASPNET_IDENTITY_V2: "pbkdf2",
+    HashForm.ASPNET_IDENTITY_V3: "pbkdf2",
+    HashForm.WERKZEUG_PBKDF2: "pbkdf2",
+    HashForm.WERKZEUG_SCRYPT: "scrypt",
+    HashForm.LDAP: None,  # {MD5} → md5plain and {CRYPT}<crypt form> are rewritten
+    HashForm.FIREBASE_SCRYPT: None,
+}
+
+_ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_HEX32 = re.compile(r"^[0-9a-fA-F]{32}$")
+_BCRYPT = re.compile(r"^\$2([abxy]?)\$(\d\d)\$[./A-Za-z0-9]{53}$")
+_SHA_CRYPT = re.compile(r"^\$([56])\$(?:rounds=(\d{1,10})\$)?([^$]{0,16})\$([./0-9A-Za-z]+)$")
+_PORTABLE = re.compile(r"^\$([PHS])\$[./0-9A-Za-z]+$")
+_LDAP = re.compile(r"^\{([A-Za-z0-9-]{1,20})\}(.*)$", re.S)
+_PREFIXES: tuple[tuple[str, HashForm], ...] = (
+    ("$2", HashForm.BCRYPT),
+    ("$argon2", HashForm.ARGON2),
+    ("$pbkdf2", HashForm.PBKDF2),
+    ("$scrypt$", HashForm.SCRYPT),
+    ("$md5salted", HashForm.MD5_SALTED),
+    ("$1$", HashForm.MD5CRYPT),
+    ("$apr1$", HashForm.APR1_MD5),
+    ("$5$", HashForm.SHA256CRYPT),
+    ("$6$", HashForm.SHA512CRYPT),
+    ("$P$", HashForm.PHPASS),
+    ("$H$", HashForm.PHPASS),
+    ("$S$", HashForm.DRUPAL7),
+    ("U$", HashForm.DRUPAL7_MD5),
+    ("pbkdf2_sha256$", HashForm.DJANGO_PBKDF2_SHA256),
+    ("pbkdf2_sha1$", HashForm.DJANGO_PBKDF2_SHA1),
+    ("bcrypt_sha256$", HashForm.DJANGO_BCRYPT_SHA256),
+    ("bcrypt$", HashForm.DJANGO_BCRYPT),
+    ("argon2$", HashForm.DJANGO_ARGON2),
+    ("scrypt$", HashForm.DJANGO_SCRYPT),
+    ("md5$", HashForm.DJANGO_MD5),
+    ("sha1$", HashForm.DJANGO_SHA1),
+    ("crypt$", HashForm.DJANGO_CRYPT),
+    ("pbkdf2:", HashForm.WERKZEUG_PBKDF2),
+    ("scrypt:", HashForm.WERKZEUG_SCRYPT),
+    ("{", HashForm.LDAP),
+)
+
+
+def _usable(value: object) -> str | None:
+    """``value`` without surrounding whitespace when it can be a hash at all, else None."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if not value or len(value) > MAX_LENGTH or not value.isprintable() or any(c.isspace() for c in value):
+        return None
+    return value
+
+
+def detect(value: str) -> HashForm | None:
+    """The form of one stored hash, by its prefix or shape; None when no form here matches.
+
+    Firebase's modified scrypt has no self-describing form (its export keeps hash and salt apart):
+    it is only ever declared. A 32-hex-digit value is taken as unsalted md5.
+    """
+    text = _usable(value)
+    if text is None:
+        return None
+    for prefix, form in _PREFIXES:
+        if text.startswith(prefix):
+            return form
+    if _HEX32.match(text):
+        return HashForm.MD5_PLAIN
+    # ASP.NET Core Identity: base64 whose first byte is the format marker. Taken loosely (a
+    # truncated value is still named, so its refusal says what is wrong with it).
+    raw = std_b64(text) if len(text) % 4 == 0 and len(text) >= 20 else None
+    if raw and raw[0] == 0x00:
+        return HashForm.ASPNET_IDENTITY_V2
+    if raw and raw[0] == 0x01 and int.from_bytes(raw[1:5], "big") <= 2:
+        return HashForm.ASPNET_IDENTITY_V3
+    return None
+
+
+def to_passwap(value: str, form: HashForm | None = None) -> Rewritten:
+    """``value`` (of ``form``, else of its detected form) rewritten into the string passwap parses,
+    or refused with a reason naming the form. Never raises for any input."""
+    text = _usable(value)
+    if text is None:
+        label = f"{form.label}: " if form is not None else ""
+        return _refused(form, Reason.INVALID_HASH, f"{label}{_unusable_reason(value)}")
+    form = form if form is not None else detect(text)
+    if form is None:
+        return _refused(
+            None,
+            Reason.UNSUPPORTED_HASH,
+            "not a hash form this tool recognises (docs/hash-forms.md lists them)",
+        )
+    outcome = _CONVERTERS[form](text)
+    if isinstance(outcome, Refusal):
+        return _refused(form, outcome.code, f"{form.label}: {outcome.detail}")
+    parsed = parse_hash(outcome)
+    if isinstance(parsed, HashFailure):  # a rewrite passwap would not parse: a bug here, refused all the same
+        return _refused(form, parsed.reason, f"{form.label}: {parsed.detail}")
+    return Rewritten(outcome, form, None, None, parsed._replace(algorithm=form.value))
+
+
+def _unusable_reason(value: object) -> str:
+    if not isinstance(value, str):
+        return "hash value is not text"
+    if not value.strip():
+        return "hash value is empty"
+    if len(value.strip()) > MAX_LENGTH:
+        return f"hash value is longer than {MAX_LENGTH} characters"
+    return "hash value holds whitespace or control characters"
+
+
+def _refused(form: HashForm | None, code: str, reason: str) -> Rewritten:
+    return Rewritten(None, form, reason, code)
+
+
+def _unsupported(detail: str) -> Callable[[str], Refusal]:
+    return lambda _value: Refusal(Reason.UNSUPPORTED_HASH, detail)
+
+
+# --------------------------------------------------------------------------- passwap's own forms
+
+
+def _bcrypt(value: str) -> str | Refusal:
+    match = _BCRYPT.match(value)
+    if match is None:
+        return Refusal(Reason.INVALID_HASH, "expected $2a$/$2b$/$2y$, a 2-digit cost and 53 characters")
+    if match.group(1) in ("", "x"):
+        return Refusal(
+            Reason.UNSUPPORTED_HASH, f"$2{match.group(1)}$ is not read by passwap (only $2a$/$2b$/$2y$)"
+        )
+    if not 4 <= int(match.group(2)) <= 31:
+        return Refusal(Reason.INVALID_HASH, f"cost {match.group(2)} is outside bcrypt's 4 - 31")
+    return value
+
+
+def _argon2(value: str) -> str | Refusal:
+    """PHC argon2 → passwap's exact layout: v=19, m,t,p in that order, unpadded standard base64."""
+    parts = value.split("$")
+    if len(parts) == 5:  # no v= field: argon2 1.0 (v=16) as early libraries wrote it
+        return Refusal(
+            Reason.UNSUPPORTED_ARGON2_VARIANT, "no v= field (argon2 1.0); passwap verifies only v=19"
+        )
+    if len(parts) != 6 or parts[0]:
+        return Refusal(Reason.INVALID_HASH, "expected $argon2id$v=19$m=..,t=..,p=..$<salt>$<hash>")
+    ident, version, params, salt_text, hash_text = parts[1:]
+    if ident not in ("argon2i", "argon2id", "argon2d"):
+        return Refusal(Reason.INVALID_HASH, "identifier is not argon2i, argon2id or argon2d")
+    if ident == "argon2d":
+        return Refusal(
+            Reason.UNSUPPORTED_ARGON2_VARIANT, "argon2d has no passwap verifier (argon2i/argon2id do)"
+        )
+    if version != "v=19":
+        return Refusal(Reason.UNSUPPORTED_ARGON2_VARIANT, "only version v=19 has a passwap verifier")
+    pairs = dict(item.partition("=")[::2] for item in params.split(","))
+    if (
+        set(pairs) != {"m", "t", "p"}
+        or len(params.split(",")) != 3
+        or not all(v.isdigit() for v in pairs.values())
+    ):
+        return Refusal(
+            Reason.UNSUPPORTED_ARGON2_VARIANT,
+            "parameters are not exactly m, t and p (keyid/data unsupported)",
+        )
+    m, t, p = (int(pairs[key][:11]) for key in "mtp")
+    if not (1 <= m <= MAX_UINT32 and 1 <= t <= MAX_UINT32 and 1 <= p <= 255):
+        return Refusal(Reason.INVALID_HASH, "m and t must be 1 - 2^32-1 and p 1 - 255")
+    salt, digest = _lenient_b64(salt_text), _lenient_b64(hash_text)
+    if not salt or not digest:
+        return Refusal(Reason.INVALID_HASH, "salt or hash is empty or not base64")
+    return f"${ident}$v=19$m={m},t={t},p={p}${raw_b64(salt)}${raw_b64(digest)}"
+
+
+def _lenient_b64(text: str) -> bytes | None:
+    """Standard base64, or passlib's adapted alphabet ('.' for '+'), padded or not."""
+    return std_b64(text.replace(".", "+")) if text else None
+
+
+def _pbkdf2(value: str) -> str | Refusal:
+    """passwap's own form as is; Auth0's ``$pbkdf2-<digest>$i=<n>,l=<len>$<salt>$<hash>`` and
+    passlib-style ``$pbkdf2-sha1$`` rewritten (passwap knows no ``pbkdf2-sha1`` identifier)."""
+    parts = value.split("$")
+    if len(parts) != 5 or parts[0]:
+        return Refusal(Reason.INVALID_HASH, "expected $pbkdf2[-sha<n>]$<rounds>$<salt>$<hash>")
+    ident, rounds_text, salt_text, hash_text = parts[1:]
+    ident = "pbkdf2" if ident == "pbkdf2-sha1" else ident
+    if ident not in ("pbkdf2", "pbkdf2-sha224", "pbkdf2-sha256", "pbkdf2-sha384", "pbkdf2-sha512"):
+        return Refusal(Reason.UNSUPPORTED_PBKDF2_DIGEST, "digest is not sha1/224/256/384/512")
+    length = None
+    if rounds_text.startswith("i="):  # Auth0's PHC-like variant
+        match = re.fullmatch(r"i=(\d{1,10}),l=(\d{1,4})", rounds_text)
+        if match is None:
+            return Refusal(Reason.INVALID_HASH, "expected i=<iterations>,l=<key length>")
+        rounds_text, length = match.group(1), int(match.group(2))
+    if not rounds_text.isdigit() or len(rounds_text) > 10 or not 1 <= int(rounds_text) <= MAX_UINT32:
+        return Refusal(Reason.INVALID_HASH, f"rounds must be 1 - {MAX_UINT32}")
+    salt, digest = _passwap_pbkdf2_field(salt_text), _passwap_pbkdf2_field(hash_text)
+    if not salt or not digest:
+        return Refusal(Reason.INVALID_HASH, "salt or hash is empty or not base64")
+    if length is not None and length != len(digest):
+        return Refusal(Reason.INVALID_HASH, f"hash is {len(digest)} bytes but l= says {length}")
+    if ident == parts[1] and length is None:
+        return value
+    return f"${ident}${int(rounds_text)}${ab64(salt)}${ab64(digest)}"
+
+
+def _passwap_pbkdf2_field(text: str) -> bytes | None:
+    """passwap's AutoDecodePbkdf2: '=' stripped; with '+' standard base64, else the './' alphabet."""
+    text = text.rstrip("=")
+    if "+" in text and "." in text:
+        return None
+    return std_b64(text.replace(".", "+")) if text else None
+
+
+def _scrypt(value: str) -> str | Refusal:
+    match = re.fullmatch(r"\$scrypt\$ln=(\d{1,2}),r=(\d{1,6}),p=(\d{1,6})\$([^$]+)\$([^$]+)", value)
+    if match is None:
+        return Refusal(Reason.INVALID_HASH, "expected $scrypt$ln=..,r=..,p=..$<salt>$<hash>")
+    ln, r, p = (int(match.group(i)) for i in (1, 2, 3))
+    if not 1 <= ln <= 62 or r < 1 or p < 1 or r * p >= 1 << 30:
+        return Refusal(Reason.INVALID_HASH, "ln must be 1 - 62, r and p positive with r*p below 2^30")
+    salt, digest = _lenient_b64(match.group(4)), _lenient_b64(match.group(5))
+    if not salt or not digest:
+        return Refusal(Reason.INVALID_HASH, "salt or hash is empty or not base64")
+    return f"$scrypt$ln={ln},r={r},p={p}${raw_b64(salt)}${raw_b64(digest)}"
+
+
+def _parsed_as_is(value: str) -> str | Refusal:
+    """Forms whose check is convert.parse_hash's (passwap's prefix and field rules)."""
+    parsed = parse_hash(value)
+    return value if isinstance(parsed, ConvertedHash) else Refusal(parsed.reason, parsed.detail)
+
+
+def _md5_plain(value: str) -> str | Refusal:
+    return value if _HEX32.match(value) else Refusal(Reason.INVALID_HASH, "expected 32 hex digits")
+
+
+def _sha_crypt(variant: str) -> Callable[[str], str | Refusal]:
+    def convert(value: str) -> str | Refusal:
+        match = _SHA_CRYPT.match(value)
+        size = 43 if variant == "5" else 86
+        if match is None or match.group(1) != variant or len(match.group(4)) != size:
+            return Refusal(
+                Reason.INVALID_HASH,
+                f"expected ${variant}$[rounds=<n>$]<salt of at most 16>${size} crypt characters",
+            )
+        # glibc writes the rounds it used, clamped to 1000 - 999999999; a value outside was not made by it.
+        if match.group(2) is not None and not 1000 <= int(match.group(2)) <= 999_999_999:
+            return Refusal(Reason.INVALID_HASH, f"rounds={match.group(2)} is outside 1000 - 999999999")
+        return value
+
+    return convert
+
+
+def _portable(kind: str, length: int) -> Callable[[str], str | Refusal]:
+    """phpass ($P$/$H$, 34 characters) and Drupal 7 ($S$, 55): the count character is log2 of the
+    iterations, 7 - 30 in both (phpass's PasswordHash, Drupal's DRUPAL_MIN/MAX_HASH_COUNT)."""
+
+    def convert(value: str) -> str | Refusal:
+        match = _PORTABLE.match(value)
+        if match is None or match.group(1) not in kind or len(value) != length:
+            return Refusal(Reason.INVALID_HASH, f"expected {length} characters in the crypt alphabet")
+        count = _ITOA64.index(value[3])
+        if not 7 <= count <= 30:
+            return Refusal(Reason.INVALID_HASH, f"count character gives 2^{count}, outside 2^7 - 2^30")
+        return value
+
+    return convert
+
+
+def _ldap(value: str) -> str | Refusal:
+    """RFC 2307 ``{SCHEME}value``: {MD5} (base64 of the digest) → md5plain hex; {CRYPT} → the crypt form."""
+    match = _LDAP.match(value)
+    if match is None:
+        return Refusal(Reason.INVALID_HASH, "expected {SCHEME}<value>")
+    scheme, rest = match.group(1).upper(), match.group(2)
+    if scheme == "MD5":
+        digest = std_b64(rest)
+        if digest is None or len(digest) != 16:
+            return Refusal(Reason.INVALID_HASH, "{MD5} value is not base64 of 16 bytes")
+        return digest.hex()
+    if scheme == "CRYPT":
+        inner = detect(rest)
+        if inner in (HashForm.BCRYPT, HashForm.MD5CRYPT, HashForm.SHA256CRYPT, HashForm.SHA512CRYPT):
+            return _CONVERTERS[inner](rest)
+        return Refusal(Reason.UNSUPPORTED_HASH, "{CRYPT} holds no $1$/$2?$/$5$/$6$ crypt string")
+    if scheme in ("SSHA", "SHA", "SSHA256", "SSHA512", "SHA256", "SHA512"):
+        return Refusal(
+            Reason.UNSUPPORTED_SALTED_SHA, f"{{{scheme}}}: passwap has no SHA-1/SHA-2 digest verifier"
+        )
+    return Refusal(Reason.UNSUPPORTED_LDAP, f"{{{scheme}}} has no passwap verifier")
+
+
+def _strip(prefix: str, inner: Callable[[str], str | Refusal]) -> Callable[[str], str | Refusal]:
+    """Django's forms that wrap a library's own string: ``bcrypt$`` + bcrypt's ``$2b$...``
+    (BCryptPasswordHasher joins with '$'), ``argon2`` + argon2-cffi's ``$argon2id$...`` (joined as is)."""
+
+    def convert(value: str) -> str | Refusal:
+        if not value.startswith(prefix + "$"):
+            return Refusal(Reason.INVALID_HASH, f"expected {prefix}$<the library's hash>")
+        return inner(value[len(prefix) :])
+
+    return convert
+
+
+_CONVERTERS: dict[HashForm, Callable[[str], str | Refusal]] = {
+    HashForm.BCRYPT: _bcrypt,
+    HashForm.ARGON2: _argon2,
+    HashForm.PBKDF2: _pbkdf2,
+    HashForm.SCRYPT: _scrypt,
+    HashForm.MD5_SALTED: _parsed_as_is,
+    HashForm.MD5_PLAIN: _md5_plain,
+    HashForm.MD5CRYPT: _parsed_as_is,
+    HashForm.APR1_MD5: _unsupported(
+        "passwap's md5 verifier reads $1$ md5-crypt only (apr1 mixes in another magic)"
+    ),
+    HashForm.SHA256CRYPT: _sha_crypt("5"),
+    HashForm.SHA512CRYPT: _sha_crypt("6"),
+    HashForm.PHPASS: _portable("PH", 34),
+    HashForm.DRUPAL7: _portable("S", 55),
+    HashForm.DRUPAL7_MD5: _unsupported(
+        "the password was md5-hashed before SHA-512; passwap's drupal7 hashes it plain"
+    ),
+    HashForm.DJANGO_PBKDF2_SHA256: lambda value: fw.django_pbkdf2(value, "pbkdf2-sha256"),
+    HashForm.DJANGO_PBKDF2_SHA1: lambda value: fw.django_pbkdf2(value, "pbkdf2"),
+    HashForm.DJANGO_BCRYPT: _strip("bcrypt$", _bcrypt),
+    HashForm.DJANGO_BCRYPT_SHA256: _unsupported(
+        "passwap has no verifier that pre-hashes with SHA-256 (bcrypt of the password's SHA-256 hex digest)"
+    ),
+    HashForm.DJANGO_ARGON2: _strip("argon2", _argon2),
+    HashForm.DJANGO_SCRYPT: fw.django_scrypt,
+    HashForm.DJANGO_MD5: fw.django_md5,
+    HashForm.DJANGO_SHA1: lambda _value: Refusal(
+        Reason.UNSUPPORTED_SALTED_SHA, "passwap has no (salted) SHA-1 verifier"
+    ),
+    HashForm.DJANGO_CRYPT: _unsupported("DES crypt has no passwap verifier"),
+    HashForm.ASPNET_IDENTITY_V2: lambda value: fw.aspnet_identity(value, 0x00),
+    HashForm.ASPNET_IDENTITY_V3: lambda value: fw.aspnet_identity(value, 0x01),
+    HashForm.WERKZEUG_PBKDF2: lambda value: fw.werkzeug(value, "pbkdf2"),
+    HashForm.WERKZEUG_SCRYPT: lambda value: fw.werkzeug(value, "scrypt"),
+    HashForm.LDAP: _ldap,
+    HashForm.FIREBASE_SCRYPT: _unsupported("ZITADEL cannot verify it; import without password"),
+}
