@@ -40,7 +40,22 @@ def test_candidate_ids_of_a_dead_lettered_record():
     assert candidate_ids("keycloak-user", {"username": "ann"}, None) is None  # no realm: no derived id
     assert candidate_ids("keycloak-file", {"users": []}, "realm") is None
     assert candidate_ids("auth0-profile", ["not", "an", "object"], None) is None
-    assert set(USER_SOURCES) == {"auth0-profile", "keycloak-user", "keycloak-file"}
+    assert set(USER_SOURCES) == {
+        "auth0-profile",
+        "keycloak-user",
+        "keycloak-file",
+        "table-user",
+        "table-file",
+    }
+
+
+def test_a_table_record_carries_its_id_and_blocked_flag_as_the_mapping_read_them():
+    envelope = {"id": "t1", "blocked": True, "record": {"blocked": "false", "id": "other"}}
+    assert is_blocked("table-user", orjson.dumps(envelope))
+    assert not is_blocked("table-user", orjson.dumps({**envelope, "blocked": False}))
+    assert candidate_ids("table-user", envelope, None) == ["t1"]
+    assert candidate_ids("table-user", {"id": None, "blocked": False, "record": "{broken"}, None) is None
+    assert candidate_ids("table-file", {"file": "users.csv"}, None) is None
 
 
 def test_a_new_blocked_user_is_refused_with_the_sources_reason_and_flag():

@@ -61,3 +61,7 @@ class Reason:
     # Users without id or e-mail, text hygiene (README "Text rules").
     CONTROL_CHARACTERS = "control-characters"
     INVALID_EMAIL_FALLBACK = "invalid-email-fallback"
+    # Tables of users (docs/table.md): a mapped value of the wrong type, a path through a non-object.
+    INVALID_FIELD_TYPE = "invalid-field-type"
+    BAD_PATH = "bad-path"
+    MALFORMED_CSV = "malformed-csv"  # a CSV row whose cells do not match the header

@@ -67,6 +67,19 @@ def _keycloak_ids(record: dict, realm: str | None) -> list[str] | None:
     return ids or None
 
 
+def _table_blocked(record_json: bytes) -> bool:
+    # The reader writes {"id", "blocked", "record"}: the flag as the run's mapping read it.
+    if b'"blocked":true' not in record_json:  # the common case, without parsing
+        return False
+    record = orjson.loads(record_json)
+    return isinstance(record, dict) and record.get("blocked") is True
+
+
+def _table_ids(record: dict, realm: str | None) -> list[str] | None:
+    user_id = _text(record.get("id"))
+    return [user_id] if user_id is not None else None
+
+
 def _never_blocked(record_json: bytes) -> bool:
     return False
 
@@ -94,6 +107,9 @@ USER_RECORDS: dict[str, UserRecordKind] = {
     ),
     # A realm file that did not read: whose users it held cannot be told.
     "keycloak-file": UserRecordKind(blocked=_never_blocked, ids=_no_ids),
+    # A table record (transforms/sources/table/table_read.py) and a table file that did not read.
+    "table-user": UserRecordKind(blocked=_table_blocked, ids=_table_ids),
+    "table-file": UserRecordKind(blocked=_never_blocked, ids=_no_ids),
 }
 USER_SOURCES = tuple(USER_RECORDS)
 

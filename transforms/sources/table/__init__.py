@@ -1,0 +1,1 @@
+"""Any table of users (CSV, NDJSON, a JSON array) with a column mapping: ``migrate table``."""

@@ -1,0 +1,64 @@
+"""The table reader's counter names, its dead letters' sources and its accounting invariant.
+
+The reader (``table_read.py``) writes these; the launcher's summary (``pipeline/migrate_table.py``)
+and :func:`invariant` read them. Names shared with other stages (bodies, dead letters, notes,
+roles) are in ``transforms/common/counters.py``.
+
+Example::
+
+    holds, text = invariant(counts)  # counts: counter name → value, from the run's metrics
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from transforms.common import counters
+
+__all__ = [
+    "PREFIX",
+    "SOURCE",
+    "FILE_SOURCE",
+    "RECORDS_READ",
+    "WITH_PASSWORD",
+    "WITHOUT_PASSWORD",
+    "PASSWORD_DROPPED",
+    "METADATA_ENTRIES",
+    "METADATA_DROPPED",
+    "UNREADABLE_FILES",
+    "invariant",
+]
+
+PREFIX = "table"  # of the names below (and of the shared metadata counters' names)
+SOURCE = "table-user"  # the source of a record's dead letters
+# Dead letters about a file rather than a record (the rest of a file that cannot be read on), so
+# that "records read = written + dead-lettered records" stays exact.
+FILE_SOURCE = "table-file"
+
+RECORDS_READ = "table.records_read"
+WITH_PASSWORD = "table.with_password."  # + the hash's label
+WITHOUT_PASSWORD = "table.without_password"
+PASSWORD_DROPPED = "table.password_dropped."  # + reason (--on-unsupported-hash=import-without-password)
+METADATA_ENTRIES = "table.metadata_entries"
+METADATA_DROPPED = "table.metadata_dropped"
+UNREADABLE_FILES = "table.unreadable_files"
+
+
+def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
+    """records read = written + dead-lettered; records converted = written + duplicates."""
+    read = counts.get(RECORDS_READ, 0)
+    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
+    written = counts.get(counters.USERS_WRITTEN, 0)
+    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
+    dead = counters.count_prefix(counts, counters.dead_letter(SOURCE))
+    converted = counters.count_prefix(counts, WITH_PASSWORD) + counts.get(WITHOUT_PASSWORD, 0)
+    duplicates = counters.count_prefix(counts, counters.dead_letter(SOURCE, "duplicate-"))
+    rejected = counts.get(counters.SYNC_ROWS_REJECTED, 0)  # blocked users new to ZITADEL (sync only)
+    holds = read == written + compared + dead and converted == written + compared + duplicates + rejected
+    also = f" + compared with the state {compared:,}" if compared else ""
+    text = (
+        f"records read {read:,} = written {written:,}{also} + dead-lettered {dead:,}; "
+        f"converted {converted:,} = written {written:,}{also} + duplicates {duplicates:,}"
+        + (f" + blocked, not in ZITADEL yet {rejected:,}" if rejected else "")
+    )
+    return holds, text
