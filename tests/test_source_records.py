@@ -21,6 +21,9 @@ from transforms.sync.source_records import USER_SOURCES, candidate_ids, is_block
         ("keycloak-user", {"id": "k1"}, True),  # enabled not true: disabled
         ("keycloak-file", {"users": []}, False),
         ("auth0-password", {"blocked": True}, False),  # not a user record
+        ("firebase-user", {"localId": "fb-1"}, False),
+        ("firebase-user", {"localId": "fb-1", "disabled": True}, True),
+        ("firebase-user", {"localId": "fb-1", "disabled": "true"}, False),  # only JSON true
     ],
 )
 def test_blocked_or_disabled_at_the_source(source, record, blocked):
@@ -40,9 +43,19 @@ def test_candidate_ids_of_a_dead_lettered_record():
     assert candidate_ids("keycloak-user", {"username": "ann"}, None) is None  # no realm: no derived id
     assert candidate_ids("keycloak-file", {"users": []}, "realm") is None
     assert candidate_ids("auth0-profile", ["not", "an", "object"], None) is None
-    assert set(USER_SOURCES) == {"auth0-profile", "keycloak-user", "keycloak-file"}
+    assert set(USER_SOURCES) == {
+        "auth0-profile",
+        "keycloak-user",
+        "keycloak-file",
+        "firebase-user",
+        "firebase-file",
+    }
+    assert candidate_ids("firebase-user", {"localId": "fb-1", "email": "a@example.com"}, None) == ["fb-1"]
+    assert candidate_ids("firebase-user", {"localId": " ", "email": "a@example.com"}, None) is None
+    assert candidate_ids("firebase-file", {"file": "users.csv"}, None) is None
 
 
 def test_a_new_blocked_user_is_refused_with_the_sources_reason_and_flag():
     assert refusal("auth0-profile") == (Reason.BLOCKED, "--include-blocked")
     assert refusal("keycloak-user") == (Reason.DISABLED, "--include-disabled")
+    assert refusal("firebase-user") == (Reason.DISABLED, "--include-disabled")

@@ -67,6 +67,18 @@ def _keycloak_ids(record: dict, realm: str | None) -> list[str] | None:
     return ids or None
 
 
+def _firebase_disabled(record_json: bytes) -> bool:
+    if b'"disabled"' not in record_json:  # the common case, without parsing
+        return False
+    record = orjson.loads(record_json)
+    return isinstance(record, dict) and record.get("disabled") is True
+
+
+def _firebase_ids(record: dict, realm: str | None) -> list[str] | None:
+    user_id = _text(record.get("localId"))
+    return [user_id] if user_id is not None else None
+
+
 def _never_blocked(record_json: bytes) -> bool:
     return False
 
@@ -94,6 +106,11 @@ USER_RECORDS: dict[str, UserRecordKind] = {
     ),
     # A realm file that did not read: whose users it held cannot be told.
     "keycloak-file": UserRecordKind(blocked=_never_blocked, ids=_no_ids),
+    "firebase-user": UserRecordKind(
+        blocked=_firebase_disabled, ids=_firebase_ids, reason=Reason.DISABLED, flag="--include-disabled"
+    ),
+    # A Firebase export file that did not read on: whose users it held cannot be told.
+    "firebase-file": UserRecordKind(blocked=_never_blocked, ids=_no_ids),
 }
 USER_SOURCES = tuple(USER_RECORDS)
 
