@@ -19,6 +19,7 @@ from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 from transforms.mapping.validate import Reason
+from transforms.sources.firebase.firebase_mapping import CSV_COLUMNS
 
 DATA = Path(__file__).resolve().parent / "data" / "firebase"
 ORG = "123456789"
@@ -291,10 +292,28 @@ def _fb_user(n: int, **extra) -> dict:
     return {k: v for k, v in user.items() if v is not None}
 
 
+def _csv(users: list[dict]) -> str:
+    """The users as firebase auth:export writes a CSV (the columns of docs/firebase.md)."""
+    lines = []
+    for user in users:
+        claims = user.get("customAttributes", "")
+        values = {
+            "localId": user["localId"],
+            "email": user.get("email", ""),
+            "emailVerified": "true" if user.get("emailVerified") else "false",
+            "displayName": user.get("displayName", ""),
+            "phoneNumber": user.get("phoneNumber", ""),
+            "disabled": "true" if user.get("disabled") else "",
+            "customAttributes": '"' + claims.replace('"', '""') + '"' if claims else "",
+        }
+        lines.append(",".join(values.get(column, "") for column in CSV_COLUMNS) + ",\n")
+    return "".join(lines)
+
+
 def _night(tmp_path: Path, server: ZitadelServer, users: list[dict], n: int, fmt: str, *extra: str) -> int:
-    export = tmp_path / f"night-{n}" / "users.json"
+    export = tmp_path / f"night-{n}" / f"users.{fmt}"
     export.parent.mkdir(parents=True)
-    export.write_text(json.dumps({"users": users}))
+    export.write_text(json.dumps({"users": users}) if fmt == "json" else _csv(users))
     token_file = tmp_path / "token"
     token_file.write_text(PAT)
     return main(
@@ -342,3 +361,11 @@ def test_state_nights_follow_the_export_changed_disabled_and_removed_users(tmp_p
         calls = len(server.v2.calls)
         assert _night(tmp_path, server, day2, 3, "json", "--on-removed=deactivate") == 0
         assert len(server.v2.calls) == calls  # nothing changed: nothing sent
+        # The same users as a CSV export: another layout of the same data changes nothing.
+        assert _night(tmp_path, server, day2, 4, "csv", "--on-removed=deactivate") == 0
+        assert len(server.v2.calls) == calls
+        # fb-2 enabled again: unlocked; fb-6 gone and removals only listed (the default).
+        day5 = [{k: v for k, v in u.items() if k != "disabled"} for u in day2[:-1]]
+        assert _night(tmp_path, server, day5, 5, "csv") == 0
+        assert server.state.user_states["fb-2"] != "locked"
+        assert server.state.user_states.get("fb-6") not in ("inactive", "locked", "removed")
