@@ -40,6 +40,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "pipeline.migrate_table",
         "any table of users (CSV, NDJSON, JSON) → import bodies",
     ),
+    (
+        ("migrate", "firebase"),
+        "pipeline.migrate_firebase",
+        "Firebase Auth export (JSON or CSV) → import bodies",
+    ),
     (("push",), "pipeline.push", "send a manifest's import bodies to ZITADEL (retries, ledger, resume)"),
     (("verify",), "pipeline.verify", "check through events search that a manifest's users were added"),
     (
@@ -56,7 +61,13 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
 ]
 
 # Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).
-_BEAM_COMMANDS = {("migrate", "auth0"), ("migrate", "keycloak"), ("migrate", "zitadel"), ("migrate", "table")}
+_BEAM_COMMANDS = {
+    ("migrate", "auth0"),
+    ("migrate", "keycloak"),
+    ("migrate", "zitadel"),
+    ("migrate", "table"),
+    ("migrate", "firebase"),
+}
 
 
 class _Parser(argparse.ArgumentParser):

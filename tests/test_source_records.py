@@ -21,6 +21,9 @@ from transforms.sync.source_records import USER_SOURCES, candidate_ids, is_block
         ("keycloak-user", {"id": "k1"}, True),  # enabled not true: disabled
         ("keycloak-file", {"users": []}, False),
         ("auth0-password", {"blocked": True}, False),  # not a user record
+        ("firebase-user", {"localId": "fb-1"}, False),
+        ("firebase-user", {"localId": "fb-1", "disabled": True}, True),
+        ("firebase-user", {"localId": "fb-1", "disabled": "true"}, False),  # only JSON true
     ],
 )
 def test_blocked_or_disabled_at_the_source(source, record, blocked):
@@ -46,7 +49,12 @@ def test_candidate_ids_of_a_dead_lettered_record():
         "keycloak-file",
         "table-user",
         "table-file",
+        "firebase-user",
+        "firebase-file",
     }
+    assert candidate_ids("firebase-user", {"localId": "fb-1", "email": "a@example.com"}, None) == ["fb-1"]
+    assert candidate_ids("firebase-user", {"localId": " ", "email": "a@example.com"}, None) is None
+    assert candidate_ids("firebase-file", {"file": "users.csv"}, None) is None
 
 
 def test_a_table_record_carries_its_id_and_blocked_flag_as_the_mapping_read_them():
@@ -61,3 +69,4 @@ def test_a_table_record_carries_its_id_and_blocked_flag_as_the_mapping_read_them
 def test_a_new_blocked_user_is_refused_with_the_sources_reason_and_flag():
     assert refusal("auth0-profile") == (Reason.BLOCKED, "--include-blocked")
     assert refusal("keycloak-user") == (Reason.DISABLED, "--include-disabled")
+    assert refusal("firebase-user") == (Reason.DISABLED, "--include-disabled")

@@ -22,7 +22,15 @@ import io
 
 from transforms.sources.input_stream import DepthGuard, InputReadError, open_input
 
-__all__ = ["EXPECTED", "SHAPES", "identify", "wrong_shape", "shape_problem", "read_head"]
+__all__ = [
+    "EXPECTED",
+    "SHAPES",
+    "identify",
+    "wrong_shape",
+    "shape_problem",
+    "read_head",
+    "firebase_csv",
+]
 
 HEAD_BYTES = 1 << 16
 _RECORDS = 8  # records looked at: one of the expected shape among them is enough to go on
@@ -44,6 +52,7 @@ SHAPES = {
         "a ZITADEL dataOrgsv1 import body", "push --body sends it as it is (migrate zitadel --export cuts it)"
     ),
     "import-body": Shape("a ZITADEL import body", "push --body sends it as it is"),
+    "firebase-users": Shape("a Firebase Auth export", "migrate firebase --users reads it"),
 }
 
 # The shapes each reader takes (the key of SHAPES naming it first).
@@ -53,6 +62,7 @@ EXPECTED = {
     "auth0-mfa": ("auth0-mfa",),
     "keycloak-realm": ("keycloak-realm",),
     "zitadel-export": ("zitadel-export", "import-body-v1"),
+    "firebase-users": ("firebase-users",),
 }
 
 # Keys only an Auth0 profile has (Management API, user export job and bulk-import schema).
@@ -69,6 +79,8 @@ _PROFILE_KEYS = (
     "logins_count",
     "last_login",
 )
+# Stands in the top-level keys for "the users array holds records with localId" (not a JSON key).
+_FIREBASE_USER = "\x00users[].localId"
 
 
 def _identify_record(keys: dict[str, str]) -> tuple[str, str] | None:
@@ -84,6 +96,10 @@ def _identify_record(keys: dict[str, str]) -> tuple[str, str] | None:
         return "zitadel-export", 'a top-level "orgs" array'
     if keys.get("realm") == "string":
         return "keycloak-realm", 'a "realm" key'
+    if _FIREBASE_USER in keys:
+        return "firebase-users", 'a "users" array of records with "localId"'
+    if "localId" in keys:
+        return "firebase-users", 'records with "localId"'
     for key in ("otp_secret", "recovery_code"):
         if key in keys:
             return "auth0-mfa", f'records with "{key}"'
@@ -122,6 +138,8 @@ def _first_objects(head: bytes) -> list[dict[str, str]]:
             if pending is not None and current is not None:
                 current[pending] = event
                 pending = None
+            if base == "" and prefix == "users.item" and event == "map_key" and value == "localId":
+                objects[0][_FIREBASE_USER] = "string"  # firebase auth:export: {"users": [...]}
             if prefix != base:
                 continue
             if event == "start_map":
@@ -158,6 +176,19 @@ def wrong_shape(head: bytes, expected: str) -> str | None:
     shape, evidence = shapes[0]
     found, wanted = SHAPES[shape], SHAPES[expected]
     return f"looks like {found.what} ({evidence}), not {wanted.what}; {found.takes}"
+
+
+def firebase_csv(head: bytes) -> bool:
+    """Whether ``head`` starts like ``firebase auth:export users.csv``: no header, a first line
+    of at least 23 columns whose third (emailVerified) is ``true`` or ``false``."""
+    import csv
+
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    if first.count(",") < 22:
+        return False
+    row = next(csv.reader([first]), [])
+    _, _, verified, *_ = row + ["", "", ""]
+    return len(row) >= 23 and verified.strip() in ("true", "false")
 
 
 def read_head(path: str) -> tuple[bytes, bool]:

@@ -20,7 +20,7 @@ import re
 import orjson
 
 from transforms.common.errors import ConfigError, one_line
-from transforms.sources.input_shape import read_head, wrong_shape
+from transforms.sources.input_shape import SHAPES, firebase_csv, read_head, wrong_shape
 from transforms.sources.input_stream import MAX_DEPTH, DepthGuard, InputReadError
 
 __all__ = ["check_readable", "describe_head"]
@@ -44,6 +44,8 @@ def describe_head(head: bytes) -> str:
         return "looks like HTML (an error or login page saved instead of the export?)"
     if lower.startswith(b"<?xml") or lower.startswith(b"<"):
         return "looks like XML or HTML, not JSON"
+    if firebase_csv(head):
+        return f"looks like a Firebase Auth CSV export; {SHAPES['firebase-users'].takes}"
     sample = head[:64]
     if b"\x00" in sample and sample.count(b"\x00") * 3 >= len(sample):
         return "looks like UTF-16 or UTF-32 text without a byte-order mark (save it as UTF-8)"

@@ -80,6 +80,18 @@ def _table_ids(record: dict, realm: str | None) -> list[str] | None:
     return [user_id] if user_id is not None else None
 
 
+def _firebase_disabled(record_json: bytes) -> bool:
+    if b'"disabled"' not in record_json:  # the common case, without parsing
+        return False
+    record = orjson.loads(record_json)
+    return isinstance(record, dict) and record.get("disabled") is True
+
+
+def _firebase_ids(record: dict, realm: str | None) -> list[str] | None:
+    user_id = _text(record.get("localId"))
+    return [user_id] if user_id is not None else None
+
+
 def _never_blocked(record_json: bytes) -> bool:
     return False
 
@@ -110,6 +122,11 @@ USER_RECORDS: dict[str, UserRecordKind] = {
     # A table record (transforms/sources/table/table_read.py) and a table file that did not read.
     "table-user": UserRecordKind(blocked=_table_blocked, ids=_table_ids),
     "table-file": UserRecordKind(blocked=_never_blocked, ids=_no_ids),
+    "firebase-user": UserRecordKind(
+        blocked=_firebase_disabled, ids=_firebase_ids, reason=Reason.DISABLED, flag="--include-disabled"
+    ),
+    # A Firebase export file that did not read on: whose users it held cannot be told.
+    "firebase-file": UserRecordKind(blocked=_never_blocked, ids=_no_ids),
 }
 USER_SOURCES = tuple(USER_RECORDS)
 

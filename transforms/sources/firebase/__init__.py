@@ -1,0 +1,1 @@
+"""Firebase Authentication exports (``firebase auth:export``, JSON and CSV) → user rows."""

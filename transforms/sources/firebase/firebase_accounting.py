@@ -1,0 +1,67 @@
+"""The Firebase reader's counter names, its dead letters' source and its accounting invariant.
+
+The reader (``firebase_read.py``) writes these; the launcher's summary
+(``pipeline/migrate_firebase.py``) and :func:`invariant` read them. Names shared with other
+stages (bodies, dead letters, notes) are in ``transforms/common/counters.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from transforms.common import counters
+
+__all__ = [
+    "PREFIX",
+    "SOURCE",
+    "FILE_SOURCE",
+    "USERS_READ",
+    "USERS_MAPPED",
+    "NO_PASSWORD",
+    "PASSWORD_DROPPED",
+    "DISABLED_WRITTEN",
+    "IDP_LINKS",
+    "MFA",
+    "METADATA_ENTRIES",
+    "METADATA_DROPPED",
+    "UNREADABLE_FILES",
+    "FILES",
+    "invariant",
+]
+
+PREFIX = "firebase"  # of the names below (and of the shared metadata counters' names)
+SOURCE = "firebase-user"  # the source of a user's dead letters
+# Dead letters about a file rather than a user (the rest of a file that cannot be read on).
+FILE_SOURCE = "firebase-file"
+
+USERS_READ = "firebase.users_read"
+USERS_MAPPED = "firebase.users_mapped"  # passed mapping and validation (written or duplicate)
+NO_PASSWORD = "firebase.no_password_in_export"  # no passwordHash (IdP or phone sign-in only)
+PASSWORD_DROPPED = "firebase.password_dropped."  # + reason: imported without it, must reset
+DISABLED_WRITTEN = "firebase.disabled_written"  # disabled users read for --state or --include-disabled
+IDP_LINKS = "firebase.idp_links."  # + outcome (linked, unmapped, invalid, firebase) + "." + provider
+MFA = "firebase.mfa."  # + kind (phone, totp, other): second factors, not carried
+METADATA_ENTRIES = "firebase.metadata_entries"
+METADATA_DROPPED = "firebase.metadata_dropped"
+UNREADABLE_FILES = "firebase.unreadable_files"
+FILES = "firebase.files."  # + format (json, csv): input files read
+
+
+def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
+    """users read = written + dead-lettered; users mapped = written + dropped as duplicates."""
+    read = counts.get(USERS_READ, 0)
+    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
+    written = counts.get(counters.USERS_WRITTEN, 0)
+    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
+    dead = counters.count_prefix(counts, counters.dead_letter(SOURCE))
+    mapped = counts.get(USERS_MAPPED, 0)
+    duplicates = counters.count_prefix(counts, counters.dead_letter(SOURCE, "duplicate-"))
+    rejected = counts.get(counters.SYNC_ROWS_REJECTED, 0)  # disabled users new to ZITADEL (sync)
+    holds = read == written + compared + dead and mapped == written + compared + duplicates + rejected
+    also = f" + compared with the state {compared:,}" if compared else ""
+    text = (
+        f"users read {read:,} = written {written:,}{also} + dead-lettered {dead:,}; "
+        f"mapped {mapped:,} = written {written:,}{also} + duplicates {duplicates:,}"
+        + (f" + disabled, not in ZITADEL yet {rejected:,}" if rejected else "")
+    )
+    return holds, text
