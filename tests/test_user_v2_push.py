@@ -49,9 +49,10 @@ def _push(manifest, server, creds=ORG_CREDS, **options):
 def test_the_cli_picks_the_user_service_and_lands_users_as_an_import_would(v5, tmp_path, monkeypatch, capsys):
     manifest, ids = write_manifest(tmp_path, users=30, bodies=2)
     monkeypatch.setenv("ZITADEL_TOKEN", ORG_TOKEN)
-    rc = main(["push", "--url", v5.url, "--manifest", str(manifest), "--concurrency", "4"])
+    rc = main(["push", "--url", v5.url, "--manifest", str(manifest), "--concurrency", "4", "--verify"])
     out, err = capsys.readouterr()
     assert rc == 0, err
+    assert "verify: ok, every user was added" in out  # read through ListUsers, with the org's credential
     assert "push: --api=auto: the user service v2, one call per user: the server has no admin API" in err
     assert "created 30" in err and "total" in out and leaked_secrets(out + err, [ORG_TOKEN]) == []
     assert v5.user_ids(ORG) == set(ids)
