@@ -1332,6 +1332,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-admin-api", action="store_true", help="answer /admin/v1/* as a server without it (404)"
     )
     parser.add_argument("--per-call-delay-ms", type=float, default=0.0, help="simulated cost of every call")
+    parser.add_argument(
+        "--org", action="append", default=[], help="an org that exists from the start (repeatable)"
+    )
     args = parser.parse_args(argv)
     tokens = []
     if args.token_file:
@@ -1354,6 +1357,8 @@ def main(argv: list[str] | None = None) -> int:
     server.faults.drip_bytes_per_second = args.drip_bytes_per_second
     server.admin_api = not args.no_admin_api
     server.per_call_delay = args.per_call_delay_ms / 1000.0
+    for org_id in args.org:
+        user_v2_create.add_org(server, org_id)
     print(server.url, flush=True)
     try:
         server._httpd.serve_forever()  # pylint: disable=protected-access

@@ -7,10 +7,14 @@ What the test server answers for a target where ``/admin/v1/import`` is not the 
   caller's own ``userId``, ``organization.orgId``, ``username``, ``profile``, ``email``,
   ``phone``, ``password | hashedPassword`` (the passwap rules of the import,
   tests/standins/passwap_rules.py), ``idpLinks``, ``totpSecret`` and ``metadata``. The user is stored
-  in the same shape, the same state and with the same sign-in methods as an import of the same
-  entry (``import_shape``), so a test can compare the two servers' users. An id in use answers
-  409 ``Errors.User.AlreadyExisting``, a user name in use 409 ``Errors.User.AlreadyExists``; an
-  e-mail or phone set with neither ``isVerified`` nor ``returnCode`` records a notification.
+  in the shape of an import of the same entry (``import_shape``), with the same sign-in methods, so
+  a test can compare the two servers' users. One difference is ZITADEL's own
+  (internal/command/user_v2_human.go ``AddUserHuman``, called with ``allowInitMail`` false by the
+  user service; ``shouldAddInitCode`` only runs for the v1 APIs): no initialisation code is added,
+  so the user is *active* where the import leaves an unverified or password-less user *initial*.
+  An id in use, in any org, answers ``Errors.User.AlreadyExisting`` (PreconditionFailed: 400, gRPC
+  9; checked before the permission), a user name in use ``Errors.User.AlreadyExists`` (409, gRPC
+  6); an e-mail or phone set with neither ``isVerified`` nor ``returnCode`` records a notification.
 - ``ListUsers`` (``POST /v2/users``) with ``organizationIdQuery``, ``inUserIdsQuery`` and
   ``userNameQuery`` (all of them must hold), paged by ``query{offset, limit}``.
 - ``admin_api = False``: every ``/admin/v1/*`` path answers as ZITADEL's REST gateway answers a
@@ -32,7 +36,7 @@ import urllib.parse
 from typing import Any
 
 import passwap_rules
-from zitadel_user_v2 import V2Error, initial_state
+from zitadel_user_v2 import V2Error
 
 __all__ = [
     "ADMIN_NOT_FOUND",
@@ -44,6 +48,7 @@ __all__ = [
     "import_shape",
     "call_cost",
     "stored_user",
+    "same_but_state",
     "add_org",
     "add_org_token",
 ]
@@ -170,16 +175,16 @@ def _add_human(server: Any, request: dict) -> dict:
             user_id = f"gen-{len(state.users) + 1:08d}"
         if user_id in state.users and state.user_states.get(user_id) == "removed":
             del state.users[user_id]
-        if user_id in state.users:
-            raise V2Error(409, 6, "ID=COMMAND-k2unb Message=Errors.User.AlreadyExisting")
-        if user["userName"] in state.user_names:
-            raise V2Error(409, 6, "ID=COMMAND-k2unb Message=Errors.User.AlreadyExists")
+        if user_id in state.users:  # checked before the permission: any org's user
+            raise V2Error(400, 9, "ID=COMMAND-7yiox1isql Message=Errors.User.AlreadyExisting")
+        if user["userName"] in state.user_names:  # the user name's unique constraint
+            raise V2Error(409, 6, "ID=V3-DKcYh Message=Errors.User.AlreadyExists")
         for kind in ("email", "phone"):
             sent = request.get(kind) or {}
             if sent and sent.get("isVerified") is not True and "returnCode" not in sent:
                 server.v2.notifications.append((user_id, kind))
         state.users[user_id] = (org_id, user)
-        state.user_states[user_id] = initial_state(user)
+        state.user_states[user_id] = "active"  # no initialisation code through the user service
         state.user_names.add(user["userName"])
         state.created_count[user_id] = state.created_count.get(user_id, 0) + 1
         profile = user["profile"]
@@ -254,6 +259,14 @@ def stored_user(server: Any, user_id: str) -> dict:
         "metadata": {k: base64.b64decode(v) for k, v in sorted(meta.items())},
         "signIn": methods,
     }
+
+
+def same_but_state(created: dict, imported: dict) -> bool:
+    """Two ``stored_user`` views alike in all but the state, which differs as ZITADEL's does: the
+    user service makes *active* what the import leaves *initial* (the module docstring)."""
+    if imported["state"] == "initial" and created["state"] != "active":
+        return False
+    return {**created, "state": None} == {**imported, "state": None}
 
 
 def _drop_falsy(value: Any) -> Any:

@@ -172,7 +172,9 @@ class _Sender:
 
         request = add_human_request(job.org_id, job.entry, job.metadata)
         try:
-            answer = self.client.request("POST", ADD_HUMAN_PATH, request, self.timeout, on_attempt=bump)
+            answer = self.client.request(
+                "POST", ADD_HUMAN_PATH, request, self.timeout, on_attempt=bump, org_id=job.org_id
+            )
             outcome = _Outcome(str(answer.get("userId") or uid), "created", attempts[0])
         except admin_api.InvalidRequest as err:
             if err.status != 409 and "AlreadyExist" not in err.message:
