@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -225,7 +226,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--push-verify", action="store_true", help="verify through events search after the push"
     )
     from pipeline.options import add_credential_arguments
+    from pipeline.push import add_api_argument
 
+    add_api_argument(push)
     add_credential_arguments(parser)
 
 
@@ -247,6 +250,7 @@ class CommonArgs:
     push_concurrency: int = 1
     push_verify: bool = False
     push_credentials: Credentials | None = None  # given whenever push_url is
+    push_api: str = "admin-import"  # the path the probe chose (--api; transforms/push/api_choice.py)
     hash_policy: HashPolicy | None = None
     on_unsupported_hash: str = "dead-letter"
     email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/mapping/ids.py)
@@ -293,6 +297,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         push_concurrency=args.push_concurrency,
         push_verify=args.push_verify,
         push_credentials=_push_credentials(args),
+        push_api=getattr(args, "push_api_chosen", "admin-import"),
         hash_policy=policy,
         on_unsupported_hash=args.on_unsupported_hash,
         email_fallback=fallback,
@@ -310,12 +315,16 @@ def _push_credentials(args: argparse.Namespace) -> Credentials | None:
     if not args.push_url:
         return None
     from pipeline.options import credentials_from_args
-    from transforms.zitadel_api.client import connect
+    from transforms.push.api_choice import open_client
 
     if args.push_concurrency < 1:
         raise ConfigError("--push-concurrency must be at least 1")
     credentials = credentials_from_args(args)
-    connect(args.push_url, credentials, max_attempts=2)
+    _, args.push_api_chosen, line = open_client(
+        args.push_url, credentials, getattr(args, "api", "auto"), max_attempts=2
+    )
+    if line:
+        print(line, file=sys.stderr)
     return credentials
 
 

@@ -167,6 +167,7 @@ def _push(common: CommonArgs, layout: OutputLayout) -> bool:
         concurrency=common.push_concurrency,
         verify=common.push_verify,
         hash_policy=common.hash_policy,
+        api=common.push_api,
     )
     print(report.table())
     if report.verify is not None:

@@ -26,6 +26,7 @@ from transforms.common.errors import ConfigError
 from transforms.files.locks import acquire_lock
 from transforms.hashing.policy import HashPolicy, load_policy
 from transforms.output.manifest import default_results_dir, load_manifest, write_body_manifest
+from transforms.push.api_choice import API_CHOICES
 from transforms.push.engine import push_manifest
 from transforms.push.send_body import TIMEOUT_MARGIN
 
@@ -67,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"byte (default: the body's timeout + {TIMEOUT_MARGIN:.0f} s)",
     )
     parser.add_argument("--verify", action="store_true", help="run verify when the push is done")
+    add_api_argument(parser)
     parser.add_argument(
         "--break-lock",
         action="store_true",
@@ -84,6 +86,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_credential_arguments(parser)
     add_gcs_arguments(parser)
+
+
+def add_api_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str = "--api") -> None:
+    """``--api``: the admin import or the user service v2 (docs/user-v2.md)."""
+    parser.add_argument(
+        flag,
+        dest="api",
+        choices=API_CHOICES,
+        default="auto",
+        help="how users go in: admin-import (POST /admin/v1/import, an instance-level credential), "
+        "user-v2 (one user service call per user; an org's user manager suffices), or auto "
+        "(default): the admin import where the credential may use it, else the user service",
+    )
 
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
@@ -130,6 +145,7 @@ def _push(known_args: argparse.Namespace, manifest_path: str, results: str) -> i
         progress=not known_args.quiet,
         verify=known_args.verify,
         hash_policy=_own_hash_policy(known_args),
+        api=known_args.api,
     )
     print(report.table())
     if report.verify is not None:

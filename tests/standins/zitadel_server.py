@@ -47,6 +47,7 @@ from typing import Any
 # imported here: PyJWT, protobuf and argon2-cffi come with the requests that need them
 # (optional_deps.py), so the server runs after `./run_local.sh`, which installs no test extras.
 import passwap_rules
+import zitadel_user_v2_create as user_v2_create
 from optional_deps import MissingDependency, optional
 from zitadel_management_v1 import ManagementError, ManagementV1
 from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
@@ -393,6 +394,10 @@ class ZitadelServer:
         self._detached: list[threading.Thread] = []
         self.v2 = UserServiceV2(self)
         self.management = ManagementV1(self)
+        # A server without the admin API, org-scoped tokens, a per-call cost (zitadel_user_v2_create.py).
+        self.admin_api = True
+        self.org_tokens: dict[str, str] = {}
+        self.per_call_delay = 0.0
         _LIVE.add(self)
 
     @property
@@ -1138,6 +1143,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if not self._authorised():
                 return
+            user_v2_create.call_cost(server)
             body = None
             if raw:
                 try:
@@ -1147,6 +1153,10 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 except ValueError:
                     self._error(400, 3, "proto: syntax error (line 1:1): invalid JSON")
                     return
+            scope = user_v2_create.scope_refusal(server, method, self.path, body, self.headers)
+            if scope is not None:
+                self._error(*scope)
+                return
             if self.path.startswith(
                 "/management/v1/"
             ):  # user grants (tests/standins/zitadel_management_v1.py)
@@ -1165,7 +1175,10 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 self._error(*refusal)
                 return
             try:
-                answer = server.v2.handle(method, self.path, body)
+                if user_v2_create.owns(method, self.path):
+                    answer = user_v2_create.handle(server, method, self.path, body, self.headers)
+                else:
+                    answer = server.v2.handle(method, self.path, body)
             except V2Error as err:
                 self._error(err.status, err.code, err.message)
                 return
@@ -1203,6 +1216,11 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if not self._authorised():
                 return
+            refusal = user_v2_create.admin_refusal(server, self.path, self.headers)
+            if refusal is not None:
+                self._error(*refusal)
+                return
+            user_v2_create.call_cost(server)
             try:
                 request = json.loads(raw or b"{}")
                 if not isinstance(request, dict):
@@ -1310,6 +1328,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="GROUP.KEY=N",
         help="override a limit, e.g. Argon2.MinMemory=7168 (repeatable)",
     )
+    parser.add_argument(
+        "--no-admin-api", action="store_true", help="answer /admin/v1/* as a server without it (404)"
+    )
+    parser.add_argument("--per-call-delay-ms", type=float, default=0.0, help="simulated cost of every call")
+    parser.add_argument(
+        "--org", action="append", default=[], help="an org that exists from the start (repeatable)"
+    )
     args = parser.parse_args(argv)
     tokens = []
     if args.token_file:
@@ -1330,6 +1355,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     server.faults.per_user_delay = args.per_user_delay_ms / 1000.0
     server.faults.drip_bytes_per_second = args.drip_bytes_per_second
+    server.admin_api = not args.no_admin_api
+    server.per_call_delay = args.per_call_delay_ms / 1000.0
+    for org_id in args.org:
+        user_v2_create.add_org(server, org_id)
     print(server.url, flush=True)
     try:
         server._httpd.serve_forever()  # pylint: disable=protected-access

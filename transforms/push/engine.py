@@ -29,6 +29,7 @@ from typing import TextIO
 from transforms.hashing.policy import HashPolicy
 from transforms.hashing.summary import warn_uncovered
 from transforms.output.manifest import BodyRef, Manifest, default_results_dir, load_manifest
+from transforms.push.api_choice import ADMIN_IMPORT, USER_V2, open_client
 from transforms.push.body_scheduler import BodyScheduler
 from transforms.push.grant_calls import check_projects
 from transforms.push.push_ledger import BodyResult, Ledger, write_dead_letter
@@ -36,8 +37,9 @@ from transforms.push.push_precheck import precheck
 from transforms.push.push_progress import PushProgress
 from transforms.push.push_report import PushReport
 from transforms.push.send_body import send_body
+from transforms.push.user_v2_push import ThreadRunner, send_body_v2
 from transforms.push.verification import verify_manifest
-from transforms.zitadel_api.client import AdminClient, connect
+from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
 
 __all__ = ["push_manifest"]
@@ -55,6 +57,7 @@ def _send_all(
     request_timeout: float | None,
     progress: bool,
     stream: TextIO,
+    api: str = ADMIN_IMPORT,
 ) -> tuple[list[BodyResult], str | None]:
     """Every body, skipping those the ledger says are done; the results in manifest order, and
     why the push stopped (None when it did not)."""
@@ -68,23 +71,27 @@ def _send_all(
             return None
 
         def work(ref: BodyRef) -> BodyResult:
+            if api == USER_V2:  # one call per user, --concurrency users at once (user_v2_push.py)
+                runner = ThreadRunner(concurrency)
+                return send_body_v2(client, ref, ledger.load(ref), live, ledger, runner, request_timeout)
             return send_body(
                 client, ref, ledger.load(ref), manifest.timeout, request_timeout, live, ledger, max_attempts
             )
 
-        scheduler = BodyScheduler(manifest, concurrency, work, skip, live.body_done)
+        bodies_at_once = 1 if api == USER_V2 else concurrency
+        scheduler = BodyScheduler(manifest, bodies_at_once, work, skip, live.body_done)
         results = scheduler.run()
     return [results[b.index] for b in manifest.bodies], scheduler.fatal
 
 
-def _connect(
-    url: str, credentials: Credentials, max_attempts: int, request_timeout: float | None
-) -> AdminClient:
-    """A client that passed the probe call. ``--request-timeout`` bounds every call of the push
-    (probe, token, org lookups), not only imports."""
-    if request_timeout:
-        return connect(url, credentials, max_attempts=max_attempts, timeout=request_timeout)
-    return connect(url, credentials, max_attempts=max_attempts)
+def _open(
+    url: str, credentials: Credentials, api: str, max_attempts: int, timeout: float | None, stream: TextIO
+) -> tuple[AdminClient, str]:
+    """A client that passed its probe, and the path it takes (``--api``: api_choice.py)."""
+    client, api, line = open_client(url, credentials, api, max_attempts, timeout)
+    if line:
+        print(line, file=stream)
+    return client, api
 
 
 def _stopped_line(fatal: str, ordered: list[BodyResult]) -> str:
@@ -110,6 +117,7 @@ def push_manifest(
     stream: TextIO | None = None,
     client: AdminClient | None = None,
     hash_policy: HashPolicy | None = None,
+    api: str = ADMIN_IMPORT,  # or user-v2, or auto: probe and say which (api_choice.py)
 ) -> PushReport:
     """Push every body of a manifest; resumable through the ledger in ``results_dir``.
 
@@ -132,8 +140,10 @@ def push_manifest(
 
         check_base(manifest)  # before anything is sent: a manifest of an older state is refused
     ledger = Ledger(results_dir or default_results_dir(manifest))
-    client = client or _connect(url, credentials, max_attempts, request_timeout)
-    check_projects(manifest.raw, client)  # the grants' projects must exist before any body
+    if client is None:  # ``--request-timeout`` bounds every call of the push, not only imports
+        client, api = _open(url, credentials, api, max_attempts, request_timeout, stream)
+    if api != USER_V2:  # the events search it reads is an admin API call
+        check_projects(manifest.raw, client)  # the grants' projects must exist before any body
     started = time.monotonic()
     ordered, fatal = _send_all(
         manifest,
@@ -144,6 +154,7 @@ def push_manifest(
         request_timeout=request_timeout,
         progress=progress,
         stream=stream,
+        api=api,
     )
     report = PushReport(
         ordered,

@@ -25,9 +25,11 @@ from transforms.common.errors import ConfigError
 from transforms.files.storage import write_atomic
 from transforms.output.body_parts import body_user_ids, orgs_of, user_name_of, users_of
 from transforms.output.manifest import default_results_dir, load_manifest, read_body
+from transforms.push.api_choice import open_client
 from transforms.push.grant_calls import expected_grants, missing_grants
+from transforms.push.verify_user_v2 import admin_reads_refused, listed_grants, listed_users, owners_elsewhere
 from transforms.zitadel_api import api_errors as admin_api
-from transforms.zitadel_api.client import AdminClient, connect
+from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
 
 __all__ = [
@@ -70,6 +72,8 @@ class VerifyReport:
     # ``userId@projectId`` of user grants without a ``user.grant.added`` event (docs/roles.md).
     missing_grants: list[str] = dataclasses.field(default_factory=list)
     grants_expected: int = 0
+    # Missing users found in another org: user id → that org (verify_user_v2.owners_elsewhere).
+    elsewhere: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def created(self) -> int:
@@ -108,6 +112,11 @@ class VerifyReport:
             lines.append(
                 f"verify: grants {self.grants_expected - len(self.missing_grants)} of {self.grants_expected} arrived"
                 + (f"; missing e.g. {', '.join(self.missing_grants[:5])}" if self.missing_grants else "")
+            )
+        if self.elsewhere:
+            named = [f"{u} (in {o})" for u, o in sorted(self.elsewhere.items())[:5]]
+            lines.append(
+                f"verify: {len(self.elsewhere)} missing user(s) are in another org: {', '.join(named)}"
             )
         if self.missing_file:
             lines.append(f"missing ids: {self.missing_file}")
@@ -213,23 +222,30 @@ def verify_manifest(
     page_size: int = 1000,
     client: AdminClient | None = None,
 ) -> VerifyReport:
-    """Compare the bodies' user ids with ``user.human.added`` events, org by org.
+    """Compare the bodies' user ids with ``user.human.added`` events, org by org (or, where the
+    admin API is absent or refused, with the user service's ``ListUsers``: verify_user_v2.py).
 
     >>> report = verify_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud",
     ...                          load_credentials(token_file="pat"))  # doctest: +SKIP
     >>> report.ok, report.missing[:3]  # doctest: +SKIP
     """
     per_org = expected_users(manifest_path)
-    client = client or connect(url, credentials)
+    client = client or open_client(url, credentials, "auto")[0]
+    v2 = admin_reads_refused(client)  # no admin API, or not for this credential: the user service's reads
     checks = [
-        compare(org_id, expected, *added_users(client, org_id, USER_ADDED, page_size))
+        compare(org_id, expected, *(listed_users if v2 else added_users)(client, org_id, page_size=page_size))
         for org_id, expected in per_org.items()
     ]
     report = VerifyReport(checks)
+    report.elsewhere = owners_elsewhere(client, {u: o.org_id for o in checks for u in o.missing}, not v2)
     grants = expected_grants_of(manifest_path)
     if grants:
         report.grants_expected = sum(len(v) for v in grants.values())
-        report.missing_grants = missing_grants(client, grants, page_size)
+        report.missing_grants = (
+            [f"{u}@{p}" for org, want in grants.items() for u, p in sorted(want - listed_grants(client, org))]
+            if v2
+            else missing_grants(client, grants, page_size)
+        )
     report.missing_file = _write_missing(manifest_path, results_dir, report)
     return report
 
@@ -256,7 +272,11 @@ def _write_missing(manifest_path: str, results_dir: str | None, report: VerifyRe
         return None
     os.makedirs(directory, exist_ok=True)
     lines = [
-        json.dumps({"orgId": o.org_id, "userId": u, "reason": "no-user.human.added-event"})
+        json.dumps(
+            {"orgId": o.org_id, "userId": u, "reason": "in-another-org", "foundIn": report.elsewhere[u]}
+            if u in report.elsewhere
+            else {"orgId": o.org_id, "userId": u, "reason": "no-user.human.added-event"}
+        )
         for o in report.orgs
         for u in o.missing
     ] + [

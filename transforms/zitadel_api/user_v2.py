@@ -1,0 +1,152 @@
+"""The user service v2 requests that create and read users (docs/user-v2.md); no HTTP here.
+
+One ``humanUsers`` entry of an import body (with its ``userMetadata`` items) becomes one
+``AddHumanUser`` request (``POST /v2/users/human``, zitadel.user.v2 in ``@zitadel/proto`` 1.3.1)
+carrying everything the import entry carries: the caller's ``userId``, the org, user name,
+profile, e-mail and phone (verified or not, never a mail or SMS: an unverified one asks for
+``returnCode``), the password hash or password with ``changeRequired``, IdP links, the TOTP secret
+and the metadata. Field by field (import → user service v2)::
+
+    userName → username              profile.firstName/lastName → profile.givenName/familyName
+    email.isEmailVerified → email.isVerified (else returnCode {})
+    phone.isPhoneVerified → phone.isVerified (else returnCode {})
+    hashedPassword.value → hashedPassword.hash   password → password.password
+    passwordChangeRequired → (hashedPassword | password).changeRequired
+    idps[{configId, externalUserId, displayName}] → idpLinks[{idpId, userId, userName}]
+    otpCode → totpSecret             userMetadata[{key, value}] → metadata[{key, value}]
+
+Example::
+
+    request = add_human_request("123", entry, metadata_items)
+    client.request("POST", ADD_HUMAN_PATH, request)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "ADD_HUMAN_PATH",
+    "LIST_USERS_PATH",
+    "ALREADY_EXISTS",
+    "add_human_request",
+    "list_users_request",
+    "user_path",
+    "owner_of",
+]
+
+ADD_HUMAN_PATH = "/v2/users/human"
+LIST_USERS_PATH = "/v2/users"
+# What a create of an id or user name in use answers (HTTP 409, gRPC AlreadyExists).
+ALREADY_EXISTS = ("Errors.User.AlreadyExisting", "Errors.User.AlreadyExists", "AlreadyExists")
+
+# A JSON object as parsed (an import entry, a request, an answer).
+Fields = dict[str, Any]
+
+_PROFILE_KEYS = ("nickName", "displayName", "preferredLanguage", "gender")
+_SNAKE = re.compile(r"_([a-z0-9])")
+
+
+def _camel_fields(value: Fields) -> Fields:
+    return {_SNAKE.sub(lambda m: m.group(1).upper(), str(k)): _camel(v) for k, v in value.items()}
+
+
+def _camel(value: object) -> object:
+    """Keys in camelCase (an import body may spell them either way; values are left alone)."""
+    if isinstance(value, dict):
+        return _camel_fields(value)
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    return value
+
+
+def _verification(verified: object) -> Fields:
+    return {"isVerified": True} if verified is True else {"returnCode": {}}
+
+
+def _profile(profile: Fields) -> Fields:
+    out: Fields = {
+        "givenName": str(profile.get("firstName") or ""),
+        "familyName": str(profile.get("lastName") or ""),
+    }
+    for key in _PROFILE_KEYS:
+        if profile.get(key):
+            out[key] = profile[key]
+    return out
+
+
+def _password(user: Fields) -> Fields:
+    change = bool(user.get("passwordChangeRequired"))
+    hashed = (user.get("hashedPassword") or {}).get("value")
+    if hashed:
+        return {"hashedPassword": {"hash": str(hashed), "changeRequired": change}}
+    if user.get("password"):
+        return {"password": {"password": str(user["password"]), "changeRequired": change}}
+    return {}
+
+
+def add_human_request(org_id: str, entry: Fields, metadata: Sequence[Fields] = ()) -> dict:
+    """The AddHumanUser request of one import entry (``{"userId", "user"}``) and its metadata
+    items (``{"id", "key", "value"}``, value base64 as in the import body)."""
+    entry = _camel_fields(dict(entry))
+    user = entry.get("user") or {}
+    request: Fields = {}
+    if entry.get("userId"):
+        request["userId"] = str(entry["userId"])
+    request["username"] = str(user.get("userName") or "")
+    request["organization"] = {"orgId": org_id}
+    request["profile"] = _profile(user.get("profile") or {})
+    email = user.get("email") or {}
+    request["email"] = {"email": str(email.get("email") or ""), **_verification(email.get("isEmailVerified"))}
+    phone = user.get("phone") or {}
+    if phone.get("phone"):
+        request["phone"] = {"phone": str(phone["phone"]), **_verification(phone.get("isPhoneVerified"))}
+    request.update(_password(user))
+    links = [
+        {
+            "idpId": str(link.get("configId") or ""),
+            "userId": str(link.get("externalUserId") or ""),
+            "userName": str(link.get("displayName") or ""),
+        }
+        for link in user.get("idps") or []
+    ]
+    if links:
+        request["idpLinks"] = links
+    if user.get("otpCode"):
+        request["totpSecret"] = str(user["otpCode"])
+    items = [
+        {"key": str(m.get("key")), "value": str(m.get("value") or "")}
+        for m in map(_camel_fields, map(dict, metadata))
+    ]
+    if items:
+        request["metadata"] = items
+    return request
+
+
+def list_users_request(
+    org_id: str = "", user_ids: Sequence[str] = (), user_name: str = "", offset: int = 0, limit: int = 1000
+) -> dict:
+    """A ListUsers request (``POST /v2/users``): every query given must hold."""
+    queries: list[Fields] = []
+    if org_id:
+        queries.append({"organizationIdQuery": {"organizationId": org_id}})
+    if user_ids:
+        queries.append({"inUserIdsQuery": {"userIds": list(user_ids)}})
+    if user_name:
+        queries.append({"userNameQuery": {"userName": user_name, "method": "TEXT_QUERY_METHOD_EQUALS"}})
+    return {"query": {"offset": str(offset), "limit": limit, "asc": True}, "queries": queries}
+
+
+def user_path(user_id: str) -> str:
+    """``GET /v2/users/{id}`` (GetUserByID) with the id quoted."""
+    from urllib.parse import quote
+
+    return f"/v2/users/{quote(user_id, safe='')}"
+
+
+def owner_of(answer: Fields) -> str:
+    """The org of a GetUserByID answer's user (``user.details.resourceOwner``), or ''."""
+    user = answer.get("user") or answer
+    return str((user.get("details") or {}).get("resourceOwner") or "")
