@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import signal
 import subprocess
 import sys
 import urllib.error
@@ -107,6 +108,12 @@ def test_the_standalone_server_takes_capacity_flags(tmp_path):
         first, second = _import(url, 0, 1), _import(url, 1, 1)
         assert first[0] == 200
         assert second[0] == 429 and second[1]["Retry-After"] == "1"
+        proc.send_signal(signal.SIGINT)  # it says what it saw, as its last line
+        out, _ = proc.communicate(timeout=10)
+        summary = json.loads(out.strip().splitlines()[-1])["capacity"]
+        assert summary["served"] == 1 and [status for _, status in summary["refusals"]] == [429]
+        assert len(summary["arrivals"]) == 2
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

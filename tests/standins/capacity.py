@@ -11,7 +11,8 @@ IP with 429 and ``Retry-After`` (FACTS §8). ``Capacity`` models exactly that, o
     server.capacity.refused          # {429: n, 503: n}
     server.capacity.peak_rate(1.0)   # the most calls that arrived in any 1 s window
 
-Standalone: ``zitadel_server.py --workers 4 --per-user-delay-ms 0.2 --queue 8 --rate-limit 50``.
+Standalone: ``zitadel_server.py --workers 4 --per-user-delay-ms 0.2 --queue 8 --rate-limit 50``;
+on SIGINT it prints ``{"capacity": summary()}`` as its last line (benchmarks/push_limiter.py).
 
 The server calls ``enter`` once it has read a request (it blocks while the call waits for a
 worker, or answers the refusal) and ``leave`` when the request is done. An import's cost is
@@ -24,11 +25,12 @@ from __future__ import annotations
 import argparse
 import bisect
 import collections
+import json
 import math
 import threading
 import time
 
-__all__ = ["Capacity", "Refusal", "DEFAULT_PATHS", "add_capacity_arguments", "add_capacity"]
+__all__ = ["Capacity", "Refusal", "DEFAULT_PATHS", "add_capacity_arguments", "add_capacity", "print_summary"]
 
 # The calls a capacity applies to: imports, user service v2 and management calls (not tokens).
 DEFAULT_PATHS = ("/admin/v1/import", "/v2/", "/management/v1/")
@@ -55,6 +57,7 @@ class Capacity:
         self._ticket = 0
         self.arrivals: list[float] = []  # monotonic time of every call in scope, refused ones too
         self.refused: dict[int, int] = {429: 0, 503: 0}
+        self.refusals: list[tuple[float, int]] = []  # (monotonic time, status) of every refusal
         self.served = 0
         self.peak_busy = 0
         self.peak_waiting = 0
@@ -92,7 +95,7 @@ class Capacity:
         with self._cond:
             now = time.monotonic()
             self.arrivals.append(now)
-            refusal = self._rate_refusal(now) or self._queue_refusal()
+            refusal = self._rate_refusal(now) or self._queue_refusal(now)
             if refusal is not None:
                 return refusal
             self._ticket += 1
@@ -133,17 +136,31 @@ class Capacity:
             self._tokens -= 1.0
             return None
         self.refused[429] += 1
+        self.refusals.append((now, 429))
         wait = max(1, math.ceil((1.0 - self._tokens) / self.rate))
         body = {"code": 8, "message": "rate limit exceeded", "details": []}
         return 429, body, {"Retry-After": str(wait)}
 
-    def _queue_refusal(self) -> Refusal | None:
+    def _queue_refusal(self, now: float) -> Refusal | None:
         if self.queue is None or not self.workers:
             return None
         if self._free() > 0 or len(self._waiting) < self.queue:
             return None
         self.refused[503] += 1
+        self.refusals.append((now, 503))
         return 503, {"code": 14, "message": "upstream overloaded", "details": []}, {}
+
+    def summary(self) -> dict:
+        """What the target saw, for a benchmark in another process (times: ``time.monotonic``,
+        one clock for every process on the machine)."""
+        with self._cond:
+            return {
+                "arrivals": list(self.arrivals),
+                "refusals": list(self.refusals),
+                "served": self.served,
+                "peak_busy": self.peak_busy,
+                "peak_waiting": self.peak_waiting,
+            }
 
     def peak_rate(self, window: float = 1.0) -> float:
         """The most calls (refused ones included) that arrived in any ``window`` seconds, per second."""
@@ -164,6 +181,12 @@ def add_capacity_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rate-limit", type=float, default=0.0, help="calls per second; 429 with Retry-After beyond (0: off)"
     )
+
+
+def print_summary(capacity: Capacity) -> None:
+    """On the standalone server's exit (Ctrl-C / SIGINT): one JSON line of ``summary()``."""
+    if capacity.active:
+        print(json.dumps({"capacity": capacity.summary()}), flush=True)
 
 
 def add_capacity(capacity: Capacity, args: argparse.Namespace) -> None:

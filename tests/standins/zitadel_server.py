@@ -47,7 +47,7 @@ from typing import Any
 # imported here: PyJWT, protobuf and argon2-cffi come with the requests that need them
 # (optional_deps.py), so the server runs after `./run_local.sh`, which installs no test extras.
 import passwap_rules
-from capacity import Capacity, add_capacity, add_capacity_arguments
+from capacity import Capacity, add_capacity, add_capacity_arguments, print_summary
 from optional_deps import MissingDependency, optional
 from zitadel_management_v1 import ManagementError, ManagementV1
 from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
@@ -1347,6 +1347,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         server._httpd.server_close()  # pylint: disable=protected-access
+        print_summary(server.capacity)
     return 0
 
 
