@@ -28,6 +28,7 @@ from transforms.hashing.policy import HashPolicy, load_policy
 from transforms.output.manifest import default_results_dir, load_manifest, write_body_manifest
 from transforms.push.api_choice import API_CHOICES
 from transforms.push.engine import push_manifest
+from transforms.push.limiter import DEFAULT_MAXIMUM
 from transforms.push.send_body import TIMEOUT_MARGIN
 
 __all__ = ["add_arguments", "run"]
@@ -51,8 +52,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency",
         type=int,
-        default=1,
-        help="bodies sent at once (default 1: the hosted endpoint is slow)",
+        default=None,
+        help="exactly this many bodies sent at once (default: as many as the target keeps up "
+        "with, found while sending, at most --max-concurrency; README 'Push pace')",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=DEFAULT_MAXIMUM,
+        help=f"without --concurrency: the most bodies sent at once (default {DEFAULT_MAXIMUM})",
+    )
+    parser.add_argument(
+        "--max-rate",
+        type=float,
+        default=None,
+        help="at most this many requests a second, retries included (e.g. under the target's rate "
+        "limit; default: no limit but what 429 answers teach)",
     )
     parser.add_argument(
         "--max-attempts",
@@ -105,8 +120,11 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args  # push has no Beam options; the CLI already rejected unknown flags
     if getattr(known_args, "gcs_document", None):
         return run_gcs_push(known_args)
-    if known_args.concurrency < 1 or known_args.max_attempts < 1:
-        raise ConfigError("--concurrency and --max-attempts must be at least 1")
+    low = [known_args.max_attempts, known_args.max_concurrency, known_args.concurrency or 1]
+    if min(low) < 1 or known_args.concurrency == 0:
+        raise ConfigError("--concurrency, --max-concurrency and --max-attempts must be at least 1")
+    if known_args.max_rate is not None and known_args.max_rate <= 0:
+        raise ConfigError("--max-rate must be above 0")
     if bool(known_args.manifest) == bool(known_args.body):
         raise ConfigError("give either --manifest or --body (one or more)")
     manifest_path = known_args.manifest or write_body_manifest(known_args.body)
@@ -140,6 +158,8 @@ def _push(known_args: argparse.Namespace, manifest_path: str, results: str) -> i
         credentials_from_args(known_args),
         results_dir=results,
         concurrency=known_args.concurrency,
+        max_concurrency=known_args.max_concurrency,
+        max_rate=known_args.max_rate,
         max_attempts=known_args.max_attempts,
         request_timeout=known_args.request_timeout,
         progress=not known_args.quiet,

@@ -276,7 +276,9 @@ def test_killed_push_resumes_without_duplicates(zitadel, tmp_path):
     first_ledger = tmp_path / "importBody.results" / "body-00000.json"
     env = {**os.environ, "ZITADEL_TOKEN": PAT, "PYTHONPATH": REPO}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", "push", "--url", zitadel.url, "--manifest", str(manifest)],
+        # One body at a time: the kill must land inside body 2 (the pace is tests/test_limiter.py's).
+        [sys.executable, "-m", "pipeline", "push", "--url", zitadel.url, "--manifest", str(manifest)]
+        + ["--concurrency", "1"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

@@ -565,6 +565,7 @@ def test_a_server_gone_mid_run_stops_the_push_after_three_silent_requests_and_a_
         f"--manifest={manifest}",
         "--request-timeout=1",
         "--max-attempts=2",
+        "--concurrency=1",  # the stop's count is of requests in a row: one body at a time
         "--quiet",
     ]
     started = time.monotonic()

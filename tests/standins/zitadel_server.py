@@ -48,6 +48,7 @@ from typing import Any
 # (optional_deps.py), so the server runs after `./run_local.sh`, which installs no test extras.
 import passwap_rules
 import zitadel_user_v2_create as user_v2_create
+from capacity import Capacity, add_capacity, add_capacity_arguments, print_summary
 from optional_deps import MissingDependency, optional
 from zitadel_management_v1 import ManagementError, ManagementV1
 from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
@@ -374,6 +375,7 @@ class ZitadelServer:
         self.hash_verifiers = frozenset(hash_verifiers) | {"bcrypt"}
         self.hash_limits = {**passwap_rules.DEFAULT_LIMITS, **(hash_limits or {})}
         self.faults = Faults()
+        self.capacity = Capacity()  # workers, queue, rate limit (tests/standins/capacity.py)
         self.state = _State()
         self.token_ttl = token_ttl
         self.clients = dict(clients or {})
@@ -549,7 +551,7 @@ class ZitadelServer:
                 self.state.emit("org.added", org_id, "org", org_id, {"name": self.state.orgs[org_id]["name"]})
         self._import_org_fields(org_id, org, errors)
         created: list[str] = []
-        delay = self.faults.per_user_delay
+        delay = self.faults.per_user_delay or self.capacity.per_user_cost
         for i, entry in enumerate(org.get("humanUsers") or []):
             # Sleep to a schedule (not per call) so thousands of 2 ms "users" add up accurately.
             if delay:
@@ -1122,11 +1124,17 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             except MissingDependency as err:
                 print(f"zitadel_server: {err}", file=sys.stderr, flush=True)
                 self._error(500, 13, str(err))
+            finally:
+                server.capacity.leave()
 
         def _read_and_fault(self) -> tuple[bytes, str | None, bool]:
             """The request's body and its fault; ``True`` when a fault already answered it."""
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
+            refusal = server.capacity.enter(self.path)  # queues for a worker, or refuses
+            if refusal is not None:
+                self._send(*refusal)
+                return raw, None, True
             fault = server.faults.next_fault(self.path)
             if fault == "hang":
                 self._hang()
@@ -1335,6 +1343,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--org", action="append", default=[], help="an org that exists from the start (repeatable)"
     )
+    add_capacity_arguments(parser)
     args = parser.parse_args(argv)
     tokens = []
     if args.token_file:
@@ -1354,6 +1363,7 @@ def main(argv: list[str] | None = None) -> int:
         hash_limits=limits,
     )
     server.faults.per_user_delay = args.per_user_delay_ms / 1000.0
+    add_capacity(server.capacity, args)
     server.faults.drip_bytes_per_second = args.drip_bytes_per_second
     server.admin_api = not args.no_admin_api
     server.per_call_delay = args.per_call_delay_ms / 1000.0
@@ -1366,6 +1376,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         server._httpd.server_close()  # pylint: disable=protected-access
+        print_summary(server.capacity)
     return 0
 
 

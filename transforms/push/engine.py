@@ -10,7 +10,9 @@ one invalid user: ``docs/zitadel-import-api.md``):
 - ``Errors.User.AlreadyExisting`` means *present* (a retry after a lost answer, or a re-run), and
   ``Errors.Org.AlreadyExisting`` is success; every other per-user error goes to
   ``<results>/push-dead-letter.ndjson`` with the server's message (ids only, never hashes);
-- the ledger is written atomically (temp file + rename), so a killed run resumes cleanly.
+- the ledger is written atomically (temp file + rename), so a killed run resumes cleanly;
+- ``concurrency`` bodies at once, or (None) as many as the target keeps up with, at most
+  ``max_concurrency``, at most ``max_rate`` requests a second (``limiter.py``).
 
 Example::
 
@@ -32,6 +34,7 @@ from transforms.output.manifest import BodyRef, Manifest, default_results_dir, l
 from transforms.push.api_choice import ADMIN_IMPORT, USER_V2, open_client
 from transforms.push.body_scheduler import BodyScheduler
 from transforms.push.grant_calls import check_projects
+from transforms.push.limiter import DEFAULT_MAXIMUM, Limiter
 from transforms.push.push_ledger import BodyResult, Ledger, write_dead_letter
 from transforms.push.push_precheck import precheck
 from transforms.push.push_progress import PushProgress
@@ -52,7 +55,7 @@ def _send_all(
     client: AdminClient,
     ledger: Ledger,
     *,
-    concurrency: int,
+    limiter: Limiter,
     max_attempts: int,
     request_timeout: float | None,
     progress: bool,
@@ -61,7 +64,7 @@ def _send_all(
 ) -> tuple[list[BodyResult], str | None]:
     """Every body, skipping those the ledger says are done; the results in manifest order, and
     why the push stopped (None when it did not)."""
-    with PushProgress(manifest, stream, progress) as live:
+    with PushProgress(manifest, stream, progress, limiter=limiter) as live:
 
         def skip(ref: BodyRef) -> BodyResult | None:
             previous = ledger.load(ref)
@@ -72,14 +75,23 @@ def _send_all(
 
         def work(ref: BodyRef) -> BodyResult:
             if api == USER_V2:  # one call per user, --concurrency users at once (user_v2_push.py)
-                runner = ThreadRunner(concurrency)
+                runner = ThreadRunner(limiter.limit)
                 return send_body_v2(client, ref, ledger.load(ref), live, ledger, runner, request_timeout)
             return send_body(
-                client, ref, ledger.load(ref), manifest.timeout, request_timeout, live, ledger, max_attempts
+                client,
+                ref,
+                ledger.load(ref),
+                manifest.timeout,
+                request_timeout,
+                live,
+                ledger,
+                max_attempts,
+                limiter,
             )
 
-        bodies_at_once = 1 if api == USER_V2 else concurrency
-        scheduler = BodyScheduler(manifest, bodies_at_once, work, skip, live.body_done)
+        # The user service path sends one body at a time, its users --concurrency at once.
+        bodies = Limiter(fixed=1) if api == USER_V2 else limiter
+        scheduler = BodyScheduler(manifest, bodies, work, skip, live.body_done)
         results = scheduler.run()
     return [results[b.index] for b in manifest.bodies], scheduler.fatal
 
@@ -109,7 +121,7 @@ def push_manifest(
     url: str,
     credentials: Credentials,
     results_dir: str | None = None,
-    concurrency: int = 1,
+    concurrency: int | None = 1,
     max_attempts: int = 6,
     request_timeout: float | None = None,
     progress: bool = True,
@@ -118,6 +130,8 @@ def push_manifest(
     client: AdminClient | None = None,
     hash_policy: HashPolicy | None = None,
     api: str = ADMIN_IMPORT,  # or user-v2, or auto: probe and say which (api_choice.py)
+    max_concurrency: int = DEFAULT_MAXIMUM,
+    max_rate: float | None = None,
 ) -> PushReport:
     """Push every body of a manifest; resumable through the ledger in ``results_dir``.
 
@@ -145,11 +159,12 @@ def push_manifest(
     if api != USER_V2:  # the events search it reads is an admin API call
         check_projects(manifest.raw, client)  # the grants' projects must exist before any body
     started = time.monotonic()
+    limiter = Limiter(fixed=concurrency, maximum=max_concurrency, max_rate=max_rate)
     ordered, fatal = _send_all(
         manifest,
         client,
         ledger,
-        concurrency=concurrency,
+        limiter=limiter,
         max_attempts=max_attempts,
         request_timeout=request_timeout,
         progress=progress,
@@ -163,6 +178,7 @@ def push_manifest(
         write_dead_letter(ledger.directory, ordered),
         client.stats,
         None if fatal is None else _stopped_line(fatal, ordered),
+        limiter=limiter.stats(),
     )
     if syncing:
         from transforms.sync.sync_commit import apply_and_commit
@@ -173,7 +189,7 @@ def push_manifest(
             ledger.directory,
             ordered,
             bodies_stopped=fatal is not None,
-            concurrency=concurrency,
+            concurrency=concurrency or 1,
             request_timeout=request_timeout,
             progress=progress,
             stream=stream,

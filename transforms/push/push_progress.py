@@ -1,4 +1,5 @@
-"""The push's live line on stderr: bodies done/total, users created, failures, rate, ETA.
+"""The push's live line on stderr: bodies done/total, users created, failures, rate, ETA, and the
+limiter's current concurrency and request rate.
 
 Shared by the threads that send bodies (``send_body.py``), so every count is taken under the
 line's lock::
@@ -13,6 +14,7 @@ from typing import TextIO
 
 from transforms.common.progress import LiveLine
 from transforms.output.manifest import Manifest
+from transforms.push.limiter import Limiter
 from transforms.push.push_ledger import BodyResult
 
 __all__ = ["PushProgress"]
@@ -22,9 +24,15 @@ class PushProgress(LiveLine):
     """A live line on stderr: bodies done/total, users created, failures, rate, ETA."""
 
     def __init__(
-        self, manifest: Manifest, stream: TextIO, enabled: bool, interval: float | None = None
+        self,
+        manifest: Manifest,
+        stream: TextIO,
+        enabled: bool,
+        interval: float | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         super().__init__(stream, enabled, "push-progress", interval)
+        self._limiter = limiter
         self._total_bodies = len(manifest.bodies)
         self._total_users = manifest.total_users
         self.bodies_done = self.created = self.present = self.failed = self.skipped_users = 0
@@ -46,7 +54,8 @@ class PushProgress(LiveLine):
         with self._lock:
             done = self.created + self.present + self.failed
             rate, eta = self.rate_and_eta(done, max(self._total_users - done - self.skipped_users, 0))
-            return (
+            text = (
                 f"push: bodies {self.bodies_done}/{self._total_bodies}  created {self.created}  "
                 f"present {self.present}  failed {self.failed}  {rate:,.0f} users/s  ETA {eta}"
             )
+        return text if self._limiter is None else f"{text}  {self._limiter.stats().line()}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from transforms.push.limiter import LimiterStats
 from transforms.push.push_ledger import BodyResult
 from transforms.zitadel_api.transport import CallStats
 
@@ -34,6 +35,7 @@ class PushReport:
     fatal: str | None = None
     verify: VerifyReport | None = None  # when verify=True
     sync: SyncReport | None = None  # for a manifest with change files
+    limiter: LimiterStats | None = None  # the pace it sent at (transforms/push/limiter.py)
 
     @property
     def created(self) -> int:
@@ -87,6 +89,11 @@ class PushReport:
         lines.append(
             f"retries {self.stats.retries}, throttled {self.stats.throttled}; ledger {self.results_dir}"
         )
+        if self.limiter is not None and self.limiter.attempts:
+            lines.append(
+                f"pace: settled at {self.limiter.line(self.seconds)}; "
+                f"refused {self.limiter.refused}, retried {self.limiter.retried}"
+            )
         after_lost = sum(b.present_after_lost_answer for b in self.bodies)
         if after_lost:
             lines.append(

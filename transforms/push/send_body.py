@@ -5,7 +5,12 @@ The import is slow, not transactional, and rejects a whole request for one inval
 exceeded``) the users are sent again in halves; a single user is tried again up to
 ``max_attempts`` times. The ledger is saved after every request, so a killed run keeps the ids
 created so far. Authentication failing or the server going away stops the whole push
-(``Abort``). Called by ``push_manifest`` (``engine.py``) once per body, from its thread pool::
+(``Abort``). With a limiter (``limiter.py``) every attempt waits for its turn and reports its
+answer. A body the server would not get through well inside its ``timeout`` at the seconds per
+user seen so far is split before it is sent (``FIT_SHARE``), not after the server's deadline;
+while an adaptive limit is still finding its level (``probing``), a body goes out in
+``PROBE_PARTS`` parts (of at least ``PROBE_MIN_USERS``) so the answers that set the limit come
+sooner. Called by ``push_manifest`` (``engine.py``) once per body, from its thread pool::
 
     result = send_body(client, ref, ledger.load(ref), "5m", None, live, ledger, max_attempts=6)
 """
@@ -20,6 +25,7 @@ from transforms.common.durations import parse_duration
 from transforms.output.body_parts import body_user_ids, split_body
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.import_answers import Json, check_present_owners, fail_all, interpret
+from transforms.push.limiter import Limiter
 from transforms.push.push_ledger import BodyResult, Ledger, now
 from transforms.push.push_progress import PushProgress
 from transforms.zitadel_api import api_errors as admin_api
@@ -28,6 +34,9 @@ from transforms.zitadel_api.client import AdminClient
 __all__ = ["send_body", "Abort", "TIMEOUT_MARGIN"]
 
 TIMEOUT_MARGIN = 30.0  # seconds the client waits beyond the body's server-side timeout
+PROBE_PARTS = 4  # a body's parts while the adaptive limit is still doubling
+PROBE_MIN_USERS = 500  # no probe part smaller: a request's fixed cost would show as load
+FIT_SHARE = 0.5  # a request should need at most this share of the body's server-side timeout
 
 
 class Abort(Exception):
@@ -40,13 +49,23 @@ def _server_gone(err: admin_api.ServerGone) -> str:
 
 
 class _Attempts:
-    """Counts the HTTP attempts one import request took (the client calls ``bump`` per attempt)."""
+    """Counts the HTTP attempts one import request took (the client calls ``bump`` per attempt)
+    and, with a limiter, waits for each attempt's turn and tells it every answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, limiter: Limiter | None = None, users: int = 1) -> None:
         self.count = 0
+        self._limiter, self._users, self._started = limiter, users, 0.0
 
     def bump(self) -> None:
         self.count += 1
+        if self._limiter is not None:
+            self._limiter.admit(retry=self.count > 1)
+        self._started = time.monotonic()
+
+    def answer(self, status: int, retry_after: float | None) -> None:
+        if self._limiter is not None:
+            seconds = time.monotonic() - self._started
+            self._limiter.record(status, seconds, self._users, retry_after)
 
 
 class _Part(NamedTuple):
@@ -69,17 +88,45 @@ class _BodySender:
         timeout: float,
         max_attempts: int,
         started: float,
+        limiter: Limiter | None = None,
     ) -> None:
         self.client, self.result, self.ledger, self.progress = client, result, ledger, progress
         self.timeout, self.max_attempts, self.started = timeout, max_attempts, started
+        self.limiter = limiter
         self.lost_answer = False  # an earlier request of this body may have done work we never heard of
+        self.body_users = 0
+        self.server_timeout = 0.0  # the body's own timeout (seconds), 0: unknown
+
+    def _most_users(self) -> int | None:
+        """The most users one request may carry now (None: any number): fewer than the server
+        gets through in ``FIT_SHARE`` of the body's timeout at the pace seen so far, and while
+        the adaptive limit is probing, a ``PROBE_PARTS``-th of the body."""
+        if self.limiter is None:
+            return None
+        limits = []
+        per_user = self.limiter.seconds_per_user()
+        if per_user and self.server_timeout:
+            limits.append(max(1, int(FIT_SHARE * self.server_timeout / per_user)))
+        if self.limiter.probing:
+            limits.append(max(PROBE_MIN_USERS, -(-self.body_users // PROBE_PARTS)))
+        return min(limits) if limits else None
+
+    def _fit(self, part: _Part, queue: list[_Part]) -> _Part:
+        """The part, halved until it carries at most ``_most_users``; the rest go first in line."""
+        most = self._most_users()
+        while most is not None and len(body_user_ids(part.body)) > max(1, most):
+            first, second = split_body(part.body)
+            queue.insert(0, _Part(second, None, part.deadlines))
+            part = _Part(first, None, part.deadlines)
+        return part
 
     def run(self, queue: list[_Part]) -> None:
+        self.body_users = sum(len(body_user_ids(p.body)) for p in queue)
         while queue:
-            part = queue.pop(0)
+            part = self._fit(queue.pop(0), queue)
             n_users = len(body_user_ids(part.body))
             part_start = time.monotonic()
-            counter = _Attempts()
+            counter = _Attempts(self.limiter, n_users)
             outcome = self._send(part, queue, counter)
             self.result.requests += counter.count
             self.result.parts.append(
@@ -111,6 +158,7 @@ class _BodySender:
                 part.data if part.data is not None else json.dumps(part.body).encode(),
                 self.timeout,
                 on_attempt=counter.bump,
+                on_answer=counter.answer,
             )
         except admin_api.DeadlineExceeded as err:
             self.lost_answer = True
@@ -197,6 +245,7 @@ def send_body(
     progress: PushProgress,
     ledger: Ledger,
     max_attempts: int,
+    limiter: Limiter | None = None,
 ) -> BodyResult:
     """Send one body (splitting on server timeouts); never raises except Abort."""
     result = BodyResult(
@@ -228,7 +277,8 @@ def send_body(
     except ValueError:
         seconds = 300.0
     timeout = request_timeout or seconds + TIMEOUT_MARGIN
-    sender = _BodySender(client, result, ledger, progress, timeout, max_attempts, started)
+    sender = _BodySender(client, result, ledger, progress, timeout, max_attempts, started, limiter)
+    sender.server_timeout = seconds
     # The first request sends the file's bytes.
     sender.run([_Part(body, raw, 0)] if body_user_ids(body) or not checked.rejected else [])
     return _finish(result, previous, started, ledger)

@@ -44,6 +44,7 @@ class AdminV1Calls:
         on_attempt: Callable[[], None] | None = None,
         retrier: Retrier | None = None,
         org_id: str | None = None,
+        on_answer: Callable[[int, float | None], None] | None = None,
     ) -> dict[str, Any]:
         raise NotImplementedError  # AdminClient.request
 
@@ -57,19 +58,25 @@ class AdminV1Calls:
         timeout: float,
         on_attempt: Callable[[], None] | None = None,
         retrier: Retrier | None = None,
+        on_answer: Callable[[int, float | None], None] | None = None,
     ) -> dict[str, Any]:
-        return self.request("POST", path, body, timeout, on_attempt, retrier)
+        return self.request("POST", path, body, timeout, on_attempt, retrier, on_answer=on_answer)
 
     def import_data(
-        self, body_bytes: bytes, timeout: float, on_attempt: Callable[[], None] | None = None
+        self,
+        body_bytes: bytes,
+        timeout: float,
+        on_attempt: Callable[[], None] | None = None,
+        on_answer: Callable[[int, float | None], None] | None = None,
     ) -> dict:
         """POST /admin/v1/import with a complete ImportDataRequest body; returns the response.
 
         Raises DeadlineExceeded when the server's own ``timeout`` elapsed (split the body),
         InvalidRequest for a rejected request, AuthError, or RetriesExhausted. ``on_attempt`` is
-        called before every HTTP attempt (the caller's per-body request count).
+        called before every HTTP attempt (the caller's per-body request count), ``on_answer``
+        after it with its status and ``Retry-After`` (the push's limiter).
         """
-        answer = self._post_json("/admin/v1/import", body_bytes, timeout, on_attempt)
+        answer = self._post_json("/admin/v1/import", body_bytes, timeout, on_attempt, on_answer=on_answer)
         problem = _import_answer_problem(answer)
         if problem:
             raise AdminApiError(f"POST /admin/v1/import: not an import answer ({problem})", 200)

@@ -80,6 +80,7 @@ class AdminClient(AdminV1Calls):
         on_attempt: Callable[[], None] | None = None,
         retrier: Retrier | None = None,
         org_id: str | None = None,
+        on_answer: Callable[[int, float | None], None] | None = None,
     ) -> dict[str, Any]:
         """Any authenticated JSON call (``PUT /v2/users/human/{id}``, ``POST /admin/v1/import``):
         retries, token refresh, the whole-request ``timeout`` (default the client's), the
@@ -103,6 +104,7 @@ class AdminClient(AdminV1Calls):
             on_attempt,
             method=method,
             stop=self.stop,
+            on_answer=on_answer,
         )
         try:
             answer = json.loads(raw or b"{}")

@@ -224,12 +224,14 @@ def send_with_retries(
     on_attempt: Callable[[], None] | None = None,
     method: str = "POST",
     stop: NoAnswerStop | None = None,
+    on_answer: Callable[[int, float | None], None] | None = None,
 ) -> bytes:
     """Send until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body.
 
     ``timeout`` bounds each attempt from connect to the last byte, so a request takes at most
     about ``max_attempts`` x ``timeout`` plus the backoff. ``stop`` counts requests that got no
-    answer at all and fails this one at once (``ServerGone``) once too many did.
+    answer at all and fails this one at once (``ServerGone``) once too many did. ``on_answer``
+    hears every attempt's status (0: no answer) and ``Retry-After`` (the push's limiter).
     """
     attempt = 0
     refreshed = False
@@ -254,9 +256,13 @@ def send_with_retries(
             if 200 <= answer.status < 300:
                 if stop is not None:
                     stop.record(True)
+                if on_answer is not None:
+                    on_answer(answer.status, None)
                 return answer.body
             failure = classify(answer.status, answer.body, answer.retry_after)
             failure = dataclasses.replace(failure, message=scrub(failure.message, secrets()))
+        if on_answer is not None:
+            on_answer(failure.status, failure.retry_after)
         if failure.kind == "auth" and on_auth_failure and not refreshed and on_auth_failure():
             # A token that expired early (clock skew, revocation race): one fresh token, one retry.
             refreshed = True
