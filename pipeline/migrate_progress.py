@@ -6,7 +6,8 @@ memory of the process they run in; this line polls it every 0.5 s (the same ``Li
 push's line). That works where the pipeline runs in this process: the FnApiRunner in memory or in
 threads, the default. With worker processes (``--direct_running_mode=multi_processing``, Dataflow
 or any other ``--runner``) the numbers are out of reach and no line is shown rather than a line
-that stands still. Nothing is printed when stderr is not a terminal, or with ``--quiet``.
+that stands still. Nothing is printed when stderr is not a terminal, or with ``--quiet``; after
+Ctrl-C or SIGTERM the line stops (the interruption's one line follows on a row of its own).
 
 The line is written to a copy of the terminal's stderr taken before the run, because
 ``beam_run.run_pipeline`` points fd 2 at a capture file while the pipeline runs.
@@ -30,6 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
+from pipeline import signals
 from transforms.common import live_tally
 from transforms.common.progress import LiveLine
 
@@ -115,6 +117,15 @@ class MigrateProgress(LiveLine):
     def __exit__(self, *exc: object) -> None:
         self._outcome = "done" if not exc or exc[0] is None else "stopped"
         super().__exit__(*exc)
+
+    def _emit(self, final: bool = False) -> None:
+        # After Ctrl-C or SIGTERM the interruption's one line is all stderr shows (pipeline/signals.py):
+        # the line only ends its row, so that the interruption's line starts on a row of its own.
+        if signals.received() is None:
+            super()._emit(final)
+        elif final:
+            self._stream.write("\n")
+            self._stream.flush()
 
     def line(self) -> str:
         read, stages = live_tally.snapshot()

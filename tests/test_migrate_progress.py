@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -60,8 +61,9 @@ def _export(folder: Path, files: int, per_file: int) -> list[str]:
     ]
 
 
-def _run_on_terminal(args: list[str]) -> tuple[int, str, str]:
-    """Run the CLI with stderr on a pseudo-terminal: (exit status, what the terminal got, stdout)."""
+def _run_on_terminal(args: list[str], interrupt_on: bytes | None = None) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal: (exit status, what the terminal got, stdout).
+    With ``interrupt_on``, Ctrl-C's signal is sent once the terminal has shown that text."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipeline", *args],
@@ -80,6 +82,9 @@ def _run_on_terminal(args: list[str]) -> tuple[int, str, str]:
         if not data:
             break
         chunks.append(data)
+        if interrupt_on is not None and interrupt_on in b"".join(chunks):
+            proc.send_signal(signal.SIGINT)
+            interrupt_on = None
     os.close(master)
     assert proc.stdout is not None
     out = proc.stdout.read().decode()
@@ -103,6 +108,17 @@ def test_a_terminal_sees_the_line_move_to_100_percent(tmp_path):
     assert int(last.group(5).replace(",", "")) == users
     assert last.group(6).startswith("written ") and " done in " in last.group(6), terminal
     assert f"{total / 1e6:,.1f}" == last.group(2) and last.group(3) == "MB"
+
+
+def test_ctrl_c_ends_the_line_and_the_interruption_gets_a_row_of_its_own(tmp_path):
+    rc, terminal, out = _run_on_terminal(
+        _export(tmp_path / "in", files=12, per_file=5000), interrupt_on=b"migrate: read"
+    )
+    assert rc == 130, terminal + out
+    rows = [row for row in terminal.split("\r\n") if row.strip()]
+    assert rows[-1].startswith("zitadel-beam: interrupted (SIGINT): "), terminal
+    assert LINE.match(rows[-2].split("\r")[-1]), terminal  # the line as it was, its row ended
+    assert "migrate: read" not in rows[-1]
 
 
 @pytest.mark.parametrize(
