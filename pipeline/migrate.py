@@ -30,6 +30,7 @@ from pipeline import signals
 from pipeline.beam_run import make_pipeline, raise_output_failure, run_pipeline
 from pipeline.layout import OutputLayout, output_layout
 from pipeline.migrate_options import CommonArgs, removal_limit
+from pipeline.migrate_progress import live_line
 from pipeline.migrate_report import FinishedRun, SummaryLines, report_and_push
 from pipeline.report import counters_from_result, dead_letter_totals, not_carried_fields
 from pipeline.run_outputs import (
@@ -274,7 +275,8 @@ def _run_beam(job: _Job, run: RunOutputs, sync: _SyncPlan | None) -> _Ran:
     compare = (sync.options, sync.shards) if sync is not None else None
     pipeline = build_pipeline(job.add_source, common, layout, job.pipeline_args, compare, job.defined_roles)
     started = time.monotonic()
-    result = run_pipeline(pipeline, layout.tmp_dir)
+    with live_line(job.input_paths, job.pipeline_args, common.quiet):  # on a terminal only
+        result = run_pipeline(pipeline, layout.tmp_dir)
     elapsed = time.monotonic() - started
     counts = counters_from_result(result)
     refused_ranges = hash_ranges_from_result(result, counters.REFUSED_HASH_PARAM)

@@ -161,7 +161,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         add_source=add_source,
         common=common,
         pipeline_args=pipeline_args,
-        input_paths=[known_args.realm],
+        input_paths=sorted({s.path for s in sources}),  # the files read (--realm may be a folder)
         summary_lines=summary_lines,
         invariant=kc.invariant,
         extra_manifest={"realm_files": [s.path for s in sources]},

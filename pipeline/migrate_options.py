@@ -219,6 +219,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="a compressed input that ends early or is damaged: keep what was read and exit 0 "
         "(default: the records before the damage are written, but the run exits 1)",
     )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no live progress line on stderr (shown only on a terminal)"
+    )
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
     push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
@@ -259,6 +262,7 @@ class CommonArgs:
     max_removals: str = "5%"
     break_lock: bool = False
     allow_partial: bool = False  # --allow-partial: a cut input file does not fail the run
+    quiet: bool = False  # --quiet: no live line (pipeline/migrate_progress.py)
 
 
 def common_args(args: argparse.Namespace) -> CommonArgs:
@@ -306,6 +310,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         max_removals=getattr(args, "max_removals", "5%"),
         break_lock=bool(getattr(args, "break_lock", False)),
         allow_partial=getattr(args, "allow_partial", False),
+        quiet=bool(getattr(args, "quiet", False)),
     )
 
 

@@ -37,7 +37,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.common import counters
+from transforms.common import counters, live_tally
 from transforms.common.records import (
     NAMESPACE,
     DeadLetter,
@@ -96,11 +96,13 @@ class _ClaimsFn(beam.DoFn):
             value = read_spill_head(value, claims_size(read_spill_head(value, 8)))
         claims: dict[int, list[list[Any]]] = {}
         with no_gc():
-            for user_id, name, file_index, position in decode_claims(value):
+            rows = decode_claims(value)
+            for user_id, name, file_index, position in rows:
                 sortkey = [file_index, position]
                 if user_id:
                     claims.setdefault(partition_of("i" + user_id), []).append([_ID, user_id, sortkey])
                 claims.setdefault(partition_of("n" + name), []).append([_NAME, name, sortkey])
+        live_tally.add(live_tally.CHECKED, len(rows))
         for part, items in claims.items():
             yield part, orjson.dumps(items)
 
@@ -163,6 +165,7 @@ class _BodyWriterFn(beam.DoFn):
         path = FileSystems.join(self._tmp_dir, name)
         with open_private(path) as handle:
             handle.write(data)
+        live_tally.add(live_tally.WRITTEN, len(fragments))
         with_pw = metadata = with_otp = 0
         verifiers: collections.Counter[str] = collections.Counter()
         for _, _, user_json, metadata_json, password, _ in fragments:
@@ -244,6 +247,7 @@ class _ChunkPartitionFn(_BodyWriterFn):
         with no_gc():
             rows = [row for blob in blobs for row in decode_rows(load_blob(blob))]
             rows.sort(key=_sortkey)
+            live_tally.add(live_tally.BATCHED, len(rows))
             kept: list[Fragment] = []
             grants = _GrantTally()
             for row in rows:

@@ -36,6 +36,7 @@ import orjson
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.common import live_tally
 from transforms.common.errors import one_line
 
 __all__ = [
@@ -88,7 +89,7 @@ def _compressed(path: str) -> bool:
 class InputStream(io.RawIOBase):
     """A readable binary stream of UTF-8 JSON text (see module docstring)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, progress: bool = False):
         super().__init__()
         self.path = path
         self.name_for_errors = os.path.basename(path.rstrip("/")) or path
@@ -102,12 +103,19 @@ class InputStream(io.RawIOBase):
             self._inner = self._raw
         else:
             self._inner = self._raw
+        # With ``progress``: where the reader is in the file's own bytes (compressed ones for .gz),
+        # for the live line (transforms/common/live_tally.py); Beam's other decompressors wrap the
+        # file as ``_file``. A first look at a file (a sniff) does not count as reading it.
+        beam_decompressed = self._inner is self._raw and _compressed(path)
+        raw = getattr(self._raw, "_file", None) if beam_decompressed else self._raw
+        self._tell = getattr(raw, "tell", None) if progress else None
         self.encoding: str | None = None  # set for UTF-16/32 input (decoded here)
         self._decoder: codecs.IncrementalDecoder | None = None
         self._pending = b""
         self._eof = False
         self._error: InputReadError | None = None
         head = self._inner_read(_CHUNK)
+        self._progress()
         encoding, skip = detect_bom(head)
         if encoding is not None and encoding != "utf-8":
             self.encoding = encoding
@@ -174,6 +182,7 @@ class InputStream(io.RawIOBase):
         if self._eof:
             return b""
         data = self._inner_read(_CHUNK * 4)
+        self._progress()
         if self._decoder is not None:
             out = self._decode(data, final=not data)
             if not data:
@@ -182,6 +191,10 @@ class InputStream(io.RawIOBase):
         if not data:
             self._eof = True
         return data
+
+    def _progress(self) -> None:
+        if self._tell is not None:
+            live_tally.reached(self.path, 0, self._tell())
 
     def close(self) -> None:
         try:
@@ -192,9 +205,11 @@ class InputStream(io.RawIOBase):
             super().close()
 
 
-def open_input(path: str) -> InputStream:
-    """Open ``path`` (local or gs://) as UTF-8 JSON text; see :class:`InputStream`."""
-    return InputStream(path)
+def open_input(path: str, progress: bool = False) -> InputStream:
+    """Open ``path`` (local or gs://) as UTF-8 JSON text; see :class:`InputStream`.
+
+    ``progress``: the reading counts for the live line (``transforms/common/live_tally.py``)."""
+    return InputStream(path, progress)
 
 
 # --------------------------------------------------------------------------- nesting depth

@@ -32,7 +32,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from transforms.common import counters
+from transforms.common import counters, live_tally
 from transforms.common.errors import one_line
 from transforms.common.reasons import Reason
 from transforms.common.records import NAMESPACE
@@ -270,12 +270,13 @@ def _read_ndjson(unit: Unit) -> Iterator[Record]:
     if unit.end >= 0:  # a byte range of a large uncompressed UTF-8 file
         with _open(unit.path, False) as handle:
             data, base = _read_range(handle, unit.start, unit.end)
+        live_tally.reached(unit.path, unit.start, unit.end - unit.start)
         yield from _line_records(data.split(b"\n"), base, base == 0)
         return
     # The whole file, read in blocks: lines are handed on as each block completes them, and a
     # file that ends early (a cut .gz) keeps every record before the cut.
     offset, tail, count = 0, b"", 0
-    with open_input(unit.path) as handle:
+    with open_input(unit.path, progress=True) as handle:
         _count_decoded(handle.encoding)
         while True:
             try:
@@ -317,7 +318,7 @@ def _read_stream(unit: Unit) -> Iterator[Record]:
 
     index = 0
     fallback = False
-    with open_input(unit.path) as handle:
+    with open_input(unit.path, progress=True) as handle:
         _count_decoded(handle.encoding)
         guard = DepthGuard(handle)
         if unit.layout == ARRAY:

@@ -24,7 +24,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.common import counters
+from transforms.common import counters, live_tally
 from transforms.common.records import NAMESPACE, EncodedRow, encoded_row, no_gc, pack_rows
 from transforms.common.records import dead_letter as _dead_letter
 from transforms.files.spill import load_blob, write_spill
@@ -175,6 +175,7 @@ class _JoinPartitionFn(beam.DoFn):
             if letters:
                 yield from letters
                 letters.clear()
+        live_tally.add(live_tally.CONVERTED, len(items.profiles))
         if rows:
             yield part, write_spill(self._tmp_dir, f"rows-p{part:03d}.pkl", pack_rows(rows))
         if self._options.roles_project is not None:

@@ -21,7 +21,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.common import counters
+from transforms.common import counters, live_tally
 from transforms.common.records import NAMESPACE, DeadLetter, dead_letter, no_gc, partition_of, user_name_key
 from transforms.files.spill import write_spill
 from transforms.hashing.policy import DROPPABLE_REASONS
@@ -126,6 +126,8 @@ class _ParseUnitFn(beam.DoFn):
         with no_gc():
             for position, raw, value, error in fileio.read_unit(unit):
                 count += 1
+                if not count & 4095 and kind == Kind.PROFILES:  # the live line (live_tally.py)
+                    live_tally.add(live_tally.PARSED, 4096)
                 sortkey = (unit.index, position)
                 letter: DeadLetter | None
                 if error is not None or not isinstance(value, dict):
@@ -146,6 +148,8 @@ class _ParseUnitFn(beam.DoFn):
                 if letter is not None:
                     yield beam.pvalue.TaggedOutput(DEAD, letter)
         self._read[kind].inc(count)
+        if kind == Kind.PROFILES:
+            live_tally.add(live_tally.PARSED, count & 4095)
         self._tally.publish()
         self._publish_counts()
         yield from self._spill(unit, parts, routes)

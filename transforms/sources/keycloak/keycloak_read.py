@@ -32,7 +32,7 @@ import ijson
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.common import counters
+from transforms.common import counters, live_tally
 from transforms.common.errors import one_line
 from transforms.common.records import (
     NAMESPACE,
@@ -120,7 +120,7 @@ class _ReadRealmFileFn(beam.DoFn):
         position = 0
         try:
             # no_gc: many small dicts per chunk, and the cyclic GC would rescan them all.
-            with no_gc(), open_realm_file(source.path) as handle:
+            with no_gc(), open_realm_file(source.path, progress=True) as handle:
                 if handle.encoding:
                     counts[counters.INPUTS_DECODED + handle.encoding] += 1
                 guard = DepthGuard(handle)
@@ -169,7 +169,9 @@ class _ReadRealmFileFn(beam.DoFn):
                     if dead is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead)
                     if position % self._chunk == 0:
+                        live_tally.add(live_tally.PARSED, self._chunk)  # the live line (live_tally.py)
                         yield from self._flush(source, position, parts)
+            live_tally.add(live_tally.PARSED, position % self._chunk)
             yield from self._flush(source, position, parts)
             if self._roles is not None:  # the roles users hold that the export does not define
                 yield beam.pvalue.TaggedOutput(_ROLES, sorted(self._held))

@@ -79,9 +79,10 @@ class _Candidate(NamedTuple):
     realm: str
 
 
-def open_realm_file(path: str) -> InputStream:
-    """UTF-8 text (BOM skipped, UTF-16/32 decoded), gzip checked; wrap it in a DepthGuard to read."""
-    return open_input(path)
+def open_realm_file(path: str, progress: bool = False) -> InputStream:
+    """UTF-8 text (BOM skipped, UTF-16/32 decoded), gzip checked; wrap it in a DepthGuard to read.
+    ``progress``: the users' reader, counted for the live line (transforms/common/live_tally.py)."""
+    return open_input(path, progress)
 
 
 def is_users_part(path: str) -> bool:
