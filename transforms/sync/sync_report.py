@@ -59,6 +59,14 @@ class SyncReport:
     dead_letter: str | None = None
     verify_problems: list[str] | None = None  # after verify_changes: users whose state differs
     planned: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # planned_calls()
+    # User id → when an UpdateHumanUser with an unknown outcome was sent, as known before this
+    # push (the state's and the ledger's); None: the changes were not applied.
+    unknown_before: dict[str, float] | None = None
+
+    @property
+    def unknown(self) -> int:
+        """Users whose UpdateHumanUser outcome is still unknown (read back before the next send)."""
+        return sum(1 for r in self.results if r.unknown_at is not None)
 
     @property
     def failed(self) -> int:
@@ -109,6 +117,8 @@ class SyncReport:
             lines += [f"    {name}: {tally.text()}" for name, tally in kinds.items()]
         if locked_instead:
             lines.append(f"  locked instead of deactivated (initial users): {locked_instead}")
+        if self.unknown:
+            lines.append(f"  outcome unknown (read back before sending again): {self.unknown} user(s)")
         if self.state_generation is not None:
             lines.append(
                 f"state: committed generation {self.state_generation} ({self.users_committed} users updated)"
