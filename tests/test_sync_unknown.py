@@ -17,7 +17,6 @@ import sys
 import time
 
 import pytest
-from test_read_back import age_events
 from test_signals import REPO, interrupt, start, wait_for
 from test_sync import Day, _held, _password, _profile
 from zitadel_fixtures import PAT, hash_pool
@@ -34,6 +33,14 @@ def night(tmp_path):
     token_file.write_text(PAT)
     with ZitadelServer(tokens={PAT}) as server:
         yield Day(tmp_path, server, token_file)
+
+
+def age_events(server: ZitadelServer) -> None:
+    """Date every event so far a day back: day 1 was yesterday, not a second ago (a password
+    written within read_back.CLOCK_SLACK before a call counts as the call's)."""
+    with server.state.lock:
+        for event in server.state.events:
+            event.created = "2026-01-01T00:00:00Z"
 
 
 def _days() -> tuple[list[dict], list[dict], list[dict], list[dict]]:

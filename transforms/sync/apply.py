@@ -60,7 +60,6 @@ __all__ = [
     "commit_state",
     "verify_changes",
     "check_base",
-    "still_unknown",
     "CHANGES_LEDGER",
 ]
 
@@ -153,15 +152,18 @@ class _Ledger:
     def mark(self, name: str, sha256: str, user_id: str, sent_at: float) -> None:
         """An UpdateHumanUser about to be sent: should the process end before its answer, the
         next push reads the user back first (docs/sync.md#unknown-outcomes)."""
-        self.append(ChangeResult(name, sha256, user_id, _IN_FLIGHT, unknown_at=sent_at))
+        # Not fsynced (one fsync per user is enough): a stopped or killed process leaves what it
+        # wrote with the system; only a machine that crashes mid-call can lose the mark.
+        self.append(ChangeResult(name, sha256, user_id, _IN_FLIGHT, unknown_at=sent_at), durable=False)
 
-    def append(self, result: ChangeResult) -> None:
+    def append(self, result: ChangeResult, durable: bool = True) -> None:
         line = json.dumps(dataclasses.asdict(result), sort_keys=True).encode() + b"\n"
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 os.write(fd, line)
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
 
@@ -434,24 +436,12 @@ def commit_state(
     if roles_digest and all(i in authorizations_done for i in roles_refs):
         extra["authorizations_sha256"] = roles_digest  # the target holds these projects and roles
     if report.unknown_before is not None:  # the changes were applied (not stopped before)
-        unknown = still_unknown(report)
+        unknown = report.still_unknown()
         if unknown != store.read_unknown():
             store.write_unknown(unknown)  # before the pointer: never fewer users than open
     pointer = store.commit(base, changed, delta, extra)
     report.state_generation = pointer.get("generation")
     report.users_committed = sum(len(u) for u in updates.values())
-
-
-def still_unknown(report: SyncReport) -> dict[str, float]:
-    """User id → when its UpdateHumanUser whose outcome is still unknown was sent: the ones
-    known before this push that it did not settle, and its own."""
-    users = dict(report.unknown_before or {})
-    for result in report.results:
-        if result.unknown_at is not None:
-            users[result.user_id] = min(result.unknown_at, users.get(result.user_id, result.unknown_at))
-        elif result.status in (Outcome.DONE, Outcome.FAILED):
-            users.pop(result.user_id, None)  # read back, or its update confirmed
-    return users
 
 
 def verify_changes(changes: list[ChangeRecord], report: SyncReport, client: AdminClient) -> list[str]:
