@@ -206,3 +206,16 @@ def test_a_read_back_that_gets_no_answer_keeps_the_outcome_unknown(seeded):
     assert result.status == Outcome.FAILED and result.unknown_at is not None
     assert result.confirmed == []
     assert _password_writes(server) == 1  # the PUT landed late, the GETs changed nothing
+
+
+def test_a_throttled_write_is_sent_again_after_retry_after_without_a_read_back(seeded):
+    server, new_hash = seeded
+    server.faults.retry_after = "7"
+    server.faults.inject("429", path="/v2/users/*")
+    waits: list[float] = []
+    client = fast_client(server.url, Credentials("token", token=PAT), sleep=waits.append)
+    result, _ = apply_user(client, _change(new_hash), "f", "s", Stop(), 5.0)
+    assert result.status == Outcome.DONE and result.unknown_at is None
+    assert waits == [7.0] and client.stats.retries == 1
+    assert _requests(server) == ["PUT"]  # refused before any work: nothing to read back
+    assert _password_writes(server) == 1

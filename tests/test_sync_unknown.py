@@ -185,3 +185,6 @@ def test_ctrl_c_during_a_write_then_push_again_writes_the_password_once(night, t
     assert again.returncode == 0, again.stderr[-2000:]
     _assert_calls_add_up(again.stdout)
     _assert_day2_held_once(night, profiles2, passwords2)
+    requests = len(night.server.v2_requests)
+    assert night.run(profiles2, passwords2) == 0  # the state is right: nothing left to send
+    assert len(night.server.v2_requests) == requests

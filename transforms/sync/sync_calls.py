@@ -237,7 +237,7 @@ class _UserCalls:
             if self.mark is not None:
                 self.mark(result.unknown_at or sent_at)
             self.sent += 1
-            unknown = False
+            unknown, retry_after = False, None
             try:
                 client.request(
                     method, path, orjson.dumps(body), self.timeout, retrier=client.single_attempt()
@@ -249,7 +249,8 @@ class _UserCalls:
                     result.unknown_at = sent_at
                 if not isinstance(err, admin_api.RetriesExhausted) or attempt >= client.max_attempts:
                     raise
-            client.backoff(attempt)
+                retry_after = err.retry_after
+            client.backoff(attempt, retry_after)
             if unknown:
                 assert result.unknown_at is not None  # set above
                 body = self._read_back(body, result.unknown_at)

@@ -126,9 +126,11 @@ class AdminClient(AdminV1Calls):
         caller's own attempts (a write whose outcome is read back before it is sent again)."""
         return self._retrier.single()
 
-    def backoff(self, attempt: int) -> None:
-        """Wait as the client's retries do before attempt ``attempt + 1``."""
-        self._retrier.wait(attempt, None)
+    def backoff(self, attempt: int, retry_after: float | None = None) -> None:
+        """Wait as the client's retries do before attempt ``attempt + 1`` (at least
+        ``retry_after``), and count the retry."""
+        self.stats.bump("retries")
+        self._retrier.wait(attempt, retry_after)
 
     def send_raw(self, path: str, body: bytes, timeout: float) -> bytes:
         """POST ``body`` as ``request`` does (retries, token refresh, no-answer stop); the answer's
