@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from transforms.common.errors import ConfigError
-from transforms.sync.state import POINTER_NAME, StateStore
+from transforms.sync.state import POINTER_NAME, UNKNOWN_NAME, StateStore
 
 
 def _rec(user_id: str, name: str = "n") -> dict:
@@ -95,3 +95,16 @@ def test_links_in_the_state_folder_are_never_written_or_deleted_through(tmp_path
     third = store.commit(second, {1: {"a": _rec("a", "d")}})
     assert third["generation"] == 3
     assert (elsewhere / "part-00001.ndjson.gz").read_bytes() == b"not ours"
+
+
+def test_users_with_an_unknown_outcome_are_kept_beside_the_pointer_and_removed_when_none(tmp_path):
+    store = StateStore(str(tmp_path / "state"))
+    assert store.read_unknown() == {}
+    store.write_unknown({"b": 2.5, "a": 1.0})
+    assert store.read_unknown() == {"a": 1.0, "b": 2.5}
+    assert store.read_pointer() is None  # a file of its own: no generation is written for it
+    store.write_unknown({})
+    assert not (tmp_path / "state" / UNKNOWN_NAME).exists()
+    (tmp_path / "state" / UNKNOWN_NAME).write_text("[1, 2]")
+    with pytest.raises(ConfigError, match=UNKNOWN_NAME):
+        store.read_unknown()

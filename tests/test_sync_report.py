@@ -451,3 +451,20 @@ def test_an_initial_user_an_older_state_did_not_mark_is_locked_instead_and_named
         rows = dict(_summary(third))
         assert rows["sync: gone from the export: already deactivated"] == 1
         assert rows["sync: gone from the export: already locked"] == 1
+
+
+def test_users_with_an_unknown_outcome_stay_listed_until_a_push_settles_them():
+    results = [
+        ChangeResult("f", "s", "settled", Outcome.DONE),
+        ChangeResult(
+            "f", "s", "read-back-then-refused", Outcome.FAILED, ["UpdateHumanUser"], "SetUserMetadata: x"
+        ),
+        ChangeResult("f", "s", "new", Outcome.FAILED, [], "UpdateHumanUser: no answer", unknown_at=20.0),
+        ChangeResult("f", "s", "not-reached", Outcome.NOT_SENT),
+        ChangeResult("f", "s", "gone-again", Outcome.NOT_SENT, unknown_at=3.0),
+    ]
+    before = {"settled": 1.0, "read-back-then-refused": 1.5, "not-reached": 2.0, "gone-again": 3.0}
+    report = SyncReport(results, 0.1, 5, unknown_before=before)
+    assert report.still_unknown() == {"new": 20.0, "not-reached": 2.0, "gone-again": 3.0}
+    assert "outcome unknown (read back before sending again): 3 user(s)" in report.table()
+    assert "outcome unknown" not in SyncReport(results[:1], 0.1, 1, unknown_before={}).table()

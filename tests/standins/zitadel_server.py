@@ -63,7 +63,9 @@ _LOGGER = logging.getLogger(__name__)
 FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadline", "504_after")
 # Not among the random kinds (they cost a client timeout each): "hang" reads the request and never
 # answers, until the client gives up or ``Faults.hang_seconds`` pass.
-_ALL_KINDS = FAULT_KINDS + ("hang",)
+# "late" reads the request, waits until the client gives up (closes), then does the work and
+# closes too: a call that lands after the client timed out (docs/sync.md#unknown-outcomes).
+_ALL_KINDS = FAULT_KINDS + ("hang", "late")
 
 # Every server of the process, so the suite can collect what the v2 schema check recorded
 # (tests/conftest.py) without each test naming its servers.
@@ -261,7 +263,7 @@ class Faults:
 
     def next_fault(self, path: str) -> str | None:
         with self._lock:
-            if self._silent is not None and self._silent[1] == path:
+            if self._silent is not None and _matches(self._silent[1], path):
                 if self._silent[0] <= 0:
                     self.fired.append(self._silent[2])
                     return self._silent[2]
@@ -280,6 +282,11 @@ class Faults:
                 self.fired.append(kind)
                 return kind
         return None
+
+
+def _matches(pattern: str, path: str) -> bool:
+    """``path`` is ``pattern``, or starts with it when it ends in ``*``."""
+    return pattern == path or (pattern.endswith("*") and path.startswith(pattern[:-1]))
 
 
 @dataclasses.dataclass
@@ -1139,6 +1146,8 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if fault == "hang":
                 self._hang()
                 return raw, fault, True
+            if fault == "late":
+                self._until_client_closes()
             if fault in ("429", "502", "503", "504", "drop"):
                 self._pre_fault(fault)
                 return raw, fault, True
@@ -1193,7 +1202,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if fault == "504_after":  # the change was made; the answer is lost in a gateway
                 self._send(504, b"<html><body>gateway timeout</body></html>")
                 return
-            if fault in ("drop_after", "silent"):
+            if fault in ("drop_after", "silent", "late"):
                 self._drop()
                 return
             if fault == "slow":
@@ -1257,7 +1266,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             except _DeadlineExceeded:
                 self._error(504, 4, "context deadline exceeded")
                 return
-            if fault == "drop_after":
+            if fault in ("drop_after", "late"):
                 self._drop()
                 return
             if fault == "504_after":  # the work was done; a gateway lost the answer
@@ -1269,12 +1278,15 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
 
         def _hang(self) -> None:
             # Read, then say nothing until the client closes or hang_seconds pass.
+            self._until_client_closes()
+            self._drop()
+
+        def _until_client_closes(self) -> None:
             self.connection.settimeout(server.faults.hang_seconds)
             try:
                 self.connection.recv(1)  # returns b"" when the client closes
             except OSError:
                 pass
-            self._drop()
 
         def _pre_fault(self, fault: str) -> None:
             if fault == "drop":

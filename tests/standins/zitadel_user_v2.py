@@ -266,6 +266,7 @@ class UserServiceV2:
             "locked": "USER_STATE_LOCKED",
         }
         profile = user.get("profile") or {}
+        changed = self._password_changed(user_id, user)
         return {
             "userId": user_id,
             "details": {"resourceOwner": org_id},
@@ -289,5 +290,17 @@ class UserServiceV2:
                 }
                 if user.get("phone")
                 else {},
+                **({"passwordChanged": changed} if changed else {}),
             },
         }
+
+    def _password_changed(self, user_id: str, user: dict) -> str | None:
+        """HumanUser.passwordChanged: when the user's password (or hash) was last written, by an
+        update, or by the import or creation that gave the user one."""
+        if not (user.get("hashedPassword") or user.get("password")):
+            return None
+        written = ("user.human.password.changed", "user.human.added")
+        for event in reversed(self._server.state.events):
+            if event.aggregate_id == user_id and event.event_type in written:
+                return event.created
+        return None

@@ -11,6 +11,10 @@ Runs inside ``push`` after the bodies (``transforms/push/engine.py``), for a man
   there); an initial user, which ZITADEL refuses to deactivate, is locked instead;
 - every finished user is appended to ``<results>/changes-ledger-gNNNNNN.ndjson`` (fsynced),
   so a re-run skips what was confirmed and sends the rest;
+- an ``UpdateHumanUser`` whose outcome is unknown (no answer, a gateway's 502/504, a push stopped
+  by Ctrl-C) is read back before it is sent again, that night or the next (``read_back.py``): the
+  ledger marks each one before it is sent, the state's ``UNKNOWN_OUTCOMES.json`` carries the
+  ones still open to the next night;
 - after a few consecutive calls without an answer (the client's ``NoAnswerStop``) the run stops
   with one line, instead of timing out once per remaining user;
 - finally the state is committed: each user as the target now holds it. A user whose call failed
@@ -103,6 +107,8 @@ def check_base(manifest: Manifest) -> StateStore:
     return store
 
 
+_IN_FLIGHT = "in-flight"  # a ledger line's status: sent, the answer not yet recorded
+
 # A change record with the change file it came from: (file name, its sha256, the record).
 _Listed = tuple[str, str, ChangeRecord]
 
@@ -120,6 +126,8 @@ class _Ledger:
             if old.startswith("changes-ledger") and old != name:
                 os.unlink(os.path.join(directory, old))
         self._lock = threading.Lock()
+        # User id → when an UpdateHumanUser marked in flight was sent, its answer not recorded.
+        self.unknown: dict[str, float] = {}
 
     def load(self) -> dict[tuple[str, str], ChangeResult]:
         done: dict[tuple[str, str], ChangeResult] = {}
@@ -133,17 +141,29 @@ class _Ledger:
                         continue  # a line cut by a crash: that user is sent again
                     if result.status == Outcome.DONE:
                         done[(result.sha256, result.user_id)] = result
+                    if result.unknown_at is not None:
+                        self.unknown.setdefault(result.user_id, result.unknown_at)
+                    elif result.status in (Outcome.DONE, Outcome.FAILED):
+                        self.unknown.pop(result.user_id, None)  # its answer came
         except FileNotFoundError:
             pass
         return done
 
-    def append(self, result: ChangeResult) -> None:
+    def mark(self, name: str, sha256: str, user_id: str, sent_at: float) -> None:
+        """An UpdateHumanUser about to be sent: should the process end before its answer, the
+        next push reads the user back first (docs/sync.md#unknown-outcomes)."""
+        # Not fsynced (one fsync per user is enough): a stopped or killed process leaves what it
+        # wrote with the system; only a machine that crashes mid-call can lose the mark.
+        self.append(ChangeResult(name, sha256, user_id, _IN_FLIGHT, unknown_at=sent_at), durable=False)
+
+    def append(self, result: ChangeResult, durable: bool = True) -> None:
         line = json.dumps(dataclasses.asdict(result), sort_keys=True).encode() + b"\n"
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 os.write(fd, line)
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
 
@@ -253,6 +273,10 @@ def apply_changes(
     ledger = _Ledger(results_dir, int(manifest.raw["sync"].get("base_generation", 0)))
     changes = list(_iter_changes(manifest))
     results, work = _triage(changes, ledger.load(), created)
+    # Earlier nights' unknown outcomes, then this manifest's own (a push stopped half-way).
+    unknown = StateStore(manifest.raw["sync"]["state"]).read_unknown()
+    for user_id, at in ledger.unknown.items():
+        unknown[user_id] = min(at, unknown.get(user_id, at))
     _keep_defined_roles(manifest, changes)
     stop = Stop()
     fatal: str | None = None
@@ -260,9 +284,16 @@ def apply_changes(
 
         def run(index: int) -> ChangeResult:
             name, sha256, change = changes[index]
+            user_id = str(change["userId"])
+
+            def mark(at: float) -> None:
+                ledger.mark(name, sha256, user_id, at)
+
             # Each user counts its own requests: threads never add to each other's count.
             try:
-                result, sent = apply_user(client, change, name, sha256, stop, request_timeout)
+                result, sent = apply_user(
+                    client, change, name, sha256, stop, request_timeout, unknown.get(user_id), mark
+                )
             except Abort as err:
                 live.add(None, err.sent)
                 raise
@@ -299,6 +330,7 @@ def apply_changes(
     report = SyncReport(
         final, time.monotonic() - started, live.calls, fatal, planned=planned_calls(c for _, _, c in changes)
     )
+    report.unknown_before = unknown
     report.dead_letter = _write_failures(results_dir, final)
     return report, [c for _, _, c in changes]
 
@@ -403,6 +435,10 @@ def commit_state(
     ]
     if roles_digest and all(i in authorizations_done for i in roles_refs):
         extra["authorizations_sha256"] = roles_digest  # the target holds these projects and roles
+    if report.unknown_before is not None:  # the changes were applied (not stopped before)
+        unknown = report.still_unknown()
+        if unknown != store.read_unknown():
+            store.write_unknown(unknown)  # before the pointer: never fewer users than open
     pointer = store.commit(base, changed, delta, extra)
     report.state_generation = pointer.get("generation")
     report.users_committed = sum(len(u) for u in updates.values())

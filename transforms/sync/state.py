@@ -11,6 +11,11 @@ one (new state, whole). Partitions that did not change keep pointing at older sh
 night with 1% changes writes about 1% of the state. Files no pointer refers to any more (the
 current one or the one before) are removed after the commit.
 
+Beside them, ``UNKNOWN_OUTCOMES.json`` names the users whose last ``UpdateHumanUser`` got no answer
+(``{"version": 1, "users": {user id: Unix seconds it was sent}}``): the next run reads them back
+before it sends them again (docs/sync.md#unknown-outcomes). It is written before the pointer and
+only ever names too many users, never too few.
+
 A user's partition is ``records.partition_of(user_id, partitions)``, the same hash the pipeline
 uses, so the comparison is a join by partition and no worker ever holds more than one shard.
 
@@ -42,6 +47,7 @@ from transforms.sync.change_records import StateRecord
 __all__ = [
     "StateStore",
     "POINTER_NAME",
+    "UNKNOWN_NAME",
     "STATE_VERSION",
     "STATE_PARTITIONS",
     "encode_shard",
@@ -51,6 +57,7 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 
 POINTER_NAME = "CURRENT.json"
+UNKNOWN_NAME = "UNKNOWN_OUTCOMES.json"
 STATE_VERSION = 1
 
 
@@ -187,6 +194,31 @@ class StateStore:
         if data is None:
             raise ConfigError(f"--state {self.root!r}: shard {path!r} named by {POINTER_NAME} is missing")
         return decode_shard(data)
+
+    # --- unknown outcomes --------------------------------------------------------------------
+    def read_unknown(self) -> dict[str, float]:
+        """User id → when its ``UpdateHumanUser`` with an unknown outcome was sent (empty: none)."""
+        raw = self._read(self.path(UNKNOWN_NAME))
+        if raw is None:
+            return {}
+        try:
+            users = orjson.loads(raw)["users"]
+            return {str(uid): float(at) for uid, at in users.items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise ConfigError(f"--state {self.root!r}: {UNKNOWN_NAME} cannot be read ({err})") from None
+
+    def write_unknown(self, users: Mapping[str, float]) -> None:
+        """Replace the list of users with an unknown outcome (removed when there is none)."""
+        path = self.path(UNKNOWN_NAME)
+        if users:
+            data = orjson.dumps(
+                {"version": 1, "users": dict(sorted(users.items()))}, option=orjson.OPT_INDENT_2
+            )
+            self._write(path, data + b"\n")
+        elif self._read(path) is not None:
+            from apache_beam.io.filesystems import FileSystems
+
+            FileSystems.delete([path])
 
     # --- commit -----------------------------------------------------------------------------
     def commit(

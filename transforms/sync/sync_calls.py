@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import orjson
 
 from transforms.sync.change_records import Call, ChangeCall, ChangeRecord
+from transforms.sync.read_back import Json, not_landed, unknown_outcome
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 
@@ -63,6 +65,9 @@ class ChangeResult:
     status: str  # an Outcome (a plain string when read back from the ledger)
     confirmed: list[str] = dataclasses.field(default_factory=list)
     message: str = ""
+    # When the first UpdateHumanUser whose outcome is still unknown was sent (Unix seconds;
+    # transforms/sync/read_back.py): the next attempt reads the user back first.
+    unknown_at: float | None = None
 
     @property
     def complete(self) -> bool:
@@ -152,14 +157,20 @@ def apply_user(
     sha256: str,
     stop: Stop,
     timeout: float | None,
+    unknown_at: float | None = None,
+    mark: Callable[[float], None] | None = None,
 ) -> tuple[ChangeResult, int]:
     """Send one change record's calls in order; ``(its result, the requests made for it)``.
 
+    ``unknown_at``: an earlier ``UpdateHumanUser`` of this user, sent then, has an unknown
+    outcome (a night that failed, a push stopped by Ctrl-C): the user is read back before it is
+    sent again. ``mark(t)`` is called just before each ``UpdateHumanUser`` is sent (the ledger
+    keeps it, in case the process ends before the answer).
+
     Raises :class:`Abort` when the credentials are refused; sets ``stop.reason`` when the server
     stopped answering."""
-    user = _UserCalls(
-        client, change, ChangeResult(name, sha256, str(change["userId"]), Outcome.DONE), stop, timeout
-    )
+    result = ChangeResult(name, sha256, str(change["userId"]), Outcome.DONE, unknown_at=unknown_at)
+    user = _UserCalls(client, change, result, stop, timeout, mark)
     try:
         for call in change.get("calls") or []:
             if stop.reason:
@@ -170,6 +181,8 @@ def apply_user(
     except Abort as err:
         err.sent = user.sent
         raise
+    if user.result.status == Outcome.DONE:
+        user.result.unknown_at = None  # every call of the plan holds at the target
     return user.result, user.sent
 
 
@@ -183,16 +196,65 @@ class _UserCalls:
         result: ChangeResult,
         stop: Stop,
         timeout: float | None,
+        mark: Callable[[float], None] | None = None,
     ) -> None:
         self.client, self.result, self.stop, self.timeout = client, result, stop, timeout
+        self.mark = mark
         self.org_id = str(change.get("orgId") or "")
         self.secrets = client.tokens.secrets()
         self.sent = 0
 
     def _request(self, call: ChangeCall) -> None:
+        if call["call"] == Call.UPDATE_HUMAN_USER:
+            self._update_once(call)
+            return
         method, path, body = call_path(self.result.user_id, call)
         self.sent += 1
         self.client.request(method, path, body, self.timeout)
+
+    def _read_back(self, body: Json, since: float) -> Json:
+        """What of ``body`` the target does not hold (docs/sync.md#unknown-outcomes)."""
+        self.sent += 1
+        answer = self.client.request(
+            "GET", f"/v2/users/{quote(self.result.user_id, safe='')}", None, self.timeout
+        )
+        return not_landed(body, answer, since)
+
+    def _update_once(self, call: ChangeCall) -> None:
+        """``UpdateHumanUser`` with its own attempts: after an attempt whose outcome is unknown
+        (no answer, 502/504) the user is read back and only what did not land is sent again, so
+        a password hash that arrived is never written twice. Raises the client's errors, with
+        ``result.unknown_at`` set while an attempt's outcome is still unknown."""
+        result, client = self.result, self.client
+        method, path, _ = call_path(result.user_id, call)
+        body: Json = dict(call["body"])
+        if result.unknown_at is not None:
+            body = self._read_back(body, result.unknown_at)
+        attempt = 0
+        while body:
+            attempt += 1
+            sent_at = time.time()
+            if self.mark is not None:
+                self.mark(result.unknown_at or sent_at)
+            self.sent += 1
+            unknown, retry_after = False, None
+            try:
+                client.request(
+                    method, path, orjson.dumps(body), self.timeout, retrier=client.single_attempt()
+                )
+                break
+            except admin_api.AdminApiError as err:
+                unknown = unknown_outcome(err)
+                if unknown and result.unknown_at is None:
+                    result.unknown_at = sent_at
+                if not isinstance(err, admin_api.RetriesExhausted) or attempt >= client.max_attempts:
+                    raise
+                retry_after = err.retry_after
+            client.backoff(attempt, retry_after)
+            if unknown:
+                assert result.unknown_at is not None  # set above
+                body = self._read_back(body, result.unknown_at)
+        result.unknown_at = None
 
     def _gone(self, message: str, call_name: str) -> bool:
         self.stop.reason = self.stop.reason or admin_api.scrub(message, self.secrets)

@@ -59,6 +59,20 @@ class SyncReport:
     dead_letter: str | None = None
     verify_problems: list[str] | None = None  # after verify_changes: users whose state differs
     planned: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # planned_calls()
+    # User id → when an UpdateHumanUser with an unknown outcome was sent, as known before this
+    # push (the state's and the ledger's); None: the changes were not applied.
+    unknown_before: dict[str, float] | None = None
+
+    def still_unknown(self) -> dict[str, float]:
+        """User id → when its UpdateHumanUser whose outcome is still unknown was sent: the ones
+        known before this push that it did not settle, and its own (docs/sync.md#unknown-outcomes)."""
+        users = dict(self.unknown_before or {})
+        for result in self.results:
+            if result.unknown_at is not None:
+                users[result.user_id] = min(result.unknown_at, users.get(result.user_id, result.unknown_at))
+            elif result.status in (Outcome.DONE, Outcome.FAILED):
+                users.pop(result.user_id, None)  # read back, or its update confirmed
+        return users
 
     @property
     def failed(self) -> int:
@@ -109,6 +123,9 @@ class SyncReport:
             lines += [f"    {name}: {tally.text()}" for name, tally in kinds.items()]
         if locked_instead:
             lines.append(f"  locked instead of deactivated (initial users): {locked_instead}")
+        unknown = len(self.still_unknown())
+        if unknown:
+            lines.append(f"  outcome unknown (read back before sending again): {unknown} user(s)")
         if self.state_generation is not None:
             lines.append(
                 f"state: committed generation {self.state_generation} ({self.users_committed} users updated)"

@@ -89,7 +89,10 @@ class DeadlineExceeded(AdminApiError):
 
 
 class RetriesExhausted(AdminApiError):
-    """A retryable failure persisted through ``max_attempts`` attempts."""
+    """A retryable failure persisted through ``max_attempts`` attempts; ``retry_after``: the
+    last answer's ``Retry-After`` in seconds (None: none), for a caller that retries itself."""
+
+    retry_after: float | None = None
 
 
 class ServerGone(AdminApiError):
@@ -159,5 +162,7 @@ def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") 
         "fatal": AdminApiError,
     }.get(failure.kind)
     if cls is None:
-        return RetriesExhausted(f"{text} after {attempts} attempts", failure.status, failure.code)
+        exhausted = RetriesExhausted(f"{text} after {attempts} attempts", failure.status, failure.code)
+        exhausted.retry_after = failure.retry_after
+        return exhausted
     return cls(text, failure.status, failure.code)

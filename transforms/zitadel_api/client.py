@@ -119,6 +119,21 @@ class AdminClient(AdminV1Calls):
             )
         return answer
 
+    @property
+    def max_attempts(self) -> int:
+        return self._retrier.max_attempts
+
+    def single_attempt(self) -> Retrier:
+        """A retrier of one attempt for ``request(..., retrier=)``; ``backoff`` waits between the
+        caller's own attempts (a write whose outcome is read back before it is sent again)."""
+        return self._retrier.single()
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> None:
+        """Wait as the client's retries do before attempt ``attempt + 1`` (at least
+        ``retry_after``), and count the retry."""
+        self.stats.bump("retries")
+        self._retrier.wait(attempt, retry_after)
+
     def send_raw(self, path: str, body: bytes, timeout: float) -> bytes:
         """POST ``body`` as ``request`` does (retries, token refresh, no-answer stop); the answer's
         bytes unparsed (an export document can be GB)."""

@@ -157,6 +157,11 @@ class Retrier:
     def wait(self, attempt: int, retry_after: float | None) -> None:
         self._sleep(self.delay(attempt, retry_after))
 
+    def single(self) -> Retrier:
+        """One attempt, the same backoff: for a caller that decides itself whether to send again
+        (a call whose outcome it reads back first, transforms/sync/sync_calls.py)."""
+        return Retrier(1, self.base, self.cap, self._sleep, self._rng)
+
 
 @dataclasses.dataclass
 class CallStats:

@@ -1,0 +1,109 @@
+"""A change whose outcome is unknown is read back before it is sent again (docs/sync.md#unknown-outcomes).
+
+A write that timed out, lost its connection or met a gateway's 502/504 may have reached ZITADEL
+anyway: sending it again writes the same password hash a second time, which is one more
+``user.human.password.changed`` event (one that can notify the user). Before such an
+``UpdateHumanUser`` is sent again (the same night's retry, or the next night's run, which learns
+of it from the state's ``UNKNOWN_OUTCOMES.json``) the user is read back (``GET /v2/users/{id}``)
+and only what did not land is sent:
+
+- the password landed when the user's ``passwordChanged`` is at or after the time the first
+  unanswered write was sent (minus ``CLOCK_SLACK`` for the two clocks);
+- username, profile, e-mail and phone landed when the user holds the values the body sets.
+
+Example::
+
+    >>> answer = {"user": {"username": "ann", "human": {"passwordChanged": "2026-11-26T06:00:05Z"}}}
+    >>> sent_at = parse_time("2026-11-26T06:00:00Z")
+    >>> not_landed({"username": "ann", "password": {"hashedPassword": {"hash": "..."}}}, answer, sent_at)
+    {}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from transforms.zitadel_api import api_errors as admin_api
+
+__all__ = ["CLOCK_SLACK", "Json", "unknown_outcome", "parse_time", "not_landed"]
+
+Json = dict[str, Any]  # a JSON object: a request body, a part of it, an answer
+
+# Seconds the client's clock may run ahead of ZITADEL's and a landed password still count as
+# landed. A password changed by someone else this shortly before the call also counts as ours.
+CLOCK_SLACK = 30.0
+
+# A failed request that may still have had its effect: no answer at all (timed out, connection
+# dropped) or a gateway that lost the answer. 429 and 503 are answered before any work.
+_UNKNOWN_STATUS = (0, 502, 504)
+
+
+def unknown_outcome(err: admin_api.AdminApiError) -> bool:
+    """True when ``err`` leaves open whether the request had its effect.
+
+    >>> unknown_outcome(admin_api.RetriesExhausted("PUT /v2/users/human/1: timed out", 0))
+    True
+    >>> unknown_outcome(admin_api.ServerGone("3 requests in a row got no answer"))  # never sent
+    False
+    """
+    if isinstance(err, admin_api.ServerGone | admin_api.AuthError | admin_api.InvalidRequest):
+        return False
+    return err.status in _UNKNOWN_STATUS
+
+
+_FRACTION = re.compile(r"\.(\d{1,6})\d*")
+
+
+def parse_time(text: str) -> float | None:
+    """An RFC 3339 timestamp as ZITADEL's JSON mapping writes it (nanoseconds) → Unix seconds.
+
+    >>> parse_time("1970-01-01T00:00:01.123456789Z")
+    1.123456
+    """
+    try:
+        cleaned = _FRACTION.sub(lambda m: "." + m.group(1).ljust(6, "0"), text.strip()).replace("Z", "+00:00")
+        moment = dt.datetime.fromisoformat(cleaned)
+    except (ValueError, AttributeError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.timestamp()
+
+
+def _same_profile(wanted: Json, held: Json) -> bool:
+    return all((held.get(key) or None) == (value or None) for key, value in wanted.items())
+
+
+def _same_contact(wanted: Json, held: Json, field: str) -> bool:
+    if held.get(field) != wanted.get(field):
+        return False
+    # Set verified, held unverified (or the other way): not what the body sets.
+    return "isVerified" not in wanted or bool(held.get("isVerified")) == bool(wanted["isVerified"])
+
+
+def not_landed(body: Json, answer: Json, since: float) -> Json:
+    """The part of an ``UpdateHumanUserRequest`` body the target does not hold (``answer``: the
+    user as ``GET /v2/users/{id}`` returns it); ``since``: when the first write whose outcome is
+    unknown was sent. ``{}``: everything landed, nothing to send."""
+    user = answer.get("user") or {}
+    human = user.get("human") or {}
+    left: Json = {}
+    for key, value in body.items():
+        if key == "username":
+            landed = user.get("username") == value
+        elif key == "profile":
+            landed = _same_profile(value or {}, human.get("profile") or {})
+        elif key == "email":
+            landed = _same_contact(value or {}, human.get("email") or {}, "email")
+        elif key == "phone":
+            landed = _same_contact(value or {}, human.get("phone") or {}, "phone")
+        elif key == "password":
+            changed = parse_time(str(human.get("passwordChanged") or ""))
+            landed = changed is not None and changed >= since - CLOCK_SLACK
+        else:
+            landed = False  # a field this check does not know: send it
+        if not landed:
+            left[key] = value
+    return left
