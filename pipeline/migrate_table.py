@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
@@ -85,8 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_role_arguments(parser, "table")
 
 
-def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    lines: list[tuple[str, Any]] = [
+def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, object]]:
+    lines: list[tuple[str, object]] = [
         ("records read", counts.get(ta.RECORDS_READ, 0)),
         *users_lines(counts),
         ("converted, by hash", ""),
