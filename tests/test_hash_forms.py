@@ -17,8 +17,17 @@ import passwap_rules
 import pytest
 
 from transforms.common.counters import HASH_FORMS, PASSWORD_HASHES, REFUSED_HASH_FORMS
+from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
-from transforms.hashing.hash_forms import MAX_LENGTH, VERIFIER, HashForm, Rewritten, detect, to_passwap
+from transforms.hashing.hash_forms import (
+    MAX_LENGTH,
+    VERIFIER,
+    HashForm,
+    Rewritten,
+    detect,
+    form_named,
+    to_passwap,
+)
 from transforms.hashing.policy import DEFAULT_LIMITS, HashPolicy, load_policy
 from transforms.hashing.summary import forms_needs, hash_manifest, hash_summary
 from transforms.hashing.tally import HashTally
@@ -304,3 +313,24 @@ def test_tally_counts_forms_and_spreads_parameters_and_old_manifests_stay_as_the
         "users_without_password_by_reason",
         "zitadel_config",
     }
+
+
+def test_declared_form_names():
+    assert form_named("Django-PBKDF2-SHA256") is HashForm.DJANGO_PBKDF2_SHA256
+    assert form_named(" asp.net identity v3 ") is HashForm.ASPNET_IDENTITY_V3
+    with pytest.raises(ConfigError, match="unknown hash form 'sha1': one of bcrypt, argon2, "):
+        form_named("sha1")
+
+
+def test_scrypt_under_passwaps_7_prefix_is_rewritten_and_libxcrypts_own_7_refused():
+    # passwap's scrypt also claims "$7$" (scrypt.Prefix_Linux) in its own layout: written as $scrypt$.
+    vector = next(v for v in PASSWAP if v["verifier"] == "scrypt")["encoded"]
+    as_seven = "$7$" + vector[len("$scrypt$") :]
+    assert passwap_rules.verify(as_seven, "password") is True  # the stand-in claims it as passwap does
+    outcome = to_passwap(as_seven)
+    assert (outcome.form, outcome.encoded) == (HashForm.SCRYPT, vector)
+    # libxcrypt's $7$ (N, r, p and salt in crypt base64): not passwap's layout. Shape only, never verified.
+    libxcrypt = "$7$C6..../....SodiumChloride$kBGj9fHznVYFQMEn/qDCfrDevf9YDtcDdKvEqHJLV8D"
+    assert to_passwap(libxcrypt).reason == (
+        "scrypt: libxcrypt's $7$ layout is not the $scrypt$ln=..,r=..,p=.. passwap reads"
+    )

@@ -25,12 +25,13 @@ from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import NamedTuple
 
+from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
 from transforms.hashing import framework_hashes as fw
 from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
 from transforms.hashing.framework_hashes import MAX_UINT32, Refusal, ab64, raw_b64, std_b64
 
-__all__ = ["HashForm", "Rewritten", "VERIFIER", "MAX_LENGTH", "detect", "to_passwap"]
+__all__ = ["HashForm", "Rewritten", "VERIFIER", "MAX_LENGTH", "detect", "to_passwap", "form_named"]
 
 MAX_LENGTH = 1024  # the longest form here (ASP.NET v3 with a 512-bit salt and subkey) is ~200
 
@@ -41,7 +42,7 @@ class HashForm(StrEnum):
     BCRYPT = "bcrypt"
     ARGON2 = "argon2"
     PBKDF2 = "pbkdf2"  # passwap's (and passlib's) own $pbkdf2[-sha<n>]$ form; Auth0's i=,l= variant
-    SCRYPT = "scrypt"  # passwap's $scrypt$ln=..,r=..,p=..$ form (passlib's too)
+    SCRYPT = "scrypt"  # passwap's $scrypt$ln=..,r=..,p=..$ form (passlib's too; $7$ln=.. alike)
     MD5_SALTED = "md5-salted"  # passwap's $md5salted-prefix|suffix$ form
     MD5_PLAIN = "md5-plain"
     MD5CRYPT = "md5crypt"
@@ -151,6 +152,7 @@ _PREFIXES: tuple[tuple[str, HashForm], ...] = (
     ("$argon2", HashForm.ARGON2),
     ("$pbkdf2", HashForm.PBKDF2),
     ("$scrypt$", HashForm.SCRYPT),
+    ("$7$", HashForm.SCRYPT),
     ("$md5salted", HashForm.MD5_SALTED),
     ("$1$", HashForm.MD5CRYPT),
     ("$apr1$", HashForm.APR1_MD5),
@@ -217,9 +219,20 @@ def _detect(text: str) -> HashForm | None:
     return None
 
 
+def form_named(name: str) -> HashForm:
+    """A declared form (a flag's or a mapping file's value): the value or the label, any case.
+    ConfigError (exit 2) naming the choices otherwise."""
+    wanted = name.strip().lower() if isinstance(name, str) else ""
+    for form in HashForm:
+        if wanted in (form.value, form.label):
+            return form
+    raise ConfigError(f"unknown hash form {name!r}: one of {', '.join(form.value for form in HashForm)}")
+
+
 def to_passwap(value: str, form: HashForm | None = None) -> Rewritten:
     """``value`` (of ``form``, else of its detected form) rewritten into the string passwap parses,
-    or refused with a reason naming the form. Never raises for any input."""
+    or refused with a reason naming the form. Never raises for any input (a ``form`` that is not a
+    HashForm is a programming error: give :func:`form_named`'s result)."""
     text = _usable(value)
     if text is None:
         label = f"{form.label}: " if form is not None else ""
@@ -371,7 +384,13 @@ def _passwap_pbkdf2_field(text: str) -> bytes | None:
 
 
 def _scrypt(value: str) -> str | Refusal:
-    match = re.fullmatch(r"\$scrypt\$ln=(\d{1,2}),r=(\d{1,6}),p=(\d{1,6})\$([^$]+)\$([^$]+)", value)
+    match = re.fullmatch(r"\$(?:scrypt|7)\$ln=(\d{1,2}),r=(\d{1,6}),p=(\d{1,6})\$([^$]+)\$([^$]+)", value)
+    if match is None and value.startswith(
+        "$7$"
+    ):  # libxcrypt's $7$<N><r><p><salt>$<hash>, a layout of its own
+        return Refusal(
+            Reason.UNSUPPORTED_HASH, "libxcrypt's $7$ layout is not the $scrypt$ln=..,r=..,p=.. passwap reads"
+        )
     if match is None:
         return Refusal(Reason.INVALID_HASH, "expected $scrypt$ln=..,r=..,p=..$<salt>$<hash>")
     ln, r, p = (int(match.group(i)) for i in (1, 2, 3))
