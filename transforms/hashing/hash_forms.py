@@ -52,6 +52,7 @@ class HashForm(StrEnum):
     PHPASS = "phpass"
     DRUPAL7 = "drupal7"
     DRUPAL7_MD5 = "drupal7-md5"
+    WORDPRESS_BCRYPT = "wordpress-bcrypt"
     DJANGO_PBKDF2_SHA256 = "django-pbkdf2-sha256"
     DJANGO_PBKDF2_SHA1 = "django-pbkdf2-sha1"
     DJANGO_BCRYPT = "django-bcrypt"
@@ -79,6 +80,7 @@ _LABELS = {
     HashForm.MD5_PLAIN: "md5",
     HashForm.APR1_MD5: "apache apr1 md5",
     HashForm.DRUPAL7_MD5: "drupal7 U$S$",
+    HashForm.WORDPRESS_BCRYPT: "wordpress bcrypt",
     HashForm.DJANGO_PBKDF2_SHA256: "django pbkdf2_sha256",
     HashForm.DJANGO_PBKDF2_SHA1: "django pbkdf2_sha1",
     HashForm.DJANGO_BCRYPT: "django bcrypt",
@@ -127,6 +129,7 @@ VERIFIER: Mapping[HashForm, str | None] = {
     HashForm.PHPASS: "phpass",
     HashForm.DRUPAL7: "drupal7",
     HashForm.DRUPAL7_MD5: None,
+    HashForm.WORDPRESS_BCRYPT: None,
     HashForm.DJANGO_PBKDF2_SHA256: "pbkdf2",
     HashForm.DJANGO_PBKDF2_SHA1: "pbkdf2",
     HashForm.DJANGO_BCRYPT: "bcrypt",
@@ -161,6 +164,7 @@ _PREFIXES: tuple[tuple[str, HashForm], ...] = (
     ("$P$", HashForm.PHPASS),
     ("$H$", HashForm.PHPASS),
     ("$S$", HashForm.DRUPAL7),
+    ("$wp$", HashForm.WORDPRESS_BCRYPT),
     ("U$", HashForm.DRUPAL7_MD5),
     ("pbkdf2_sha256$", HashForm.DJANGO_PBKDF2_SHA256),
     ("pbkdf2_sha1$", HashForm.DJANGO_PBKDF2_SHA1),
@@ -464,6 +468,9 @@ _CONVERTERS: dict[HashForm, Callable[[str], str | Refusal]] = {
     HashForm.DRUPAL7: fw.portable("S", 55),
     HashForm.DRUPAL7_MD5: _unsupported(
         "the password was md5-hashed before SHA-512; passwap's drupal7 hashes it plain"
+    ),
+    HashForm.WORDPRESS_BCRYPT: _unsupported(
+        "$wp$ is bcrypt of the password's HMAC-SHA384 (WordPress 6.8+); passwap's bcrypt hashes the password itself"
     ),
     HashForm.DJANGO_PBKDF2_SHA256: lambda value: fw.django_pbkdf2(value, "pbkdf2-sha256"),
     HashForm.DJANGO_PBKDF2_SHA1: lambda value: fw.django_pbkdf2(value, "pbkdf2"),
