@@ -180,6 +180,11 @@ HOSTILE = [
     ("pbkdf2:md5:1000$salt$abcd", HashForm.WERKZEUG_PBKDF2, "werkzeug pbkdf2: pbkdf2 digest 'md5'"),
     ("pbkdf2:sha256:1000$salt$abc", HashForm.WERKZEUG_PBKDF2, "werkzeug pbkdf2: expected"),
     ("scrypt:1000:8:1$salt$abcd", HashForm.WERKZEUG_SCRYPT, "werkzeug scrypt: N=1000"),
+    (
+        "$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7",
+        HashForm.YESCRYPT,
+        "yescrypt: passwap has no",
+    ),
     ("{MD5}AAAA", HashForm.LDAP, "ldap: {MD5} value is not base64 of 16 bytes"),
     ("{CRYPT}ab1Hv2Lg7ltQo", HashForm.LDAP, "ldap: {CRYPT} holds no"),
     (
