@@ -339,3 +339,19 @@ def test_scrypt_under_passwaps_7_prefix_is_rewritten_and_libxcrypts_own_7_refuse
     assert to_passwap(libxcrypt).reason == (
         "scrypt: libxcrypt's $7$ layout is not the $scrypt$ln=..,r=..,p=.. passwap reads"
     )
+
+
+def test_every_declared_form_with_every_value_answers_and_writes_only_what_passwap_parses():
+    values = [v["value"] for v in VECTORS["rewritten"] + VECTORS["refused"]] + [v["encoded"] for v in PASSWAP]
+    written = 0
+    for form in HashForm:
+        for value in values:
+            outcome = to_passwap(value, form)
+            assert outcome.form is form and (outcome.encoded is None) != (outcome.reason is None)
+            if outcome.encoded is None:
+                assert outcome.reason.startswith(form.label + ": ")
+            else:
+                written += 1
+                assert passwap_rules.claim(outcome.encoded) == outcome.converted.verifier
+    assert written >= len(VECTORS["rewritten"]) + len(PASSWAP)
+    assert to_passwap("$2b$10$x", "bcrypt").reason == "unknown hash form 'bcrypt'"  # a str, not a HashForm

@@ -239,8 +239,10 @@ def form_named(name: str) -> HashForm:
 
 def to_passwap(value: str, form: HashForm | None = None) -> Rewritten:
     """``value`` (of ``form``, else of its detected form) rewritten into the string passwap parses,
-    or refused with a reason naming the form. Never raises for any input (a ``form`` that is not a
-    HashForm is a programming error: give :func:`form_named`'s result)."""
+    or refused with a reason naming the form. Never raises, whatever ``value`` and ``form`` are
+    (a declared form by name: :func:`form_named`)."""
+    if form is not None and not isinstance(form, HashForm):  # a caller's slip, not a user's value
+        return _refused(None, Reason.UNSUPPORTED_HASH, f"unknown hash form {str(form)[:40]!r}")
     text = _usable(value)
     if text is None:
         label = f"{form.label}: " if form is not None else ""
@@ -254,7 +256,11 @@ def to_passwap(value: str, form: HashForm | None = None) -> Rewritten:
         )
     if form in _AS_PARSED:  # already in passwap's exact layout: one parse, no rewrite (most values)
         parsed = parse_hash(text)
-        if isinstance(parsed, ConvertedHash) and _AS_PARSED[form](dict(parsed.params)):
+        if (
+            isinstance(parsed, ConvertedHash)
+            and parsed.verifier == VERIFIER[form]  # a declared form may not be the value's
+            and _AS_PARSED[form](dict(parsed.params))
+        ):
             return Rewritten(text, form, None, None, parsed)
     outcome = _CONVERTERS[form](text)
     if isinstance(outcome, Refusal):
