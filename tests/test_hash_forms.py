@@ -342,7 +342,8 @@ def test_scrypt_under_passwaps_7_prefix_is_rewritten_and_libxcrypts_own_7_refuse
 
 
 def test_every_declared_form_with_every_value_answers_and_writes_only_what_passwap_parses():
-    values = [v["value"] for v in VECTORS["rewritten"] + VECTORS["refused"]] + [v["encoded"] for v in PASSWAP]
+    values = [v["value"] for v in VECTORS["rewritten"] + VECTORS["refused"] + VECTORS["declared"]]
+    values += [v["encoded"] for v in PASSWAP]
     written = 0
     for form in HashForm:
         for value in values:
@@ -355,3 +356,15 @@ def test_every_declared_form_with_every_value_answers_and_writes_only_what_passw
                 assert passwap_rules.claim(outcome.encoded) == outcome.converted.verifier
     assert written >= len(VECTORS["rewritten"]) + len(PASSWAP)
     assert to_passwap("$2b$10$x", "bcrypt").reason == "unknown hash form 'bcrypt'"  # a str, not a HashForm
+
+
+@pytest.mark.parametrize("vector", VECTORS["declared"], ids=_id)
+def test_forms_that_only_a_declaration_names_are_rewritten_when_declared(vector):
+    # "<hex>:<salt>" does not say whether the salt went before or after the password: never guessed.
+    assert detect(vector["value"]) is None
+    outcome = to_passwap(vector["value"], HashForm(vector["form"]))
+    assert outcome.encoded is not None and outcome.converted.verifier == "md5salted"
+    assert passwap_rules.verify(outcome.encoded, vector["password"]) is True
+    assert passwap_rules.verify(outcome.encoded, vector["password"] + "x") is False
+    other = HashForm.OSCOMMERCE_MD5 if vector["form"] == "joomla-md5" else HashForm.JOOMLA_MD5
+    assert passwap_rules.verify(to_passwap(vector["value"], other).encoded, vector["password"]) is False

@@ -34,6 +34,7 @@ __all__ = [
     "django_md5",
     "aspnet_identity",
     "werkzeug",
+    "md5_colon_salt",
     "MAX_UINT32",
     "sha_crypt",
     "portable",
@@ -54,6 +55,7 @@ _STD_B64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _DJANGO_PBKDF2 = re.compile(r"^pbkdf2_sha(?:256|1)\$(\d{1,10})\$([^$]+)\$([A-Za-z0-9+/]+={0,2})$")
 _DJANGO_SCRYPT = re.compile(r"^scrypt\$(\d{1,12})\$([^$]+)\$(\d{1,6})\$(\d{1,6})\$([A-Za-z0-9+/]+={0,2})$")
 _DJANGO_MD5 = re.compile(r"^md5\$([^$]*)\$([0-9a-fA-F]{32})$")
+_MD5_COLON_SALT = re.compile(r"^([0-9a-fA-F]{32}):([^:]+)$")
 _WERKZEUG = re.compile(r"^(pbkdf2|scrypt)((?::[0-9A-Za-z]{1,12}){0,3})\$([^$]*)\$([0-9a-f]+)$")
 _WERKZEUG_PBKDF2_DIGESTS = {
     "sha1": "pbkdf2",
@@ -147,6 +149,19 @@ def django_md5(value: str) -> str | Refusal:
             Reason.UNSUPPORTED_SALT, "the salt holds whitespace, which passwap's md5salted cannot read"
         )
     return f"$md5salted-prefix${salt}${base64.b64encode(digest).decode('ascii')}"
+
+
+def md5_colon_salt(value: str, salt_first: bool) -> str | Refusal:
+    """``<hex md5>:<salt>`` → ``$md5salted-prefix|suffix$<salt>$<base64>``. The layout does not say
+    the order, so it is only ever declared: osCommerce 2 hashes ``salt + password`` (prefix),
+    Joomla 1.0 - 2.5 ``password + salt`` (suffix)."""
+    match = _MD5_COLON_SALT.match(value)
+    if match is None:
+        return _invalid("expected <32 hex digits>:<salt>")
+    if "$" in match.group(2):
+        return Refusal(Reason.UNSUPPORTED_SALT, "the salt holds '$', which passwap's md5salted cannot read")
+    digest = base64.b64encode(bytes.fromhex(match.group(1))).decode("ascii")
+    return f"$md5salted-{'prefix' if salt_first else 'suffix'}${match.group(2)}${digest}"
 
 
 def aspnet_identity(value: str, marker: int) -> str | Refusal:

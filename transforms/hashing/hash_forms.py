@@ -45,6 +45,8 @@ class HashForm(StrEnum):
     SCRYPT = "scrypt"  # passwap's $scrypt$ln=..,r=..,p=..$ form (passlib's too; $7$ln=.. alike)
     MD5_SALTED = "md5-salted"  # passwap's $md5salted-prefix|suffix$ form
     MD5_PLAIN = "md5-plain"
+    JOOMLA_MD5 = "joomla-md5"  # <hex md5(password + salt)>:<salt>, declared only
+    OSCOMMERCE_MD5 = "oscommerce-md5"  # <hex md5(salt + password)>:<salt>, declared only
     MD5CRYPT = "md5crypt"
     APR1_MD5 = "apr1-md5"
     YESCRYPT = "yescrypt"  # $y$ (current Debian, Ubuntu, Fedora /etc/shadow) and $gy$
@@ -123,6 +125,8 @@ VERIFIER: Mapping[HashForm, str | None] = {
     HashForm.SCRYPT: "scrypt",
     HashForm.MD5_SALTED: "md5salted",
     HashForm.MD5_PLAIN: "md5plain",
+    HashForm.JOOMLA_MD5: "md5salted",
+    HashForm.OSCOMMERCE_MD5: "md5salted",
     HashForm.MD5CRYPT: "md5",
     HashForm.APR1_MD5: None,
     HashForm.YESCRYPT: None,
@@ -371,6 +375,8 @@ _CONVERTERS: dict[HashForm, Callable[[str], str | Refusal]] = {
     HashForm.SCRYPT: fw.passwap_scrypt,
     HashForm.MD5_SALTED: _parsed_as_is,
     HashForm.MD5_PLAIN: _md5_plain,
+    HashForm.JOOMLA_MD5: lambda value: fw.md5_colon_salt(value, salt_first=False),
+    HashForm.OSCOMMERCE_MD5: lambda value: fw.md5_colon_salt(value, salt_first=True),
     HashForm.MD5CRYPT: _parsed_as_is,
     HashForm.APR1_MD5: _unsupported(
         "passwap's md5 verifier reads $1$ md5-crypt only (apr1 mixes in another magic)"
