@@ -20,6 +20,7 @@ from transforms.hashing.framework_hashes import (
     django_md5,
     django_pbkdf2,
     django_scrypt,
+    md5_colon_salt,
     portable,
     sha_crypt,
     std_b64,
@@ -109,3 +110,12 @@ def test_crypt_style_forms_pass_as_is_within_their_own_ranges():
     assert portable("S", 55)(drupal) == drupal
     assert portable("PH", 34)(drupal).detail == "expected 34 characters in the crypt alphabet"
     assert portable("S", 55)("$S$/" + drupal[4:]).detail == "count character gives 2^1, outside 2^7 - 2^30"
+
+
+def test_md5_with_a_colon_salt_needs_a_salt_passwap_can_read():
+    assert md5_colon_salt("5f4dcc3b5aa765d61d8327deb882cf99:a$b", salt_first=True) == Refusal(
+        Reason.UNSUPPORTED_SALT, "the salt holds '$', which passwap's md5salted cannot read"
+    )
+    assert md5_colon_salt("5f4dcc3b5aa765d61d8327deb882cf99", salt_first=True).detail == (
+        "expected <32 hex digits>:<salt>"
+    )
