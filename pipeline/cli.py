@@ -35,11 +35,7 @@ __all__ = ["main", "build_parser"]
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("migrate", "auth0"), "pipeline.migrate_auth0", "Auth0 users + password export → import bodies"),
     (("migrate", "keycloak"), "pipeline.migrate_keycloak", "Keycloak realm export → import bodies"),
-    (
-        ("migrate", "firebase"),
-        "pipeline.migrate_firebase",
-        "Firebase Auth export (JSON or CSV) → import bodies",
-    ),
+    (("migrate", "firebase"), "pipeline.migrate_firebase", "Firebase Auth export → import bodies"),
     (("push",), "pipeline.push", "send a manifest's import bodies to ZITADEL (retries, ledger, resume)"),
     (("verify",), "pipeline.verify", "check through events search that a manifest's users were added"),
     (
@@ -56,12 +52,8 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
 ]
 
 # Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).
-_BEAM_COMMANDS = {
-    ("migrate", "auth0"),
-    ("migrate", "keycloak"),
-    ("migrate", "zitadel"),
-    ("migrate", "firebase"),
-}
+_BEAM_COMMANDS = {("migrate", "auth0"), ("migrate", "keycloak"), ("migrate", "zitadel")}
+_BEAM_COMMANDS.add(("migrate", "firebase"))
 
 
 class _Parser(argparse.ArgumentParser):
