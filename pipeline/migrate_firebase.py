@@ -60,7 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the project's hash_config block (Firebase console, Users, password hash parameters): "
         "its algorithm, rounds and mem_cost are recorded in the summary and manifest, the keys "
-        "only as given or not (ZITADEL cannot verify Firebase's scrypt either way)",
+        "only as given or not (ZITADEL cannot verify Firebase's scrypt either way: users with a "
+        "hash come without a password and are listed, this command's --on-unsupported-hash "
+        "default being import-without-password)",
     )
     add_idp_map_argument(parser, "providerUserInfo entries of providerId ALIAS (e.g. google.com, apple.com)")
     add_common_arguments(parser)

@@ -217,6 +217,7 @@ INPUT_FLAGS = {
     "manifest": "--manifest",
     "body": "--body",
     "zitadel_config": "--zitadel-config",
+    "hash_config": "--hash-config",
     "token_file": "--token-file",
     "client_secret_file": "--client-secret-file",
     "key_file": "--key-file",

@@ -339,6 +339,8 @@ def test_synthetic_dead_letters_by_reason(synthetic_run):
 KEYCLOAK_ONLY = {Reason.UNSUPPORTED_HASH, Reason.PLAINTEXT_PASSWORD, Reason.DISABLED, Reason.SERVICE_ACCOUNT}
 # Codes only push's validation of foreign bodies produces (tests/test_push_bodies.py, test_validate.py).
 NOT_FROM_AUTH0 = {Reason.INVALID_PASSWORD, Reason.INVALID_IDP_LINK}
+# A table's own reasons, exercised in tests/test_migrate_table.py.
+NOT_FROM_AUTH0 |= {Reason.INVALID_FIELD_TYPE, Reason.BAD_PATH, Reason.MALFORMED_CSV}
 
 
 def test_every_auth0_reason_code_is_exercised():

@@ -74,3 +74,12 @@ def test_input_shape_names_a_firebase_export():
     )
     assert firebase_csv((DATA / "users.csv").read_bytes())
     assert not firebase_csv(b"email,password\n") and not firebase_csv(io.BytesIO().getvalue())
+
+
+def test_a_utf16_csv_with_a_byte_order_mark_reads_like_utf8(tmp_path):
+    path = tmp_path / "users.csv"
+    path.write_bytes((DATA / "users.csv").read_text().encode("utf-16"))  # BOM + UTF-16-LE
+    (planned,) = plan_firebase_files([str(path)])
+    assert planned.format == CSV
+    with open_input(str(path)) as handle:
+        assert len(list(iter_csv_users(handle))) == 6

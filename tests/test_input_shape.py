@@ -44,6 +44,7 @@ FILES = {
         REALWORLD / "zitadel/zitadel-tools-import-data_orgs-2023.json",
         ZITADEL_TOOLS / "auth0/referenceOutput.json",
     ],
+    "firebase-users": [ROOT / "examples" / "firebase" / "users.json"],
 }
 
 
@@ -131,6 +132,7 @@ READERS = {
     ),
     "keycloak-realm": (["migrate", "keycloak"], "--realm"),
     "zitadel-export": (["migrate", "zitadel"], "--export"),
+    "firebase-users": (["migrate", "firebase"], "--users"),
 }
 CASES = [
     (reader, shape, index)

@@ -227,6 +227,15 @@ def test_hash_config_is_recorded_without_its_keys(tmp_path, capsys):
     assert leaked_secrets(out + err + written, [SECRET_KEY]) == []
 
 
+def test_hash_config_is_an_input_the_run_never_writes(tmp_path, capsys):
+    config = tmp_path / "out" / "importBody.json"
+    config.parent.mkdir()
+    config.write_text("hash_config {\n  algorithm: SCRYPT,\n}\n")
+    code, _ = _run(tmp_path, str(DATA / "users.json"), f"--hash-config={config}")
+    assert code == 2 and "--hash-config" in capsys.readouterr().err
+    assert config.read_text().startswith("hash_config")
+
+
 @pytest.mark.parametrize(
     "content,message",
     [
