@@ -154,6 +154,15 @@ def test_a_body_with_org_settings_needs_the_admin_import(v5, tmp_path):
     assert [b.status for b in report.bodies] == ["failed", "blocked"]
     assert "only the admin import creates" in report.bodies[0].failed[0]["message"]
     assert v5.user_ids(ORG) == set()
+    manifest, ids = write_manifest(tmp_path / "roles", users=2, bodies=1)
+    body_path = tmp_path / "roles" / "importBody.json"
+    body = json.loads(body_path.read_text())
+    body["dataOrgs"]["orgs"][0]["projectRoles"] = [{"projectId": "p1", "roleKey": "reader"}]
+    _rewrite(manifest, body_path, body)
+    report = _push(manifest, v5)
+    assert [(f["userId"], f["reason"]) for f in report.bodies[0].failed] == [
+        (u, "needs-admin-import") for u in ids
+    ]
 
 
 def test_a_server_gone_mid_body_stops_and_a_rerun_resumes_per_user(v5, tmp_path):
