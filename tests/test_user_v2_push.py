@@ -205,3 +205,22 @@ def test_a_killed_push_resumes_without_duplicates(v5, tmp_path):
 def test_the_thread_runner_keeps_the_items_order():
     assert ThreadRunner(4).run(lambda x: x * 2, list(range(50))) == [x * 2 for x in range(50)]
     assert ThreadRunner(1).run(str, [1, 2]) == ["1", "2"]
+
+
+def test_users_without_an_id_are_read_back_by_name_after_a_lost_answer(v5, tmp_path):
+    manifest, ids = write_manifest(tmp_path, users=6, bodies=1)
+    body_path = tmp_path / "importBody.json"
+    body = json.loads(body_path.read_text())
+    org = body["dataOrgs"]["orgs"][0]
+    for entry in org["humanUsers"]:
+        del entry["userId"]  # the server assigns the id
+    del org["userMetadata"]
+    _rewrite(manifest, body_path, body)
+    v5.faults.inject("504_after", path="/v2/users/human")
+    v5.faults.inject("drop_after", path="/v2/users/human")
+    report = _push(manifest, v5, verify=True)
+    assert report.ok, report.table()
+    # The first user: created, its answer lost twice (a 504, then a dropped line), read back by name.
+    assert report.created + report.present == 6 and report.present == 1
+    assert len(v5.user_ids(ORG)) == 6 and set(v5.added_event_counts().values()) == {1}
+    assert report.verify is not None and report.verify.ok
