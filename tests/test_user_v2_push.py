@@ -224,3 +224,16 @@ def test_users_without_an_id_are_read_back_by_name_after_a_lost_answer(v5, tmp_p
     assert report.created + report.present == 6 and report.present == 1
     assert len(v5.user_ids(ORG)) == 6 and set(v5.added_event_counts().values()) == {1}
     assert report.verify is not None and report.verify.ok
+
+
+def test_a_throttled_create_waits_at_least_the_servers_retry_after(v5, tmp_path):
+    manifest, ids = write_manifest(tmp_path, users=3, bodies=1)
+    v5.faults.retry_after = "7"
+    v5.faults.inject("429", path="/v2/users/human")
+    waits: list[float] = []
+    client = fast_client(v5.url, ORG_CREDS, sleep=waits.append)
+    report = push_engine.push_manifest(
+        str(manifest), v5.url, ORG_CREDS, progress=False, client=client, api=USER_V2
+    )
+    assert report.ok and report.created == 3 and report.stats.throttled == 1
+    assert waits == [7.0]  # no real sleep: the client's clock is the list
