@@ -154,6 +154,15 @@ def test_a_body_with_org_settings_needs_the_admin_import(v5, tmp_path):
     assert [b.status for b in report.bodies] == ["failed", "blocked"]
     assert "only the admin import creates" in report.bodies[0].failed[0]["message"]
     assert v5.user_ids(ORG) == set()
+    manifest, ids = write_manifest(tmp_path / "roles", users=2, bodies=1)
+    body_path = tmp_path / "roles" / "importBody.json"
+    body = json.loads(body_path.read_text())
+    body["dataOrgs"]["orgs"][0]["projectRoles"] = [{"projectId": "p1", "roleKey": "reader"}]
+    _rewrite(manifest, body_path, body)
+    report = _push(manifest, v5)
+    assert [(f["userId"], f["reason"]) for f in report.bodies[0].failed] == [
+        (u, "needs-admin-import") for u in ids
+    ]
 
 
 def test_a_server_gone_mid_body_stops_and_a_rerun_resumes_per_user(v5, tmp_path):
@@ -196,3 +205,35 @@ def test_a_killed_push_resumes_without_duplicates(v5, tmp_path):
 def test_the_thread_runner_keeps_the_items_order():
     assert ThreadRunner(4).run(lambda x: x * 2, list(range(50))) == [x * 2 for x in range(50)]
     assert ThreadRunner(1).run(str, [1, 2]) == ["1", "2"]
+
+
+def test_users_without_an_id_are_read_back_by_name_after_a_lost_answer(v5, tmp_path):
+    manifest, ids = write_manifest(tmp_path, users=6, bodies=1)
+    body_path = tmp_path / "importBody.json"
+    body = json.loads(body_path.read_text())
+    org = body["dataOrgs"]["orgs"][0]
+    for entry in org["humanUsers"]:
+        del entry["userId"]  # the server assigns the id
+    del org["userMetadata"]
+    _rewrite(manifest, body_path, body)
+    v5.faults.inject("504_after", path="/v2/users/human")
+    v5.faults.inject("drop_after", path="/v2/users/human")
+    report = _push(manifest, v5, verify=True)
+    assert report.ok, report.table()
+    # The first user: created, its answer lost twice (a 504, then a dropped line), read back by name.
+    assert report.created + report.present == 6 and report.present == 1
+    assert len(v5.user_ids(ORG)) == 6 and set(v5.added_event_counts().values()) == {1}
+    assert report.verify is not None and report.verify.ok
+
+
+def test_a_throttled_create_waits_at_least_the_servers_retry_after(v5, tmp_path):
+    manifest, ids = write_manifest(tmp_path, users=3, bodies=1)
+    v5.faults.retry_after = "7"
+    v5.faults.inject("429", path="/v2/users/human")
+    waits: list[float] = []
+    client = fast_client(v5.url, ORG_CREDS, sleep=waits.append)
+    report = push_engine.push_manifest(
+        str(manifest), v5.url, ORG_CREDS, progress=False, client=client, api=USER_V2
+    )
+    assert report.ok and report.created == 3 and report.stats.throttled == 1
+    assert waits == [7.0]  # no real sleep: the client's clock is the list

@@ -33,7 +33,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, TypeVar, cast
 
-from transforms.output.body_parts import metadata_of, org_id_of, orgs_of, user_id_of, user_name_of, users_of
+from transforms.output.body_parts import (
+    body_user_ids,
+    metadata_of,
+    org_id_of,
+    orgs_of,
+    user_id_of,
+    user_name_of,
+    users_of,
+)
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.grant_calls import grants_of
 from transforms.push.import_answers import IN_ANOTHER_ORG, Json
@@ -272,6 +280,12 @@ def _read(ref: BodyRef, result: BodyResult) -> Json | None:
     extra = _unsupported(checked.body)
     if extra:
         message = f"holds {', '.join(extra)}, which only the admin import creates (--api=admin-import)"
+        users = body_user_ids(checked.body)
+        if users:  # every user ends with a reason
+            for org_id, uid in users:
+                entry = {"userId": uid, "orgId": org_id, "reason": "needs-admin-import", "type": "human_user"}
+                result.failed.append({**entry, "message": "its body " + message})
+            return None
         result.failed.append(
             {"userId": "", "orgId": "", "reason": "needs-admin-import", "type": "body", "message": message}
         )
@@ -310,6 +324,7 @@ def send_body_v2(
     ledger.save(result)
     started = time.monotonic()
     body = _read(ref, result)
+    progress.users_processed(0, 0, sum(1 for f in result.failed if f.get("type") != "body"))
     users = _UserLedger(ledger, ref)
     jobs = _jobs(body) if body is not None else []
     done = users.load(ref.sha256)
