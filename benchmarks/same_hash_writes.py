@@ -6,9 +6,12 @@ stops answering half-way: every change call after ``--answered`` is done only af
 up on it (the stand-in's ``late`` fault), and the push stops. Night 3 runs the same export against
 a server that answers again. Each password write is one ``user.human.password.changed`` event;
 every user should get exactly one. Prints the writes beyond one per user (same-hash writes).
+``--lost-answers P`` instead answers every change call but loses the answer of P of them (a 504
+after the work, or the connection dropped after it), at random: the same night's retries.
 
     .venv/bin/python benchmarks/same_hash_writes.py --users 3000
     .venv/bin/python benchmarks/same_hash_writes.py --users 3000 --code /path/to/another/checkout
+    .venv/bin/python benchmarks/same_hash_writes.py --users 3000 --lost-answers 0.01
 """
 
 from __future__ import annotations
@@ -69,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--code", help="another checkout whose pipeline/ and transforms/ to measure (default this one)"
     )
+    parser.add_argument(
+        "--lost-answers", type=float, default=0.0, help="instead of stopping: lose this share of the answers"
+    )
     args = parser.parse_args(argv)
     sys.path[:0] = [args.code or str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")]
     from zitadel_fixtures import hash_pool
@@ -99,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         users, pws = _export(tmp / "day2", args.users, 2, hashes)
         night2 = ["migrate", "auth0", f"--users={users}", f"--passwords={pws}", *common]
         assert _quiet(cli, night2) == 0, "night 2's migrate failed"
-        server.faults.silent_after(args.answered or args.users // 2, kind="late", path="/v2/users/*")
+        if args.lost_answers:
+            server.faults.randomize(args.lost_answers, ("504_after", "drop_after"), ("/v2/users/human/*",))
+        else:
+            server.faults.silent_after(args.answered or args.users // 2, kind="late", path="/v2/users/*")
         server.faults.hang_seconds = 10.0
         manifest = out.with_name("importBody.manifest.json")
         rc2 = _quiet(
@@ -115,9 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"--concurrency={args.concurrency}",
             ],
         )
-        with server.faults._lock:  # the server answers again
-            server.faults._silent = None
-        late = server.faults.fired.count("late")
+        late = len(server.faults.fired)
+        server.faults.clear()  # the server answers again
         rc3 = _quiet(cli, [*night2, f"--push-url={server.url}", *push])
         with server.state.lock:
             writes: dict[str, int] = {}
@@ -131,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     twice = {uid: n for uid, n in writes.items() if n > 1}
     print(
-        f"users {args.users}  night 2 push rc {rc2} (calls met after it stopped answering: {late})  "
+        f"users {args.users}  night 2 push rc {rc2} (faults met: {late})  "
         f"night 3 rc {rc3}  users holding day 2's hash {held}  "
         f"same-hash writes {sum(n - 1 for n in twice.values())} (users {len(twice)})  "
         f"users with no write {args.users - len(writes)}"

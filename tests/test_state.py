@@ -108,3 +108,15 @@ def test_users_with_an_unknown_outcome_are_kept_beside_the_pointer_and_removed_w
     (tmp_path / "state" / UNKNOWN_NAME).write_text("[1, 2]")
     with pytest.raises(ConfigError, match=UNKNOWN_NAME):
         store.read_unknown()
+
+
+def test_the_unknown_outcomes_file_round_trips_on_gcs_emulator(gcs_emulator):
+    from conftest import GCS_BUCKET
+
+    store = StateStore(f"gs://{GCS_BUCKET}/sync/unknown")
+    assert store.read_unknown() == {}
+    store.write_unknown({"auth0|1": 1764136800.25})
+    assert gcs_emulator.blob(f"sync/unknown/{UNKNOWN_NAME}").exists()
+    assert store.read_unknown() == {"auth0|1": 1764136800.25}
+    store.write_unknown({})
+    assert not gcs_emulator.blob(f"sync/unknown/{UNKNOWN_NAME}").exists()
