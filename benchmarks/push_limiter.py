@@ -5,9 +5,17 @@ Each run starts the stand-in server in its own process (tests/standins/zitadel_s
 does not share the client's GIL) with ``--workers K`` and a per-user cost, pushes the same
 manifest, and reads what the server saw from the summary it prints on SIGINT
 (tests/standins/capacity.py): every call's arrival, every refusal (429/503). Times are medians of
-``--repeat`` runs; "refused late" counts refusals after the first ``--settle`` seconds (scaled
+``--repeat`` runs of the sending itself (the push's own clock, after the checks every pace
+shares); "refused late" counts refusals after the first ``--settle`` seconds (scaled
 down from the issue's 30 s to the length of these runs); "peak rate" is the most calls that
-arrived in any ``--window`` seconds, refused ones included.
+arrived in any ``--window`` seconds, refused ones included (the target's own burst allowance lets
+a short window run above its rate); "after r/s" is the mean rate of calls arriving after the
+first ``--settle`` seconds: the sustained rate the target saw.
+
+The issue asks for 100k users in bodies of 5000 (20 bodies); the default keeps its 20 bodies but
+with 1000 users each, because the client's own per-user work (reading and validating every user,
+about 0.2 ms on a shared 2-core machine) would otherwise outweigh a per-user cost small enough
+for a sweep to take minutes. ``--users 100000 --per-body 5000`` runs the issue's shape.
 
     .venv/bin/python benchmarks/push_limiter.py                      # K = 1, 4, 16 and a rate limit
     .venv/bin/python benchmarks/push_limiter.py --workers 4 --repeat 1
@@ -95,14 +103,18 @@ def _run_once(
             progress=False,
             stream=io.StringIO(),
         )
-        wall = time.monotonic() - started
+        wall = report.seconds  # the sending, after the checks every pace shares (precheck, probe)
     finally:
         seen = _stop_server(proc)
     expected = sum(b.users for b in report.bodies)
     calls = len(seen["arrivals"])
     late = sum(1 for t, _ in seen["refusals"] if t > started + settle)
     late_calls = sum(1 for t in seen["arrivals"] if t > started + settle)
+    arrivals = sorted(seen["arrivals"])
+    after = [t for t in arrivals if t > arrivals[0] + settle] if arrivals else []
+    span = after[-1] - (arrivals[0] + settle) if after else 0.0
     return {
+        "sustained": len(after) / span if span > 0 else 0.0,
         "wall": wall,
         "ok": report.ok and report.failed == 0 and report.created == expected,
         "calls": calls,
@@ -121,20 +133,21 @@ def _median(runs: list[dict]) -> dict:
         "ok": all(r["ok"] for r in runs),
         "late_share": max(r["late_share"] for r in runs),
         "peak_rate": max(r["peak_rate"] for r in runs),
+        "sustained": max(r["sustained"] for r in runs),
     }
 
 
 def _row(label: str, result: dict, best: float, one: float) -> str:
     return (
-        f"{label:<16} {result['wall']:>7.2f} {result['wall'] / best:>8.2f} {one / result['wall']:>8.2f} "
+        f"{label:<23} {result['wall']:>7.2f} {result['wall'] / best:>8.2f} {one / result['wall']:>8.2f} "
         f"{result['calls']:>6} {result['refused']:>8} {100 * result['late_share']:>9.1f}% "
-        f"{result['peak_rate']:>9.1f} {result['settled']:>8}  {'yes' if result['ok'] else 'NO'}"
+        f"{result['peak_rate']:>9.1f} {result['sustained']:>9.1f} {result['settled']:>8}  {'yes' if result['ok'] else 'NO'}"
     )
 
 
 HEADER = (
-    f"{'pace':<16} {'wall s':>7} {'x best':>8} {'x c=1':>8} {'calls':>6} {'refused':>8} "
-    f"{'late ref':>10} {'peak r/s':>9} {'settled':>8}  ok"
+    f"{'pace':<23} {'wall s':>7} {'x best':>8} {'x c=1':>8} {'calls':>6} {'refused':>8} "
+    f"{'late ref':>10} {'peak r/s':>9} {'after r/s':>9} {'settled':>8}  ok"
 )
 
 
@@ -170,16 +183,16 @@ def _case(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=100_000, help="users in all (default 100000)")
-    parser.add_argument("--per-body", type=int, default=5000, help="users per body (default 5000)")
+    parser.add_argument("--users", type=int, default=20_000, help="users in all (default 20000)")
+    parser.add_argument("--per-body", type=int, default=1000, help="users per body (default 1000)")
     parser.add_argument(
         "--workers", default="1,4,16", help="the targets' K, comma-separated (default 1,4,16)"
     )
     parser.add_argument(
         "--work-seconds",
         type=float,
-        default=4.0,
-        help="the target's total work at K workers (default 4 s): the per-user cost is K x this / users",
+        default=3.0,
+        help="the target's total work at K workers (default 3 s): the per-user cost is K x this / users",
     )
     parser.add_argument(
         "--queue", type=int, default=None, help="calls waiting beyond K; 503 past it (default: any)"
@@ -205,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.users} users in {bodies} bodies of {args.per_body}; {os.cpu_count()} cores; median of {args.repeat}"
     )
-    for k in (int(k) for k in args.workers.split(",")):
+    for k in (int(k) for k in args.workers.split(",") if k):
         cost_ms = 1000.0 * k * args.work_seconds / args.users
         flags = ["--workers", str(k), "--per-user-delay-ms", f"{cost_ms:g}"]
         flags += ["--queue", str(args.queue)] if args.queue is not None else []

@@ -151,6 +151,8 @@ class Limiter:
                     if rate is not None:
                         self._tokens -= 1.0
                     self._attempts.append(now)
+                    while self._attempts[0] < now - _RATE_WINDOW:  # kept short: a run may be 1M calls
+                        self._attempts.popleft()
                     self.retried += retry
                     self.attempts += 1
                     return
@@ -213,7 +215,7 @@ class Limiter:
     def _on_ok(self, per_user: float) -> None:
         self._best = per_user if self._best is None else min(self._best, per_user)
         if self._learned_rate is not None:
-            self._learned_rate += 0.5 / self._learned_rate  # probe the rate limit again, slowly
+            self._learned_rate += 0.2 / self._learned_rate  # probe the rate limit again, slowly
         ratio = per_user / self._best if self._best > 0 else 1.0
         if ratio > TOLERANCE:  # queueing at the target: back off in proportion
             self._decrease(max(0.5, TOLERANCE / ratio))

@@ -35,7 +35,7 @@ __all__ = ["send_body", "Abort", "TIMEOUT_MARGIN"]
 
 TIMEOUT_MARGIN = 30.0  # seconds the client waits beyond the body's server-side timeout
 PROBE_PARTS = 4  # a body's parts while the adaptive limit is still doubling
-PROBE_MIN_USERS = 500  # no probe part smaller: a request's fixed cost would show as load
+PROBE_MIN_USERS = 200  # no probe part smaller: a request's fixed cost would show as load
 FIT_SHARE = 0.5  # a request should need at most this share of the body's server-side timeout
 
 
