@@ -115,10 +115,6 @@ class PortableServices:
         self.job_port = 0
         self.pool_port = free_port()
 
-    @property
-    def pool_pid(self) -> int:
-        return self._processes[1].pid
-
     def flags(self) -> list[str]:
         """The Beam flags of a run on these services (docs/distributed-runs.md)."""
         return [
@@ -131,8 +127,17 @@ class PortableServices:
     def __enter__(self) -> PortableServices:
         port_file = self._tmp / "job-service.port"
         try:
-            self._start("job-service", "local_job_service_main", "--port=0", f"--port_file={port_file}")
-            self._start("worker-pool", "../worker/worker_pool_main", f"--service_port={self.pool_port}")
+            self._start(
+                "job-service",
+                "apache_beam.runners.portability.local_job_service_main",
+                "--port=0",
+                f"--port_file={port_file}",
+            )
+            self._start(
+                "worker-pool",
+                "apache_beam.runners.worker.worker_pool_main",
+                f"--service_port={self.pool_port}",
+            )
             self.job_port = int(self._wait_for(lambda: port_file.exists() and port_file.read_text()))
             self._wait_for(lambda: _listening(self.pool_port))
         except BaseException:
@@ -156,11 +161,10 @@ class PortableServices:
         return (self._tmp / f"{name}.log").read_text(errors="replace")
 
     def _start(self, name: str, module: str, *args: str) -> None:
-        dotted = os.path.normpath(f"apache_beam/runners/portability/{module}").replace(os.sep, ".")
         with open(self._tmp / f"{name}.log", "wb") as log:
             self._processes.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", dotted, *args],
+                    [sys.executable, "-m", module, *args],
                     cwd=self._tmp,
                     env=self._env,
                     stdout=log,
