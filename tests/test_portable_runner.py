@@ -6,8 +6,8 @@ memory with the launcher: whatever crosses over is pickled, sent over gRPC or st
 That is how Dataflow's runner v2 and Flink or Spark job servers run the pipeline
 (docs/distributed-runs.md). Every path of those runs (inputs, outputs, dead letters,
 temp_location, state) is on the gs:// emulator, and every file written must be byte for byte what
-the in-process FnApiRunner writes for the same input (on local disk), the manifest's
-``seconds`` masked.
+the in-process FnApiRunner writes for the same input (on local disk), with only the run's duration
+(``seconds``), the state's commit time and the run's own folder (local or gs://) masked.
 
 The worker pool reaches the emulator through a recording proxy and the launcher directly, so the
 test sees that the bodies' bytes were uploaded by the worker processes.
