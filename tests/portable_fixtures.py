@@ -18,7 +18,6 @@ Example::
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -62,11 +61,6 @@ class RecordingProxy:
         with self._lock:
             return b"".join(b"".join(record) for record in self._connections)
 
-    def requests(self) -> list[str]:
-        """The request lines (``POST /upload/storage/v1/b/...``) among what the clients sent."""
-        found = re.findall(rb"(?:^|\r\n)((?:GET|POST|PUT|PATCH|DELETE) \S+) HTTP/1\.[01]\r\n", self.sent())
-        return [line.decode() for line in found]
-
     def clear(self) -> None:
         with self._lock:
             for record in self._connections:  # a connection kept open records on
@@ -78,7 +72,11 @@ class RecordingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(self._target)
+            try:
+                upstream = socket.create_connection(self._target)
+            except OSError:  # the emulator is gone: the client sees a closed connection
+                client.close()
+                continue
             record: list[bytes] = []
             with self._lock:
                 self._connections.append(record)
