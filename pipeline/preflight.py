@@ -84,6 +84,7 @@ PATH_FLAGS = {
     "work_dir": "--work-dir",
     "gcs_document": "--gcs-document",
     "gcs_output": "--gcs-output",
+    "state": "--state",  # the compare step's workers read the state shards
 }
 _NO_FILE = {"none"}  # `--passwords=none`: no file at all
 

@@ -62,9 +62,17 @@ def delete_tree(path: str) -> None:
         return
     from apache_beam.io.filesystems import FileSystems
 
-    matched = FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list
-    if matched:
-        FileSystems.delete([m.path for m in matched])
+    matched = [m.path for m in FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list]
+    if matched and all(found.startswith("gs://") for found in matched):
+        # Beam's GCS FileSystems.delete looks each path up and deletes it in a batch of its own
+        # (three requests per object); GcsIO.delete_batch sends up to 100 deletes per request.
+        from apache_beam.io.gcp.gcsio import GcsIO
+
+        failed = [found for found, error in GcsIO().delete_batch(matched) if error]
+        if failed:
+            raise OSError(f"could not delete {len(failed)} temporary object(s), e.g. {failed[0]}")
+    elif matched:
+        FileSystems.delete(matched)
 
 
 def _existing_bodies(layout: OutputLayout) -> list[str]:
