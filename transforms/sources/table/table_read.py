@@ -191,6 +191,8 @@ class _ReadUnitFn(beam.DoFn):
         if isinstance(mapped, TableRejection):
             roles.user(mapped.roles, (), dead=True)
             self._tally.refused(mapped.refused)
+            if mapped.form_outcome is not None:
+                self._tally.rewritten(mapped.form_outcome)
             envelope = {"id": mapped.user_id, "blocked": mapped.blocked, "record": shown}
             return _dead(sortkey, (mapped.reason, mapped.detail), ta.SOURCE, envelope)
         grants = roles.user(mapped.roles, (), dead=False)
@@ -209,8 +211,8 @@ class _ReadUnitFn(beam.DoFn):
         else:
             counts[ta.WITHOUT_PASSWORD] += 1
             counts[counters.CANNOT_SIGN_IN + ta.PREFIX] += 1
-        if mapped.converted is not None:
-            self._tally.add(mapped.converted)
+        if mapped.form_outcome is not None:  # its form counted, and its verifier's parameters
+            self._tally.rewritten(mapped.form_outcome)
         if mapped.dropped_hash is not None:
             counts[ta.PASSWORD_DROPPED + mapped.dropped_hash.reason] += 1
             email = mapped.entry["user"].get("email") or {}
