@@ -78,6 +78,9 @@ def test_supabase_csv_sample_converts_and_every_hash_verifies(tmp_path, capsys):
         (Reason.BLOCKED, "eve@example.com")
     ]
     assert manifest["counts"]["table.metadata_entries"] == 10
+    # Columns the mapping leaves out, per user written who had a value.
+    assert manifest["fields_not_carried"] == {"table.aud": 5, "table.instance_id": 5, "table.role": 5}
+    assert manifest["formats"] == ["csv"]
     summary = capsys.readouterr().out
     assert "records read 6 = written 5 + dead-lettered 1" in summary
 
