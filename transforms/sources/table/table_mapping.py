@@ -126,8 +126,16 @@ def _map(
     display = values.text(fields.get("display_name"))
     notes: list[str] = []
     verified = options.email_verified or values.flag(fields.get("email_verified"))
-    if not email and options.email_fallback is not None:
-        email = fallback_email(options.email_fallback, user_name, user_id) or ""
+    if not email and options.email_fallback is None:
+        return TableRejection(
+            Reason.MISSING_EMAIL,
+            f"no e-mail address in {fields['email'].text} (--email-fallback TEMPLATE gives one)",
+            user_id,
+            blocked,
+            roles=roles,
+        )
+    if not email:
+        email = fallback_email(options.email_fallback or "", user_name, user_id) or ""
         if not email:
             return TableRejection(
                 Reason.INVALID_EMAIL_FALLBACK,
