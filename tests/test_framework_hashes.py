@@ -20,6 +20,9 @@ from transforms.hashing.framework_hashes import (
     django_md5,
     django_pbkdf2,
     django_scrypt,
+    md5_colon_salt,
+    portable,
+    sha_crypt,
     std_b64,
     werkzeug,
 )
@@ -96,3 +99,23 @@ def test_werkzeug_needs_the_iteration_count_and_a_digest_passwap_has():
 @pytest.mark.parametrize("text", ["", "=", "a", "ab=c", "abcde", "ab$c", "a" * 5 + "==="])
 def test_std_b64_refuses_what_is_not_base64(text):
     assert std_b64(text) is None
+
+
+def test_crypt_style_forms_pass_as_is_within_their_own_ranges():
+    sha256 = "$5$rounds=1000$roundstoolow$yfvwcWrQ8l/K0DAWyuPMDNHpIVlTQebY9l/gL972bIC"  # passwap sha2_test.go
+    assert sha_crypt("5")(sha256) == sha256
+    assert sha_crypt("6")(sha256).detail.startswith("expected $6$")
+    assert passwap_rules.verify(sha256, "the minimum number is still observed") is True
+    drupal = "$S$DrandomsaOpYrAZqwxGynirQbWYCb3ejW4BwGH81LJcOzbzeVd02"  # count 'D' = 2^15, Drupal 7's default
+    assert portable("S", 55)(drupal) == drupal
+    assert portable("PH", 34)(drupal).detail == "expected 34 characters in the crypt alphabet"
+    assert portable("S", 55)("$S$/" + drupal[4:]).detail == "count character gives 2^1, outside 2^7 - 2^30"
+
+
+def test_md5_with_a_colon_salt_needs_a_salt_passwap_can_read():
+    assert md5_colon_salt("5f4dcc3b5aa765d61d8327deb882cf99:a$b", salt_first=True) == Refusal(
+        Reason.UNSUPPORTED_SALT, "the salt holds '$', which passwap's md5salted cannot read"
+    )
+    assert md5_colon_salt("5f4dcc3b5aa765d61d8327deb882cf99", salt_first=True).detail == (
+        "expected <32 hex digits>:<salt>"
+    )

@@ -17,8 +17,17 @@ import passwap_rules
 import pytest
 
 from transforms.common.counters import HASH_FORMS, PASSWORD_HASHES, REFUSED_HASH_FORMS
+from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
-from transforms.hashing.hash_forms import MAX_LENGTH, VERIFIER, HashForm, Rewritten, detect, to_passwap
+from transforms.hashing.hash_forms import (
+    MAX_LENGTH,
+    VERIFIER,
+    HashForm,
+    Rewritten,
+    detect,
+    form_named,
+    to_passwap,
+)
 from transforms.hashing.policy import DEFAULT_LIMITS, HashPolicy, load_policy
 from transforms.hashing.summary import forms_needs, hash_manifest, hash_summary
 from transforms.hashing.tally import HashTally
@@ -56,7 +65,6 @@ def test_framework_forms_are_rewritten_into_what_passwap_verifies(vector):
     assert passwap_rules.verify(outcome.encoded, vector["password"] + "x") is False
     # Declaring the form gives the same string; the verifier is the one the form is written for.
     assert to_passwap(vector["value"], form) == outcome
-    assert outcome.converted is not None and outcome.converted.algorithm == form.value
     assert passwap_rules.claim(outcome.encoded) == outcome.converted.verifier
     if form not in (HashForm.DJANGO_MD5, HashForm.LDAP):  # these two write md5plain or a crypt form too
         assert outcome.converted.verifier == VERIFIER[form]
@@ -172,6 +180,11 @@ HOSTILE = [
     ("pbkdf2:md5:1000$salt$abcd", HashForm.WERKZEUG_PBKDF2, "werkzeug pbkdf2: pbkdf2 digest 'md5'"),
     ("pbkdf2:sha256:1000$salt$abc", HashForm.WERKZEUG_PBKDF2, "werkzeug pbkdf2: expected"),
     ("scrypt:1000:8:1$salt$abcd", HashForm.WERKZEUG_SCRYPT, "werkzeug scrypt: N=1000"),
+    (
+        "$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7",
+        HashForm.YESCRYPT,
+        "yescrypt: passwap has no",
+    ),
     ("{MD5}AAAA", HashForm.LDAP, "ldap: {MD5} value is not base64 of 16 bytes"),
     ("{CRYPT}ab1Hv2Lg7ltQo", HashForm.LDAP, "ldap: {CRYPT} holds no"),
     (
@@ -305,3 +318,53 @@ def test_tally_counts_forms_and_spreads_parameters_and_old_manifests_stay_as_the
         "users_without_password_by_reason",
         "zitadel_config",
     }
+
+
+def test_declared_form_names():
+    assert form_named("Django-PBKDF2-SHA256") is HashForm.DJANGO_PBKDF2_SHA256
+    assert form_named(" asp.net identity v3 ") is HashForm.ASPNET_IDENTITY_V3
+    with pytest.raises(ConfigError, match="unknown hash form 'sha1': one of bcrypt, argon2, "):
+        form_named("sha1")
+
+
+def test_scrypt_under_passwaps_7_prefix_is_rewritten_and_libxcrypts_own_7_refused():
+    # passwap's scrypt also claims "$7$" (scrypt.Prefix_Linux) in its own layout: written as $scrypt$.
+    vector = next(v for v in PASSWAP if v["verifier"] == "scrypt")["encoded"]
+    as_seven = "$7$" + vector[len("$scrypt$") :]
+    assert passwap_rules.verify(as_seven, "password") is True  # the stand-in claims it as passwap does
+    outcome = to_passwap(as_seven)
+    assert (outcome.form, outcome.encoded) == (HashForm.SCRYPT, vector)
+    # libxcrypt's $7$ (N, r, p and salt in crypt base64): not passwap's layout. Shape only, never verified.
+    libxcrypt = "$7$C6..../....SodiumChloride$kBGj9fHznVYFQMEn/qDCfrDevf9YDtcDdKvEqHJLV8D"
+    assert to_passwap(libxcrypt).reason == (
+        "scrypt: libxcrypt's $7$ layout is not the $scrypt$ln=..,r=..,p=.. passwap reads"
+    )
+
+
+def test_every_declared_form_with_every_value_answers_and_writes_only_what_passwap_parses():
+    values = [v["value"] for v in VECTORS["rewritten"] + VECTORS["refused"] + VECTORS["declared"]]
+    values += [v["encoded"] for v in PASSWAP]
+    written = 0
+    for form in HashForm:
+        for value in values:
+            outcome = to_passwap(value, form)
+            assert outcome.form is form and (outcome.encoded is None) != (outcome.reason is None)
+            if outcome.encoded is None:
+                assert outcome.reason.startswith(form.label + ": ")
+            else:
+                written += 1
+                assert passwap_rules.claim(outcome.encoded) == outcome.converted.verifier
+    assert written >= len(VECTORS["rewritten"]) + len(PASSWAP)
+    assert to_passwap("$2b$10$x", "bcrypt").reason == "unknown hash form 'bcrypt'"  # a str, not a HashForm
+
+
+@pytest.mark.parametrize("vector", VECTORS["declared"], ids=_id)
+def test_forms_that_only_a_declaration_names_are_rewritten_when_declared(vector):
+    # "<hex>:<salt>" does not say whether the salt went before or after the password: never guessed.
+    assert detect(vector["value"]) is None
+    outcome = to_passwap(vector["value"], HashForm(vector["form"]))
+    assert outcome.encoded is not None and outcome.converted.verifier == "md5salted"
+    assert passwap_rules.verify(outcome.encoded, vector["password"]) is True
+    assert passwap_rules.verify(outcome.encoded, vector["password"] + "x") is False
+    other = HashForm.OSCOMMERCE_MD5 if vector["form"] == "joomla-md5" else HashForm.JOOMLA_MD5
+    assert passwap_rules.verify(to_passwap(vector["value"], other).encoded, vector["password"]) is False

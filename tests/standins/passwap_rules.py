@@ -232,7 +232,8 @@ def _parse(encoded: str):
         if ident not in digests or not rounds.isdigit():
             raise Refused("pbkdf2: identifier or rounds")
         return "pbkdf2", (digests[ident], int(rounds), _pbkdf2_field(salt), _pbkdf2_field(hashed))
-    if encoded.startswith("$scrypt$"):
+    # passwap's scrypt also claims "$7$" (scrypt.Prefix_Linux) and scans it in its own ln=,r=,p= layout.
+    if encoded.startswith(("$scrypt$", "$7$")):
         _, params, salt, hashed = _fields(encoded, 4)[:4]
         match = re.fullmatch(r"ln=(\d+),r=(\d+),p=(\d+)", params)
         if not match:

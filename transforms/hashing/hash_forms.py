@@ -20,17 +20,18 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from enum import StrEnum
+from typing import NamedTuple
 
+from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
 from transforms.hashing import framework_hashes as fw
-from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash, raw_b64
-from transforms.hashing.framework_hashes import MAX_UINT32, Refusal, ab64, std_b64
+from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
+from transforms.hashing.framework_hashes import MAX_UINT32, Refusal, std_b64
 
-__all__ = ["HashForm", "Rewritten", "VERIFIER", "MAX_LENGTH", "detect", "to_passwap"]
+__all__ = ["HashForm", "Rewritten", "VERIFIER", "MAX_LENGTH", "detect", "to_passwap", "form_named"]
 
 MAX_LENGTH = 1024  # the longest form here (ASP.NET v3 with a 512-bit salt and subkey) is ~200
 
@@ -41,16 +42,20 @@ class HashForm(StrEnum):
     BCRYPT = "bcrypt"
     ARGON2 = "argon2"
     PBKDF2 = "pbkdf2"  # passwap's (and passlib's) own $pbkdf2[-sha<n>]$ form; Auth0's i=,l= variant
-    SCRYPT = "scrypt"  # passwap's $scrypt$ln=..,r=..,p=..$ form (passlib's too)
+    SCRYPT = "scrypt"  # passwap's $scrypt$ln=..,r=..,p=..$ form (passlib's too; $7$ln=.. alike)
     MD5_SALTED = "md5-salted"  # passwap's $md5salted-prefix|suffix$ form
     MD5_PLAIN = "md5-plain"
+    JOOMLA_MD5 = "joomla-md5"  # <hex md5(password + salt)>:<salt>, declared only
+    OSCOMMERCE_MD5 = "oscommerce-md5"  # <hex md5(salt + password)>:<salt>, declared only
     MD5CRYPT = "md5crypt"
     APR1_MD5 = "apr1-md5"
+    YESCRYPT = "yescrypt"  # $y$ (current Debian, Ubuntu, Fedora /etc/shadow) and $gy$
     SHA256CRYPT = "sha256crypt"
     SHA512CRYPT = "sha512crypt"
     PHPASS = "phpass"
     DRUPAL7 = "drupal7"
     DRUPAL7_MD5 = "drupal7-md5"
+    WORDPRESS_BCRYPT = "wordpress-bcrypt"
     DJANGO_PBKDF2_SHA256 = "django-pbkdf2-sha256"
     DJANGO_PBKDF2_SHA1 = "django-pbkdf2-sha1"
     DJANGO_BCRYPT = "django-bcrypt"
@@ -78,6 +83,7 @@ _LABELS = {
     HashForm.MD5_PLAIN: "md5",
     HashForm.APR1_MD5: "apache apr1 md5",
     HashForm.DRUPAL7_MD5: "drupal7 U$S$",
+    HashForm.WORDPRESS_BCRYPT: "wordpress bcrypt",
     HashForm.DJANGO_PBKDF2_SHA256: "django pbkdf2_sha256",
     HashForm.DJANGO_PBKDF2_SHA1: "django pbkdf2_sha1",
     HashForm.DJANGO_BCRYPT: "django bcrypt",
@@ -95,19 +101,20 @@ _LABELS = {
 }
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Rewritten:
+class Rewritten(NamedTuple):
     """One value's outcome: ``encoded`` (the passwap string) or None with ``reason`` naming the form.
 
     ``code`` is the dead-letter reason code of a refusal (transforms/common/reasons.py);
-    ``converted`` the written string's verifier and cost parameters (for HashTally and the report).
+    ``converted`` the written string's verifier and cost parameters, as convert.parse_hash reads
+    them (for HashTally and the report). Immutable; a NamedTuple because one is made per user
+    (a frozen dataclass costs ~6 µs more each, benchmarks/hash_forms_bench.py).
     """
 
     encoded: str | None
     form: HashForm | None
     reason: str | None
     code: str | None = None
-    converted: ConvertedHash | None = dataclasses.field(default=None, compare=False, repr=False)
+    converted: ConvertedHash | None = None
 
 
 # The ZITADEL verifier (SystemDefaults.PasswordHasher.Verifiers) each form is written for; None: refused.
@@ -118,13 +125,17 @@ VERIFIER: Mapping[HashForm, str | None] = {
     HashForm.SCRYPT: "scrypt",
     HashForm.MD5_SALTED: "md5salted",
     HashForm.MD5_PLAIN: "md5plain",
+    HashForm.JOOMLA_MD5: "md5salted",
+    HashForm.OSCOMMERCE_MD5: "md5salted",
     HashForm.MD5CRYPT: "md5",
     HashForm.APR1_MD5: None,
+    HashForm.YESCRYPT: None,
     HashForm.SHA256CRYPT: "sha2",
     HashForm.SHA512CRYPT: "sha2",
     HashForm.PHPASS: "phpass",
     HashForm.DRUPAL7: "drupal7",
     HashForm.DRUPAL7_MD5: None,
+    HashForm.WORDPRESS_BCRYPT: None,
     HashForm.DJANGO_PBKDF2_SHA256: "pbkdf2",
     HashForm.DJANGO_PBKDF2_SHA1: "pbkdf2",
     HashForm.DJANGO_BCRYPT: "bcrypt",
@@ -142,25 +153,26 @@ VERIFIER: Mapping[HashForm, str | None] = {
     HashForm.FIREBASE_SCRYPT: None,
 }
 
-_ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _HEX32 = re.compile(r"^[0-9a-fA-F]{32}$")
 _BCRYPT = re.compile(r"^\$2([abxy]?)\$(\d\d)\$[./A-Za-z0-9]{53}$")
-_SHA_CRYPT = re.compile(r"^\$([56])\$(?:rounds=(\d{1,10})\$)?([^$]{0,16})\$([./0-9A-Za-z]+)$")
-_PORTABLE = re.compile(r"^\$([PHS])\$[./0-9A-Za-z]+$")
 _LDAP = re.compile(r"^\{([A-Za-z0-9-]{1,20})\}(.*)$", re.S)
 _PREFIXES: tuple[tuple[str, HashForm], ...] = (
     ("$2", HashForm.BCRYPT),
     ("$argon2", HashForm.ARGON2),
     ("$pbkdf2", HashForm.PBKDF2),
     ("$scrypt$", HashForm.SCRYPT),
+    ("$7$", HashForm.SCRYPT),
     ("$md5salted", HashForm.MD5_SALTED),
     ("$1$", HashForm.MD5CRYPT),
     ("$apr1$", HashForm.APR1_MD5),
+    ("$y$", HashForm.YESCRYPT),
+    ("$gy$", HashForm.YESCRYPT),
     ("$5$", HashForm.SHA256CRYPT),
     ("$6$", HashForm.SHA512CRYPT),
     ("$P$", HashForm.PHPASS),
     ("$H$", HashForm.PHPASS),
     ("$S$", HashForm.DRUPAL7),
+    ("$wp$", HashForm.WORDPRESS_BCRYPT),
     ("U$", HashForm.DRUPAL7_MD5),
     ("pbkdf2_sha256$", HashForm.DJANGO_PBKDF2_SHA256),
     ("pbkdf2_sha1$", HashForm.DJANGO_PBKDF2_SHA1),
@@ -176,13 +188,19 @@ _PREFIXES: tuple[tuple[str, HashForm], ...] = (
     ("{", HashForm.LDAP),
 )
 
+# The prefixes by their first character: detection tries only those that can match.
+_BY_FIRST: dict[str, list[tuple[str, HashForm]]] = {}
+for _prefix, _form in _PREFIXES:
+    _BY_FIRST.setdefault(_prefix[0], []).append((_prefix, _form))
+
 
 def _usable(value: object) -> str | None:
     """``value`` without surrounding whitespace when it can be a hash at all, else None."""
     if not isinstance(value, str):
         return None
     value = value.strip()
-    if not value or len(value) > MAX_LENGTH or not value.isprintable() or any(c.isspace() for c in value):
+    # isprintable() is False for every whitespace but the ASCII space (Unicode Z* and C* categories).
+    if not value or len(value) > MAX_LENGTH or " " in value or not value.isprintable():
         return None
     return value
 
@@ -194,9 +212,11 @@ def detect(value: str) -> HashForm | None:
     it is only ever declared. A 32-hex-digit value is taken as unsalted md5.
     """
     text = _usable(value)
-    if text is None:
-        return None
-    for prefix, form in _PREFIXES:
+    return None if text is None else _detect(text)
+
+
+def _detect(text: str) -> HashForm | None:
+    for prefix, form in _BY_FIRST.get(text[0], ()):
         if text.startswith(prefix):
             return form
     if _HEX32.match(text):
@@ -211,27 +231,62 @@ def detect(value: str) -> HashForm | None:
     return None
 
 
+def form_named(name: str) -> HashForm:
+    """A declared form (a flag's or a mapping file's value): the value or the label, any case.
+    ConfigError (exit 2) naming the choices otherwise."""
+    wanted = name.strip().lower() if isinstance(name, str) else ""
+    for form in HashForm:
+        if wanted in (form.value, form.label):
+            return form
+    raise ConfigError(f"unknown hash form {name!r}: one of {', '.join(form.value for form in HashForm)}")
+
+
 def to_passwap(value: str, form: HashForm | None = None) -> Rewritten:
     """``value`` (of ``form``, else of its detected form) rewritten into the string passwap parses,
-    or refused with a reason naming the form. Never raises for any input."""
+    or refused with a reason naming the form. Never raises, whatever ``value`` and ``form`` are
+    (a declared form by name: :func:`form_named`)."""
+    if form is not None and not isinstance(form, HashForm):  # a caller's slip, not a user's value
+        return _refused(None, Reason.UNSUPPORTED_HASH, f"unknown hash form {str(form)[:40]!r}")
     text = _usable(value)
     if text is None:
         label = f"{form.label}: " if form is not None else ""
         return _refused(form, Reason.INVALID_HASH, f"{label}{_unusable_reason(value)}")
-    form = form if form is not None else detect(text)
+    form = form if form is not None else _detect(text)
     if form is None:
         return _refused(
             None,
             Reason.UNSUPPORTED_HASH,
             "not a hash form this tool recognises (docs/hash-forms.md lists them)",
         )
+    if form in _AS_PARSED:  # already in passwap's exact layout: one parse, no rewrite (most values)
+        parsed = parse_hash(text)
+        if (
+            isinstance(parsed, ConvertedHash)
+            and parsed.verifier == VERIFIER[form]  # a declared form may not be the value's
+            and _AS_PARSED[form](dict(parsed.params))
+        ):
+            return Rewritten(text, form, None, None, parsed)
     outcome = _CONVERTERS[form](text)
     if isinstance(outcome, Refusal):
         return _refused(form, outcome.code, f"{form.label}: {outcome.detail}")
     parsed = parse_hash(outcome)
     if isinstance(parsed, HashFailure):  # a rewrite passwap would not parse: a bug here, refused all the same
         return _refused(form, parsed.reason, f"{form.label}: {parsed.detail}")
-    return Rewritten(outcome, form, None, None, parsed._replace(algorithm=form.value))
+    return Rewritten(outcome, form, None, None, parsed)
+
+
+# Forms whose value passes as is when convert.parse_hash (passwap's layout, strict base64) takes it
+# and its parameters are within what passwap can scan; anything else goes through the converter,
+# which rewrites it or words the refusal.
+_AS_PARSED: dict[HashForm, Callable[[dict[str, int]], bool]] = {
+    HashForm.BCRYPT: lambda p: 4 <= p["cost"] <= 31,
+    HashForm.ARGON2: lambda p: (
+        1 <= p["memory"] <= MAX_UINT32 and 1 <= p["time"] <= MAX_UINT32 and 1 <= p["threads"] <= 255
+    ),
+    HashForm.SCRYPT: lambda p: (
+        1 <= p["ln"] <= 62 and p["r"] >= 1 and p["p"] >= 1 and p["r"] * p["p"] < 1 << 30
+    ),
+}
 
 
 def _unusable_reason(value: object) -> str:
@@ -268,97 +323,6 @@ def _bcrypt(value: str) -> str | Refusal:
     return value
 
 
-def _argon2(value: str) -> str | Refusal:
-    """PHC argon2 → passwap's exact layout: v=19, m,t,p in that order, unpadded standard base64."""
-    parts = value.split("$")
-    if len(parts) == 5:  # no v= field: argon2 1.0 (v=16) as early libraries wrote it
-        return Refusal(
-            Reason.UNSUPPORTED_ARGON2_VARIANT, "no v= field (argon2 1.0); passwap verifies only v=19"
-        )
-    if len(parts) != 6 or parts[0]:
-        return Refusal(Reason.INVALID_HASH, "expected $argon2id$v=19$m=..,t=..,p=..$<salt>$<hash>")
-    ident, version, params, salt_text, hash_text = parts[1:]
-    if ident not in ("argon2i", "argon2id", "argon2d"):
-        return Refusal(Reason.INVALID_HASH, "identifier is not argon2i, argon2id or argon2d")
-    if ident == "argon2d":
-        return Refusal(
-            Reason.UNSUPPORTED_ARGON2_VARIANT, "argon2d has no passwap verifier (argon2i/argon2id do)"
-        )
-    if version != "v=19":
-        return Refusal(Reason.UNSUPPORTED_ARGON2_VARIANT, "only version v=19 has a passwap verifier")
-    pairs = dict(item.partition("=")[::2] for item in params.split(","))
-    if (
-        set(pairs) != {"m", "t", "p"}
-        or len(params.split(",")) != 3
-        or not all(v.isdigit() for v in pairs.values())
-    ):
-        return Refusal(
-            Reason.UNSUPPORTED_ARGON2_VARIANT,
-            "parameters are not exactly m, t and p (keyid/data unsupported)",
-        )
-    m, t, p = (int(pairs[key][:11]) for key in "mtp")
-    if not (1 <= m <= MAX_UINT32 and 1 <= t <= MAX_UINT32 and 1 <= p <= 255):
-        return Refusal(Reason.INVALID_HASH, "m and t must be 1 - 2^32-1 and p 1 - 255")
-    salt, digest = _lenient_b64(salt_text), _lenient_b64(hash_text)
-    if not salt or not digest:
-        return Refusal(Reason.INVALID_HASH, "salt or hash is empty or not base64")
-    return f"${ident}$v=19$m={m},t={t},p={p}${raw_b64(salt)}${raw_b64(digest)}"
-
-
-def _lenient_b64(text: str) -> bytes | None:
-    """Standard base64, or passlib's adapted alphabet ('.' for '+'), padded or not."""
-    return std_b64(text.replace(".", "+")) if text else None
-
-
-def _pbkdf2(value: str) -> str | Refusal:
-    """passwap's own form as is; Auth0's ``$pbkdf2-<digest>$i=<n>,l=<len>$<salt>$<hash>`` and
-    passlib-style ``$pbkdf2-sha1$`` rewritten (passwap knows no ``pbkdf2-sha1`` identifier)."""
-    parts = value.split("$")
-    if len(parts) != 5 or parts[0]:
-        return Refusal(Reason.INVALID_HASH, "expected $pbkdf2[-sha<n>]$<rounds>$<salt>$<hash>")
-    ident, rounds_text, salt_text, hash_text = parts[1:]
-    ident = "pbkdf2" if ident == "pbkdf2-sha1" else ident
-    if ident not in ("pbkdf2", "pbkdf2-sha224", "pbkdf2-sha256", "pbkdf2-sha384", "pbkdf2-sha512"):
-        return Refusal(Reason.UNSUPPORTED_PBKDF2_DIGEST, "digest is not sha1/224/256/384/512")
-    length = None
-    if rounds_text.startswith("i="):  # Auth0's PHC-like variant
-        match = re.fullmatch(r"i=(\d{1,10}),l=(\d{1,4})", rounds_text)
-        if match is None:
-            return Refusal(Reason.INVALID_HASH, "expected i=<iterations>,l=<key length>")
-        rounds_text, length = match.group(1), int(match.group(2))
-    if not rounds_text.isdigit() or len(rounds_text) > 10 or not 1 <= int(rounds_text) <= MAX_UINT32:
-        return Refusal(Reason.INVALID_HASH, f"rounds must be 1 - {MAX_UINT32}")
-    salt, digest = _passwap_pbkdf2_field(salt_text), _passwap_pbkdf2_field(hash_text)
-    if not salt or not digest:
-        return Refusal(Reason.INVALID_HASH, "salt or hash is empty or not base64")
-    if length is not None and length != len(digest):
-        return Refusal(Reason.INVALID_HASH, f"hash is {len(digest)} bytes but l= says {length}")
-    if ident == parts[1] and length is None:
-        return value
-    return f"${ident}${int(rounds_text)}${ab64(salt)}${ab64(digest)}"
-
-
-def _passwap_pbkdf2_field(text: str) -> bytes | None:
-    """passwap's AutoDecodePbkdf2: '=' stripped; with '+' standard base64, else the './' alphabet."""
-    text = text.rstrip("=")
-    if "+" in text and "." in text:
-        return None
-    return std_b64(text.replace(".", "+")) if text else None
-
-
-def _scrypt(value: str) -> str | Refusal:
-    match = re.fullmatch(r"\$scrypt\$ln=(\d{1,2}),r=(\d{1,6}),p=(\d{1,6})\$([^$]+)\$([^$]+)", value)
-    if match is None:
-        return Refusal(Reason.INVALID_HASH, "expected $scrypt$ln=..,r=..,p=..$<salt>$<hash>")
-    ln, r, p = (int(match.group(i)) for i in (1, 2, 3))
-    if not 1 <= ln <= 62 or r < 1 or p < 1 or r * p >= 1 << 30:
-        return Refusal(Reason.INVALID_HASH, "ln must be 1 - 62, r and p positive with r*p below 2^30")
-    salt, digest = _lenient_b64(match.group(4)), _lenient_b64(match.group(5))
-    if not salt or not digest:
-        return Refusal(Reason.INVALID_HASH, "salt or hash is empty or not base64")
-    return f"$scrypt$ln={ln},r={r},p={p}${raw_b64(salt)}${raw_b64(digest)}"
-
-
 def _parsed_as_is(value: str) -> str | Refusal:
     """Forms whose check is convert.parse_hash's (passwap's prefix and field rules)."""
     parsed = parse_hash(value)
@@ -367,39 +331,6 @@ def _parsed_as_is(value: str) -> str | Refusal:
 
 def _md5_plain(value: str) -> str | Refusal:
     return value if _HEX32.match(value) else Refusal(Reason.INVALID_HASH, "expected 32 hex digits")
-
-
-def _sha_crypt(variant: str) -> Callable[[str], str | Refusal]:
-    def convert(value: str) -> str | Refusal:
-        match = _SHA_CRYPT.match(value)
-        size = 43 if variant == "5" else 86
-        if match is None or match.group(1) != variant or len(match.group(4)) != size:
-            return Refusal(
-                Reason.INVALID_HASH,
-                f"expected ${variant}$[rounds=<n>$]<salt of at most 16>${size} crypt characters",
-            )
-        # glibc writes the rounds it used, clamped to 1000 - 999999999; a value outside was not made by it.
-        if match.group(2) is not None and not 1000 <= int(match.group(2)) <= 999_999_999:
-            return Refusal(Reason.INVALID_HASH, f"rounds={match.group(2)} is outside 1000 - 999999999")
-        return value
-
-    return convert
-
-
-def _portable(kind: str, length: int) -> Callable[[str], str | Refusal]:
-    """phpass ($P$/$H$, 34 characters) and Drupal 7 ($S$, 55): the count character is log2 of the
-    iterations, 7 - 30 in both (phpass's PasswordHash, Drupal's DRUPAL_MIN/MAX_HASH_COUNT)."""
-
-    def convert(value: str) -> str | Refusal:
-        match = _PORTABLE.match(value)
-        if match is None or match.group(1) not in kind or len(value) != length:
-            return Refusal(Reason.INVALID_HASH, f"expected {length} characters in the crypt alphabet")
-        count = _ITOA64.index(value[3])
-        if not 7 <= count <= 30:
-            return Refusal(Reason.INVALID_HASH, f"count character gives 2^{count}, outside 2^7 - 2^30")
-        return value
-
-    return convert
 
 
 def _ldap(value: str) -> str | Refusal:
@@ -439,21 +370,27 @@ def _strip(prefix: str, inner: Callable[[str], str | Refusal]) -> Callable[[str]
 
 _CONVERTERS: dict[HashForm, Callable[[str], str | Refusal]] = {
     HashForm.BCRYPT: _bcrypt,
-    HashForm.ARGON2: _argon2,
-    HashForm.PBKDF2: _pbkdf2,
-    HashForm.SCRYPT: _scrypt,
+    HashForm.ARGON2: fw.passwap_argon2,
+    HashForm.PBKDF2: fw.passwap_pbkdf2,
+    HashForm.SCRYPT: fw.passwap_scrypt,
     HashForm.MD5_SALTED: _parsed_as_is,
     HashForm.MD5_PLAIN: _md5_plain,
+    HashForm.JOOMLA_MD5: lambda value: fw.md5_colon_salt(value, salt_first=False),
+    HashForm.OSCOMMERCE_MD5: lambda value: fw.md5_colon_salt(value, salt_first=True),
     HashForm.MD5CRYPT: _parsed_as_is,
     HashForm.APR1_MD5: _unsupported(
         "passwap's md5 verifier reads $1$ md5-crypt only (apr1 mixes in another magic)"
     ),
-    HashForm.SHA256CRYPT: _sha_crypt("5"),
-    HashForm.SHA512CRYPT: _sha_crypt("6"),
-    HashForm.PHPASS: _portable("PH", 34),
-    HashForm.DRUPAL7: _portable("S", 55),
+    HashForm.YESCRYPT: _unsupported("passwap has no yescrypt verifier (sha256crypt/sha512crypt it has)"),
+    HashForm.SHA256CRYPT: fw.sha_crypt("5"),
+    HashForm.SHA512CRYPT: fw.sha_crypt("6"),
+    HashForm.PHPASS: fw.portable("PH", 34),
+    HashForm.DRUPAL7: fw.portable("S", 55),
     HashForm.DRUPAL7_MD5: _unsupported(
         "the password was md5-hashed before SHA-512; passwap's drupal7 hashes it plain"
+    ),
+    HashForm.WORDPRESS_BCRYPT: _unsupported(
+        "$wp$ is bcrypt of the password's HMAC-SHA384 (WordPress 6.8+); passwap's bcrypt hashes the password itself"
     ),
     HashForm.DJANGO_PBKDF2_SHA256: lambda value: fw.django_pbkdf2(value, "pbkdf2-sha256"),
     HashForm.DJANGO_PBKDF2_SHA1: lambda value: fw.django_pbkdf2(value, "pbkdf2"),
@@ -461,7 +398,7 @@ _CONVERTERS: dict[HashForm, Callable[[str], str | Refusal]] = {
     HashForm.DJANGO_BCRYPT_SHA256: _unsupported(
         "passwap has no verifier that pre-hashes with SHA-256 (bcrypt of the password's SHA-256 hex digest)"
     ),
-    HashForm.DJANGO_ARGON2: _strip("argon2", _argon2),
+    HashForm.DJANGO_ARGON2: _strip("argon2", fw.passwap_argon2),
     HashForm.DJANGO_SCRYPT: fw.django_scrypt,
     HashForm.DJANGO_MD5: fw.django_md5,
     HashForm.DJANGO_SHA1: lambda _value: Refusal(
