@@ -14,6 +14,8 @@ each:
 - ``multi``: the same with ``--direct_running_mode=multi_processing --direct_num_workers=2``;
 - with ``--roles`` (Auth0): ``<mode>+roles``, the same run carrying every user's
   ``app_metadata.roles`` as project roles and grants (``--project-id``, docs/roles.md);
+- with ``--table`` (Auth0): ``<mode>+table``, ``migrate table`` on one CSV of the same users with
+  their newest hashes (benchmarks/gen_table.py, generated once beside the export);
 - with ``--before DIR`` (another checkout of this project, e.g. ``git worktree add DIR <commit>``):
   ``single@before`` / ``multi@before``, the same commands run from that checkout's code with this
   checkout's interpreter, interleaved with the others, so a change is measured before and after
@@ -39,6 +41,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = sys.executable
+sys.path.insert(0, HERE)
+from gen_table import MAPPING as TABLE_MAPPING  # noqa: E402  (benchmarks/ is not a package)
 
 
 def _tree_rss_kb(root_pid: int) -> int:
@@ -116,6 +120,16 @@ def ensure_data(source: str, n: int, split: int = 0) -> list[str]:
     return [out] if split else [os.path.join(out, "acme-realm.json")]
 
 
+def ensure_table(auth0_files: list[str], n: int) -> str:
+    """The CSV of the same users as the Auth0 export (benchmarks/gen_table.py, generated once)."""
+    out = os.path.join(HERE, "data", f"table-{n}")
+    path = os.path.join(out, "users.csv")
+    if not os.path.exists(path):
+        generate = [PY, os.path.join(HERE, "gen_table.py"), "--auth0", os.path.dirname(auth0_files[0])]
+        subprocess.run([*generate, "--out", out], check=True)
+    return path
+
+
 def input_size(files: list[str]) -> int:
     total = 0
     for path in files:
@@ -134,6 +148,7 @@ def commands(
     baseline: bool,
     before: str | None = None,
     roles: bool = False,
+    table: str | None = None,
 ) -> dict[str, tuple[str, list[str]]]:
     """Each run's name → (working directory, command)."""
     if source == "auth0":
@@ -169,6 +184,22 @@ def commands(
                     "--org=123",
                     *inputs,
                     f"--output={work}/{mode + suffix}/importBody.json",
+                    *extra,
+                ],
+            )
+        if table:  # the same users as one CSV table (benchmarks/gen_table.py), migrate table
+            out[mode + "+table"] = (
+                ROOT,
+                [
+                    PY,
+                    "-m",
+                    "pipeline",
+                    "migrate",
+                    "table",
+                    "--org=123",
+                    f"--input={table}",
+                    *TABLE_MAPPING,
+                    f"--output={work}/{mode}+table/importBody.json",
                     *extra,
                 ],
             )
@@ -217,6 +248,11 @@ def main() -> None:
         help="auth0: also run each mode carrying the users' roles as grants (<mode>+roles)",
     )
     parser.add_argument(
+        "--table",
+        action="store_true",
+        help="auth0: also run each mode as migrate table on a CSV of the same users (<mode>+table)",
+    )
+    parser.add_argument(
         "--before",
         metavar="DIR",
         help="another checkout of this project: also run its code (runs named <mode>@before)",
@@ -235,6 +271,7 @@ def main() -> None:
             not (args.no_baseline or args.split),
             args.before,
             args.roles and args.source == "auth0",
+            ensure_table(files, n) if args.table and args.source == "auth0" else None,
         )
         runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
@@ -262,8 +299,9 @@ def main() -> None:
         for name, values in runs.items():
             wall = statistics.median(w for w, _ in values)
             rss = statistics.median(r for _, r in values)
-            # A +roles run writes one more body (the authorizations) and grants: not comparable.
-            same = digests[name] == digests[reference] if not name.endswith("+roles") else "n/a"
+            # A +roles run writes one more body (the authorizations) and grants, a +table run reads
+            # another source (no locale, nickname): not comparable.
+            same = digests[name] == digests[reference] if not name.endswith(("+roles", "+table")) else "n/a"
             print(
                 f"{name:<14}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}"
             )

@@ -31,6 +31,7 @@ from transforms.files.storage import check_gcs_reachable
 from transforms.sources.table import table_accounting as ta
 
 if TYPE_CHECKING:  # imported in run() only: --help stays fast
+    from transforms.hashing.hash_forms import HashForm
     from transforms.sources.table.table_read import TableFile
     from transforms.sources.table.table_spec import TableSpec
 
@@ -70,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--delimiter",
         default=None,
         help="CSV cell delimiter (default ',', a tab for .tsv files)",
+    )
+    parser.add_argument(
+        "--hash-form",
+        metavar="FORM",
+        default=None,
+        help="the form of every password hash, e.g. django-pbkdf2-sha256, aspnet-identity-v3 "
+        "(default auto: each value's form is detected; docs/hash-forms.md lists the forms)",
     )
     parser.add_argument(
         "--email-verified",
@@ -210,7 +218,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         validation=ValidationOptions(
             allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy
         ),
-        hash_form=spec.hash_form,
+        hash_form=_hash_form(known_args.hash_form or spec.hash_form),
     )
     project = roles.project_id if roles is not None else None
 
@@ -231,6 +239,20 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         roles=roles,
         defined_roles=[] if roles is not None else None,
     )
+
+
+def _hash_form(name: str | None) -> HashForm | None:
+    """``--hash-form`` (or the mapping's ``hash_form``) → the form; a misspelling names the one meant."""
+    from transforms.sources.table.table_hashes import HASH_FORM_NAMES, hash_form
+    from transforms.sources.table.table_spec import did_you_mean
+
+    try:
+        return hash_form(name)
+    except ValueError:
+        raise ConfigError(
+            f"--hash-form {name!r}: not a hash form{did_you_mean(name or '', HASH_FORM_NAMES)}; "
+            f"the forms: {', '.join(HASH_FORM_NAMES)}"
+        ) from None
 
 
 def _kind(file: TableFile) -> str:

@@ -110,7 +110,7 @@ def test_display_name_fills_missing_names():
         ({"roles": {"a": 1}}, Reason.INVALID_FIELD_TYPE, "u1"),
         ({"hash": 12}, Reason.INVALID_FIELD_TYPE, "u1"),
         ({"hash": "$2a$10$short"}, Reason.INVALID_HASH, "u1"),
-        ({"hash": "{SSHA}abc$x$y"}, Reason.INVALID_HASH, "u1"),
+        ({"hash": "{SSHA}abc$x$y"}, Reason.UNSUPPORTED_SALTED_SHA, "u1"),
         ({"mail": ""}, Reason.MISSING_EMAIL, "u1"),
         ({"mail": "not-an-email"}, Reason.INVALID_EMAIL, "u1"),
         ({"blocked": "yes"}, Reason.BLOCKED, "u1"),

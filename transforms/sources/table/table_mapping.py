@@ -23,6 +23,7 @@ import orjson
 
 from transforms.common.reasons import Reason
 from transforms.hashing.convert import ConvertedHash, HashFailure
+from transforms.hashing.hash_forms import HashForm, Rewritten
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.ids import fallback_email
 from transforms.mapping.validate import (
@@ -52,8 +53,8 @@ class TableOptions:
     validation: ValidationOptions = ValidationOptions(
         allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other")
     )
-    # --hash-form: how every hash is written (None: detected per value)
-    hash_form: str | None = None
+    # --hash-form: the form of every hash (None: detected per value, docs/hash-forms.md)
+    hash_form: HashForm | None = None
 
 
 @dataclasses.dataclass
@@ -69,6 +70,8 @@ class TableUser:
     password: str | None = None  # the hash's label, None without a password
     converted: ConvertedHash | None = None
     dropped_hash: HashFailure | None = None  # --on-unsupported-hash=import-without-password
+    # The hash's form, written or refused (HashTally.rewritten); None when the target refused it.
+    form_outcome: Rewritten | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -83,6 +86,7 @@ class TableRejection:
     blocked: bool = False
     refused: ConvertedHash | None = None
     roles: tuple[str, ...] = ()
+    form_outcome: Rewritten | None = None
 
 
 def map_record(record: object, options: TableOptions) -> TableUser | TableRejection:
@@ -122,8 +126,16 @@ def _map(
     display = values.text(fields.get("display_name"))
     notes: list[str] = []
     verified = options.email_verified or values.flag(fields.get("email_verified"))
-    if not email and options.email_fallback is not None:
-        email = fallback_email(options.email_fallback, user_name, user_id) or ""
+    if not email and options.email_fallback is None:
+        return TableRejection(
+            Reason.MISSING_EMAIL,
+            f"no e-mail address in {fields['email'].text} (--email-fallback TEMPLATE gives one)",
+            user_id,
+            blocked,
+            roles=roles,
+        )
+    if not email:
+        email = fallback_email(options.email_fallback or "", user_name, user_id) or ""
         if not email:
             return TableRejection(
                 Reason.INVALID_EMAIL_FALLBACK,
@@ -163,7 +175,7 @@ def _map(
     problem = next((p for p in (control_char_problem(m["key"], "metadata key") for m in metadata) if p), None)
     if problem is not None:
         return TableRejection(*problem, user_id=user_id, blocked=blocked, roles=roles)
-    label, converted, dropped_hash = password
+    label, converted, dropped_hash, outcome = password
     return TableUser(
         entry=entry,
         user_id=user_id,
@@ -174,12 +186,14 @@ def _map(
         password=label,
         converted=converted,
         dropped_hash=dropped_hash,
+        form_outcome=outcome,
         notes=notes + result.notes,
     )
 
 
-# (the hash's label or None, the hash written, the hash dropped under import-without-password)
-_Password = tuple[str | None, ConvertedHash | None, HashFailure | None]
+# (the hash's label or None, the hash written, the hash dropped under import-without-password,
+# the form outcome the run counts)
+_Password = tuple[str | None, ConvertedHash | None, HashFailure | None, Rewritten | None]
 
 
 def _password(
@@ -187,16 +201,16 @@ def _password(
 ) -> _Password | TableRejection:
     """The hash column → ``hashedPassword`` in ``body``; no value: no password."""
     if hashed is None or hashed == "":
-        return None, None, None
+        return None, None, None, None
     if type(hashed) is not str:
         return TableRejection(Reason.INVALID_FIELD_TYPE, f"{where} is not text (a password hash)")
-    converted = convert_hash(hashed.strip(), options.hash_form, options.validation.hash_policy)
+    converted, outcome = convert_hash(hashed.strip(), options.hash_form, options.validation.hash_policy)
     if isinstance(converted, ConvertedHash):
         body["hashedPassword"] = {"value": converted.value}
-        return converted.algorithm, converted, None
+        return converted.algorithm, converted, None, outcome
     if options.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD:
-        return None, None, converted
-    return TableRejection(converted.reason, converted.detail, refused=converted.refused)
+        return None, None, converted, outcome
+    return TableRejection(converted.reason, converted.detail, refused=converted.refused, form_outcome=outcome)
 
 
 def _metadata(values: Values, options: TableOptions) -> tuple[list[dict[str, str]], int]:

@@ -52,6 +52,7 @@ from transforms.common.records import (
 )
 from transforms.files.spill import write_spill
 from transforms.hashing.tally import HashTally
+from transforms.mapping.fields import FieldTally
 from transforms.mapping.roles import RoleEntry
 from transforms.sources import json_units
 from transforms.sources.auth0.auth0_roles import JoinRoles
@@ -108,13 +109,13 @@ class _ReadUnitFn(beam.DoFn):
 
     def setup(self):
         self._tally = HashTally(self._tmp_dir)
+        self._fields: FieldTally | None = None
 
     def process(self, element: tuple[TableFile, json_units.Unit]):
         file, unit = element
         counts: collections.Counter[str] = collections.Counter()
         parts: dict[int, list[EncodedRow]] = {}
         roles = JoinRoles(self._project)
-        options = self._options
         try:
             with no_gc():
                 records = self._csv(file, counts) if file.csv else self._json(unit)
@@ -126,7 +127,7 @@ class _ReadUnitFn(beam.DoFn):
                         yield _dead(sortkey, problem or ("", ""), ta.FILE_SOURCE, {"file": file.path})
                         continue
                     counts[ta.RECORDS_READ] += 1
-                    letter = self._one(sortkey, record, raw, problem, options, parts, counts, roles)
+                    letter = self._one(sortkey, record, raw, problem, parts, counts, roles)
                     if letter is not None:
                         yield letter
                     read += 1
@@ -137,6 +138,8 @@ class _ReadUnitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(_ROLES, roles.publish())
         finally:
             counts[ta.RECORDS_READ] += 0  # always reported, even for an empty table
+            if self._fields is not None:
+                self._fields.flush(counts)
             for name, value in counts.items():
                 Metrics.counter(NAMESPACE, name).inc(value)
             self._tally.publish()
@@ -151,6 +154,9 @@ class _ReadUnitFn(beam.DoFn):
                 header, rows = read_csv(stream, file.delimiter)
                 spec, _ = for_columns(self._options.spec, header)
                 self._file_options = dataclasses.replace(self._options, spec=spec)
+                # Columns the mapping does not name: counted per written user who had a value.
+                mapped = frozenset(spec.first_parts())
+                self._fields = FieldTally(ta.PREFIX, mapped, frozenset(header) - mapped)
                 for position, record, problem in rows:
                     read += 1
                     yield position, record, None, problem
@@ -162,6 +168,8 @@ class _ReadUnitFn(beam.DoFn):
 
     def _json(self, unit: json_units.Unit) -> Iterator[_Read]:
         self._file_options = self._options
+        # Keys the mapping does not name: counted (by name) per written user as unknown fields.
+        self._fields = FieldTally(ta.PREFIX, frozenset(self._options.spec.first_parts()), frozenset())
         for position, raw, value, error in json_units.read_unit(unit):
             reason = getattr(error, "reason", Reason.MALFORMED_JSON)
             if error is not None and reason == Reason.UNREADABLE_INPUT and raw is None:
@@ -177,7 +185,6 @@ class _ReadUnitFn(beam.DoFn):
         record: object,
         raw: bytes | None,
         problem: tuple[str, str] | None,
-        options: TableOptions,
         parts: dict[int, list[EncodedRow]],
         counts: collections.Counter[str],
         roles: JoinRoles,
@@ -191,6 +198,8 @@ class _ReadUnitFn(beam.DoFn):
         if isinstance(mapped, TableRejection):
             roles.user(mapped.roles, (), dead=True)
             self._tally.refused(mapped.refused)
+            if mapped.form_outcome is not None:
+                self._tally.rewritten(mapped.form_outcome)
             envelope = {"id": mapped.user_id, "blocked": mapped.blocked, "record": shown}
             return _dead(sortkey, (mapped.reason, mapped.detail), ta.SOURCE, envelope)
         grants = roles.user(mapped.roles, (), dead=False)
@@ -201,6 +210,8 @@ class _ReadUnitFn(beam.DoFn):
             _row(sortkey, mapped, envelope_json, grants)
         )
         self._count_written(mapped, counts)
+        if self._fields is not None and type(record) is dict:
+            self._fields.count(record)
         return None
 
     def _count_written(self, mapped: TableUser, counts: collections.Counter[str]) -> None:
@@ -209,8 +220,8 @@ class _ReadUnitFn(beam.DoFn):
         else:
             counts[ta.WITHOUT_PASSWORD] += 1
             counts[counters.CANNOT_SIGN_IN + ta.PREFIX] += 1
-        if mapped.converted is not None:
-            self._tally.add(mapped.converted)
+        if mapped.form_outcome is not None:  # its form counted, and its verifier's parameters
+            self._tally.rewritten(mapped.form_outcome)
         if mapped.dropped_hash is not None:
             counts[ta.PASSWORD_DROPPED + mapped.dropped_hash.reason] += 1
             email = mapped.entry["user"].get("email") or {}
