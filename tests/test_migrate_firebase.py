@@ -378,3 +378,13 @@ def test_state_nights_follow_the_export_changed_disabled_and_removed_users(tmp_p
         assert _night(tmp_path, server, day5, 5, "csv") == 0
         assert server.state.user_states["fb-2"] != "locked"
         assert server.state.user_states.get("fb-6") not in ("inactive", "locked", "removed")
+
+
+def test_the_hint_for_users_who_cannot_sign_in_names_idp_map(tmp_path, capsys):
+    """`migrate firebase` has --idp-map: the hint for users without a password or link names it."""
+    export = tmp_path / "users.json"
+    export.write_text(json.dumps({"users": [_fb_user(1), _fb_user(2)]}))
+    code, manifest = _run(tmp_path, str(export))
+    assert code == 0 and manifest is not None
+    summary = capsys.readouterr().out
+    assert "  map their IdP alias with --idp-map, or send password-reset mails" in summary
