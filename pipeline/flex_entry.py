@@ -29,10 +29,11 @@ METADATA = Path(__file__).resolve().parents[1] / "flex_template" / "metadata.jso
 
 # Parameters that name a file holding a secret: the value must be a path, never the secret.
 SECRET_FILE_PARAMETERS = frozenset({"token_file", "key_file", "client_secret_file"})
-# Flags whose value is repeatable (action="append"): a parameter gives them comma-separated.
-_REPEATABLE = frozenset({"idp_map", "client_project"})
+# Flags whose value is repeatable (action="append"), and what separates the values in a parameter:
+# a comma, or for --map a semicolon (one field's path may hold commas, ``metadata=plan,tier``).
+_REPEATABLE = {"idp_map": ",", "client_project": ",", "map": ";"}
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
-_SOURCES = ("auth0", "keycloak")
+_SOURCES = ("auth0", "keycloak", "firebase", "table")
 
 # What an inline secret looks like: a JWT, a PEM block, a service-account key's JSON, a bearer value.
 _INLINE_SECRET = re.compile(
@@ -89,7 +90,7 @@ def _flag_args(name: str, value: str, kind: str) -> list[str]:
             raise ConfigError(f"template parameter {name} must be true or false")
         return [flag] if lowered in _TRUE else []
     if name in _REPEATABLE:
-        return [f"{flag}={part.strip()}" for part in value.split(",") if part.strip()]
+        return [f"{flag}={part.strip()}" for part in value.split(_REPEATABLE[name]) if part.strip()]
     return [f"{flag}={value}"]
 
 

@@ -54,7 +54,11 @@ if TYPE_CHECKING:
     from transforms.sync.compare import SyncOptions
     from transforms.sync.state import StatePointer
 
-__all__ = ["build_pipeline", "run_migration"]
+__all__ = ["build_pipeline", "run_migration", "SYNCING_SOURCES"]
+
+# The migrate commands that pass ``sync_source`` and so take ``--state`` (docs/sync.md);
+# tests/test_migrate.py runs each of them with --state.
+SYNCING_SOURCES = ("auth0", "keycloak", "firebase", "table")
 
 # ``add_source(pipeline, tmp_dir)`` → ``{"rows", "dead"}`` (and ``"roles"``), PCollections.
 AddSource = Callable[["beam.Pipeline", str], Mapping[str, Any]]
@@ -232,7 +236,8 @@ def _plan_sync(job: _Job) -> _SyncPlan | None:
     from transforms.sync.state import StateStore
 
     if job.sync_source is None:
-        raise ConfigError(f"--state: migrate {job.source_name} cannot sync (auth0 and keycloak can)")
+        can = ", ".join(SYNCING_SOURCES[:-1]) + " and " + SYNCING_SOURCES[-1]
+        raise ConfigError(f"--state: migrate {job.source_name} cannot sync ({can} can)")
     store = StateStore(common.state)
     pointer = store.read_pointer()
     options = SyncOptions(

@@ -106,7 +106,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, object]]:
         lines.append((f"  password dropped ({suffix})", value))
     if counts.get(ta.UNREADABLE_FILES):
         lines.append(("files not read to the end", counts[ta.UNREADABLE_FILES]))
-    return lines + shared_summary_lines(counts, ta.PREFIX)
+    return lines + shared_summary_lines(counts, ta.PREFIX, idp_map=False)  # no --idp-map here
 
 
 def _load_spec(known_args: argparse.Namespace) -> TableSpec:

@@ -130,14 +130,14 @@ def add_gcs_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_idp_map_argument(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--idp-map ALIAS=IDP_ID`` (repeatable), shared by ``migrate auth0`` and ``migrate keycloak``."""
+    """``--idp-map ALIAS=IDP_ID`` (repeatable), shared by ``migrate auth0``, ``keycloak`` and ``firebase``."""
     parser.add_argument(
         "--idp-map",
         action="append",
         default=[],
         metavar="ALIAS=IDP_ID",
         help=f"link {what} to the ZITADEL IdP with id IDP_ID (repeatable); links of unmapped "
-        "aliases are counted per alias in the summary and manifest (docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-both-sources)",
+        "aliases are counted per alias in the summary and manifest (docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-auth0-keycloak-firebase)",
     )
 
 

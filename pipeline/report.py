@@ -83,10 +83,13 @@ def users_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     return lines
 
 
-def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[str, Any]]:
+def shared_summary_lines(
+    counts: Mapping[str, int], source: str, idp_map: bool = True
+) -> list[tuple[str, Any]]:
     """The rows every migrate summary ends with: dropped fields, metadata, dead letters by reason.
 
     ``source`` is the counter prefix of the source's own metadata counters (``auth0``, ``keycloak``).
+    ``idp_map``: the command has ``--idp-map`` (the hint for users who cannot sign in names it).
     """
     lines: list[tuple[str, Any]] = [
         ("phones dropped (not +..., or > 50 chars)", counts.get(counters.note(validate.PHONE_DROPPED), 0)),
@@ -107,7 +110,7 @@ def shared_summary_lines(counts: Mapping[str, int], source: str) -> list[tuple[s
     for name, value in sorted(counts.items()):
         if name.startswith(counters.INPUTS_DECODED):  # UTF-16/32 input files (docs/inputs.md)
             lines.append((f"input files decoded from {name.removeprefix(counters.INPUTS_DECODED)}", value))
-    lines += not_carried_lines(counts)
+    lines += not_carried_lines(counts, idp_map)
     lines.append(("dead-lettered", count_prefix(counts, counters.DEAD_LETTER)))
     for name, value in counts.items():
         if name.startswith(counters.DEAD_LETTER):
@@ -172,14 +175,17 @@ def _renamed(counts: Mapping[str, int], prefixes: Mapping[str, str]) -> dict[str
     return dict(sorted(out.items()))
 
 
-def not_carried_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    """Summary rows for :func:`not_carried_fields`, with what to do about users who cannot sign in."""
+def not_carried_lines(counts: Mapping[str, int], idp_map: bool = True) -> list[tuple[str, Any]]:
+    """Summary rows for :func:`not_carried_fields`, with what to do about users who cannot sign in
+    (``idp_map``: the command has ``--idp-map``, which the hint then names)."""
     fields = not_carried_fields(counts)
     lines: list[tuple[str, Any]] = []
     cannot = fields["cannot_sign_in_yet"]
     lines.append(("cannot sign in yet (no password, no IdP link)", cannot))
-    if cannot:
+    if cannot and idp_map:
         lines.append(("  map their IdP alias with --idp-map, or send password-reset mails", ""))
+    elif cannot:
+        lines.append(("  send them password-reset mails", ""))
     if fields["fields_not_carried"]:
         lines.append(("fields not carried (users written who had them)", ""))
         lines += [(f"  {name}", value) for name, value in fields["fields_not_carried"].items()]

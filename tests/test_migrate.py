@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import apache_beam as beam
 import pytest
+from keycloak_fixtures import make_user, write_json
 
+from pipeline.cli import main
 from pipeline.layout import output_layout
-from pipeline.migrate import build_pipeline, run_migration
+from pipeline.migrate import SYNCING_SOURCES, build_pipeline, run_migration
 from pipeline.migrate_options import CommonArgs
 from transforms.common.errors import ConfigError
 
@@ -56,3 +61,50 @@ def test_state_with_a_source_that_cannot_sync_is_refused_before_anything_is_writ
             invariant=lambda counts: (True, ""),
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_refusal_names_every_command_that_can_sync(tmp_path):
+    output = str(tmp_path / "out" / "importBody.json")
+    with pytest.raises(ConfigError) as refused:
+        run_migration(
+            source_name="zitadel",
+            add_source=_empty_source,
+            common=_common(output, state=str(tmp_path / "state")),
+            pipeline_args=[],
+            input_paths=[],
+            summary_lines=lambda counts: [],
+            invariant=lambda counts: (True, ""),
+        )
+    assert str(refused.value) == (
+        "--state: migrate zitadel cannot sync (auth0, keycloak, firebase and table can)"
+    )
+
+
+# Each command the refusal names, on a sample of its own, as a user runs it.
+ROOT = Path(__file__).resolve().parents[1]
+SYNC_SAMPLES = {
+    "auth0": [
+        f"--users={ROOT}/examples/auth0/users.json",
+        f"--passwords={ROOT}/examples/auth0/passwords.json",
+    ],
+    "keycloak": ["--realm={tmp}/realm.json"],  # written by the test
+    "firebase": [f"--users={ROOT}/examples/firebase/users.json"],
+    "table": [
+        f"--input={ROOT}/examples/table/supabase_auth_users.csv",
+        f"--mapping={ROOT}/examples/table/supabase.mapping.json",
+    ],
+}
+
+
+@pytest.mark.parametrize("source", SYNCING_SOURCES)
+def test_every_command_the_refusal_names_syncs(tmp_path, source):
+    assert set(SYNC_SAMPLES) == set(SYNCING_SOURCES)
+    state = tmp_path / "state"
+    output = tmp_path / "out" / "importBody.json"
+    users = [make_user(n, credentials=[]) for n in (1, 2)]  # no hash: the default config admits them
+    write_json(tmp_path / "realm.json", {"realm": "acme", "users": users})
+    sample = [arg.replace("{tmp}", str(tmp_path)) for arg in SYNC_SAMPLES[source]]
+    argv = ["migrate", source, "--org=1", *sample, f"--output={output}", f"--state={state}"]
+    assert main(argv) == 0
+    sync = json.loads((tmp_path / "out" / "importBody.manifest.json").read_text())["sync"]
+    assert sync["state"] == str(state) and sync["counts"]["new"] > 0, sync

@@ -227,6 +227,18 @@ def test_hash_config_is_recorded_without_its_keys(tmp_path, capsys):
     assert leaked_secrets(out + err + written, [SECRET_KEY]) == []
 
 
+def test_hash_config_on_gs_as_the_flex_template_passes_it(tmp_path, gcs_emulator):
+    gcs_emulator.blob("fb/users.csv").upload_from_filename(str(DATA / "users.csv"))
+    gcs_emulator.blob("fb/hash_config.txt").upload_from_string(
+        "hash_config {\n  algorithm: SCRYPT,\n  rounds: 8,\n  mem_cost: 14,\n}\n"
+    )
+    bucket = f"gs://{gcs_emulator.name}/fb"
+    code, manifest = _run(tmp_path, f"{bucket}/users.csv", f"--hash-config={bucket}/hash_config.txt")
+    assert code == 0 and manifest is not None
+    assert manifest["firebase_hash_config"]["rounds"] == 8
+    assert manifest["firebase_hash_config"]["signer_key_given"] is False
+
+
 def test_hash_config_is_an_input_the_run_never_writes(tmp_path, capsys):
     config = tmp_path / "out" / "importBody.json"
     config.parent.mkdir()
@@ -378,3 +390,13 @@ def test_state_nights_follow_the_export_changed_disabled_and_removed_users(tmp_p
         assert _night(tmp_path, server, day5, 5, "csv") == 0
         assert server.state.user_states["fb-2"] != "locked"
         assert server.state.user_states.get("fb-6") not in ("inactive", "locked", "removed")
+
+
+def test_the_hint_for_users_who_cannot_sign_in_names_idp_map(tmp_path, capsys):
+    """`migrate firebase` has --idp-map: the hint for users without a password or link names it."""
+    export = tmp_path / "users.json"
+    export.write_text(json.dumps({"users": [_fb_user(1), _fb_user(2)]}))
+    code, manifest = _run(tmp_path, str(export))
+    assert code == 0 and manifest is not None
+    summary = capsys.readouterr().out
+    assert "  map their IdP alias with --idp-map, or send password-reset mails" in summary

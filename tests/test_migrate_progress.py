@@ -1,5 +1,6 @@
-"""pipeline/migrate_progress.py: migrate's live line on a real terminal (a pty), silent with
---quiet, with worker processes and when stderr is not a terminal; the input totals on gs://."""
+"""pipeline/migrate_progress.py: migrate's live line on a real terminal (a pty) for the Auth0,
+Firebase and table readers, silent with --quiet, with worker processes and when stderr is not a
+terminal; the input totals on gs://."""
 
 from __future__ import annotations
 
@@ -61,6 +62,59 @@ def _export(folder: Path, files: int, per_file: int) -> list[str]:
     ]
 
 
+def _firebase_export(folder: Path, users: int) -> list[str]:
+    """A Firebase Auth JSON export (``firebase auth:export``) of ``users`` users; the arguments."""
+    folder.mkdir()
+    records = [
+        {
+            "localId": f"fb-{i:08d}",
+            "email": f"user{i}@example.com",
+            "emailVerified": True,
+            "displayName": f"U {i}",
+        }
+        for i in range(users)
+    ]
+    (folder / "users.json").write_text(json.dumps({"users": records}, indent=1))
+    return [
+        "migrate",
+        "firebase",
+        "--org=123456789",
+        f"--users={folder}/users.json",
+        f"--output={folder}/out/importBody.json",
+    ]
+
+
+def _table_export(folder: Path, users: int) -> list[str]:
+    """A CSV table of ``users`` users with bcrypt hashes; the ``migrate table`` arguments."""
+    folder.mkdir()
+    rows = ["id,email,first_name,password_hash"]
+    rows += [
+        f"u{i:08d},user{i}@example.com,Given {i},$2b$10$" + B64[i % 64] + B64[(i // 64) % 64] + B64[:51]
+        for i in range(users)
+    ]
+    (folder / "users.csv").write_text("\n".join(rows) + "\n")
+    return [
+        "migrate",
+        "table",
+        "--org=123456789",
+        f"--input={folder}/users.csv",
+        "--map=id=id",
+        "--map=email=email",
+        "--map=first_name=first_name",
+        "--map=password_hash=password_hash",
+        f"--output={folder}/out/importBody.json",
+    ]
+
+
+# Each source's input: (folder, size) → the migrate arguments; size is a number of users (or of
+# Auth0 profile files of 5,000 users).
+SOURCES = {
+    "auth0": lambda folder, n: _export(folder, files=max(n // 5000, 2), per_file=n // max(n // 5000, 2)),
+    "firebase": _firebase_export,
+    "table": _table_export,
+}
+
+
 def _run_on_terminal(args: list[str], interrupt_on: bytes | None = None) -> tuple[int, str, str]:
     """Run the CLI with stderr on a pseudo-terminal: (exit status, what the terminal got, stdout).
     With ``interrupt_on``, Ctrl-C's signal is sent once the terminal has shown that text."""
@@ -91,9 +145,11 @@ def _run_on_terminal(args: list[str], interrupt_on: bytes | None = None) -> tupl
     return proc.wait(), b"".join(chunks).decode(errors="replace"), out
 
 
-def test_a_terminal_sees_the_line_move_to_100_percent(tmp_path):
-    users = 12 * 5000
-    rc, terminal, out = _run_on_terminal(_export(tmp_path / "in", files=12, per_file=5000))
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_a_terminal_sees_the_line_move_to_100_percent(tmp_path, source):
+    # One reader reads Firebase's single file: more users, so that reading spans several polls.
+    users = 150_000 if source == "firebase" else 12 * 5000
+    rc, terminal, out = _run_on_terminal(SOURCES[source](tmp_path / "in", users))
     assert rc == 0, terminal + out
     updates = [LINE.match(part.strip()) for part in re.split(r"[\r\n]", terminal)]
     seen = [m for m in updates if m]
@@ -108,6 +164,7 @@ def test_a_terminal_sees_the_line_move_to_100_percent(tmp_path):
     assert int(last.group(5).replace(",", "")) == users
     assert last.group(6).startswith("written ") and " done in " in last.group(6), terminal
     assert f"{total / 1e6:,.1f}" == last.group(2) and last.group(3) == "MB"
+    assert last.group(6).startswith(f"written {users:,}  "), terminal  # every user was written
 
 
 def test_ctrl_c_ends_the_line_and_the_interruption_gets_a_row_of_its_own(tmp_path):
@@ -122,20 +179,26 @@ def test_ctrl_c_ends_the_line_and_the_interruption_gets_a_row_of_its_own(tmp_pat
 
 
 @pytest.mark.parametrize(
-    "extra",
-    [["--quiet"], ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]],
-    ids=["quiet", "worker-processes"],
+    ("source", "extra"),
+    [
+        ("auth0", ["--quiet"]),
+        ("firebase", ["--quiet"]),
+        ("table", ["--quiet"]),
+        ("auth0", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
+    ],
+    ids=["quiet", "quiet-firebase", "quiet-table", "worker-processes"],
 )
-def test_no_line_with_quiet_or_worker_processes(tmp_path, extra):
-    rc, terminal, out = _run_on_terminal(_export(tmp_path / "in", files=2, per_file=500) + extra)
+def test_no_line_with_quiet_or_worker_processes(tmp_path, source, extra):
+    rc, terminal, out = _run_on_terminal(SOURCES[source](tmp_path / "in", 1000) + extra)
     assert rc == 0, terminal + out
     # A terminal turns each "\n" into "\r\n"; the line would be a "\r" of its own.
     assert "migrate: read" not in terminal and not re.search("\r(?!\n)", terminal), terminal
 
 
-def test_stderr_not_a_terminal_gets_nothing_new(tmp_path):
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_stderr_not_a_terminal_gets_nothing_new(tmp_path, source):
     """The same run with stderr on a pipe and with --quiet prints exactly the same bytes."""
-    args = _export(tmp_path / "in", files=2, per_file=500)
+    args = SOURCES[source](tmp_path / "in", 1000)
     runs = []
     for extra in ([], ["--quiet"]):
         proc = subprocess.run(

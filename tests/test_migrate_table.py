@@ -354,3 +354,15 @@ def test_state_nights_follow_changed_blocked_and_removed_users(tmp_path, capsys)
         capsys.readouterr()
         assert night(3, day2, "--on-removed=deactivate") == 0  # nothing changed: nothing sent
         assert len(server.v2.calls) == calls
+
+
+def test_the_hint_for_users_who_cannot_sign_in_names_no_flag_table_lacks(tmp_path, capsys):
+    """`migrate table` has no --idp-map: a user without a password gets only the reset-mail hint."""
+    table = tmp_path / "users.csv"
+    table.write_text("id,email\nu1,u1@example.com\nu2,u2@example.com\n")
+    code, manifest = _run(tmp_path, f"--input={table}", "--map=id=id", "--map=email=email")
+    assert code == 0 and manifest is not None
+    assert manifest["cannot_sign_in_yet"] == 2
+    summary = capsys.readouterr().out
+    assert "cannot sign in yet (no password, no IdP link)" in summary
+    assert "  send them password-reset mails" in summary and "--idp-map" not in summary

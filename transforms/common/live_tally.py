@@ -39,7 +39,8 @@ __all__ = [
 ]
 
 # Users seen by each stage, in the order the stages run (the line names the furthest one reached).
-PARSED = "parsed"  # user records parsed, mapped and validated (Auth0 profiles, Keycloak users)
+# user records parsed, mapped and validated (Auth0 profiles, Keycloak and Firebase users, table records)
+PARSED = "parsed"
 CONVERTED = "converted"  # users joined with their password records, hashes converted (Auth0)
 CHECKED = "checked"  # users whose ids and names were checked for duplicates
 BATCHED = "batched"  # users placed in bodies

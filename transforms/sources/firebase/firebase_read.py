@@ -32,7 +32,7 @@ import ijson
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.common import counters
+from transforms.common import counters, live_tally
 from transforms.common.errors import one_line
 from transforms.common.records import (
     NAMESPACE,
@@ -93,7 +93,7 @@ class _ReadFirebaseFileFn(beam.DoFn):
         position = 0
         counts[fb.FILES + source.format] += 1
         try:
-            with no_gc(), open_input(source.path) as handle:
+            with no_gc(), open_input(source.path, progress=True) as handle:
                 if handle.encoding:
                     counts[counters.INPUTS_DECODED + handle.encoding] += 1
                 guard = DepthGuard(handle) if source.format == JSON else None
@@ -126,12 +126,15 @@ class _ReadFirebaseFileFn(beam.DoFn):
                         seen_cuts += 1
                     dead = self._one(user, (source.index, position), parts, counts, marker)
                     position += 1
+                    if not position & 4095:  # the live line (live_tally.py)
+                        live_tally.add(live_tally.PARSED, 4096)
                     if dead is not None:
                         yield beam.pvalue.TaggedOutput(_DEAD, dead)
                     if position % self._chunk == 0:
                         yield from self._flush(source, position, parts)
             yield from self._flush(source, position, parts)
         finally:
+            live_tally.add(live_tally.PARSED, position & 4095)
             counts[fb.USERS_READ] += 0  # always reported, even for an empty export
             self._fields.flush(counts)
             for name, value in counts.items():

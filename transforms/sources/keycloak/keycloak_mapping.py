@@ -140,7 +140,7 @@ def idp_links(user: _User, idp_map: Mapping[str, str]) -> tuple[list[dict[str, s
     """``federatedIdentities`` → ZITADEL ``idps`` links for the aliases in ``idp_map``.
 
     Returns the links and one ``(outcome, alias)`` per entry: ``linked``, ``unmapped`` (no
-    ``--idp-map`` for the alias) or ``invalid`` (no usable ``userId``). docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-both-sources.
+    ``--idp-map`` for the alias) or ``invalid`` (no usable ``userId``). docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-auth0-keycloak-firebase.
     """
     identities = user.get("federatedIdentities")
     if not isinstance(identities, list):

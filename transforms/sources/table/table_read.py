@@ -33,7 +33,7 @@ import apache_beam as beam
 import orjson
 from apache_beam.metrics import Metrics
 
-from transforms.common import counters
+from transforms.common import counters, live_tally
 from transforms.common.errors import one_line
 from transforms.common.reasons import Reason
 from transforms.common.records import (
@@ -131,8 +131,11 @@ class _ReadUnitFn(beam.DoFn):
                     if letter is not None:
                         yield letter
                     read += 1
+                    if not read & 4095:  # the live line (live_tally.py)
+                        live_tally.add(live_tally.PARSED, 4096)
                     if read % CHUNK_RECORDS == 0:
                         yield from self._flush(unit, position, parts)
+                live_tally.add(live_tally.PARSED, read & 4095)
                 yield from self._flush(unit, -1, parts)
             if self._project is not None:
                 yield beam.pvalue.TaggedOutput(_ROLES, roles.publish())
@@ -148,7 +151,7 @@ class _ReadUnitFn(beam.DoFn):
         """The rows of a CSV file, mapped with the mapping spelled as its header spells columns."""
         read = 0
         try:
-            with open_input(file.path) as stream:
+            with open_input(file.path, progress=True) as stream:
                 if stream.encoding:
                     counts[counters.INPUTS_DECODED + stream.encoding] += 1
                 header, rows = read_csv(stream, file.delimiter)
