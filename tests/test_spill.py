@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from transforms.files.spill import load_blob, read_spill, read_spill_head, write_spill
+from transforms.files.spill import load_blob, read_spill, read_spill_head, spill_parts, write_spill
 
 BLOB = bytes(range(256)) * 64
 
@@ -39,3 +39,32 @@ def test_a_gcs_spill_round_trips(gcs_emulator):
     assert read_spill_head(path, 3) == BLOB[:3]
     assert load_blob(path) == BLOB
     assert gcs_emulator.blob("tmp/run-1/join-p001.pkl").download_as_bytes() == BLOB
+
+
+def test_spill_parts_packs_each_partition_and_empties_the_dict(tmp_path):
+    from transforms.common.records import encoded_row, pack_rows
+
+    def row(position: int, user_id: str):
+        return encoded_row(
+            file_index=0,
+            position=position,
+            user_id=user_id,
+            name_key=user_id,
+            entry_json=b"{}",
+            metadata_json=b"[]",
+            password="",
+            source="test",
+            record_json=b"{}",
+            companions_json=b"[]",
+            grants=(),
+        )
+
+    rows = {2: [row(1, "u1")], 5: [row(2, "u2")]}
+    expected = {part: pack_rows(list(items)) for part, items in rows.items()}
+    in_memory = dict(rows)
+    assert dict(spill_parts(in_memory, None, lambda part: "unused")) == expected
+    assert in_memory == {}
+    on_disk = dict(spill_parts(dict(rows), str(tmp_path), lambda part: f"src-p{part:03d}.pkl"))
+    assert sorted(os.listdir(tmp_path)) == ["src-p002.pkl", "src-p005.pkl"]
+    assert {part: read_spill(path) for part, path in on_disk.items()} == expected
+    assert stat.S_IMODE(os.stat(on_disk[2]).st_mode) == 0o600

@@ -16,10 +16,13 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
+from transforms.common.records import EncodedRow, pack_rows
 from transforms.files.sinks import open_private
 from transforms.files.storage import is_remote
 
-__all__ = ["write_spill", "read_spill", "read_spill_head", "load_blob"]
+__all__ = ["write_spill", "spill_parts", "read_spill", "read_spill_head", "load_blob"]
 
 
 def write_spill(tmp_dir: str, name: str, data: bytes) -> str:
@@ -29,6 +32,18 @@ def write_spill(tmp_dir: str, name: str, data: bytes) -> str:
     with open_private(path) as handle:
         handle.write(data)
     return path
+
+
+def spill_parts(
+    parts: dict[int, list[EncodedRow]], tmp_dir: str | None, name: Callable[[int], str]
+) -> Iterator[tuple[int, bytes | str]]:
+    """A reader's rows so far, one blob per partition, or (with ``tmp_dir``) the path of its spill
+    file named ``name(partition)``; the dict is emptied once every partition is out. A source's
+    names are deterministic, so a retried bundle overwrites its own files."""
+    for part, rows in parts.items():
+        blob = pack_rows(rows)
+        yield part, blob if tmp_dir is None else write_spill(tmp_dir, name(part), blob)
+    parts.clear()
 
 
 def read_spill(path: str) -> bytes:

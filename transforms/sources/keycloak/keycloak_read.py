@@ -44,11 +44,10 @@ from transforms.common.records import (
     dead_letter,
     encoded_row,
     no_gc,
-    pack_rows,
     partition_of,
     user_name_key,
 )
-from transforms.files.spill import write_spill
+from transforms.files.spill import spill_parts
 from transforms.hashing.policy import ON_UNSUPPORTED_HASH
 from transforms.hashing.tally import HashTally
 from transforms.mapping.fields import FieldTally
@@ -291,15 +290,9 @@ class _ReadRealmFileFn(beam.DoFn):
         self, source: RealmSource, position: int, parts: dict[int, list[EncodedRow]]
     ) -> Iterator[tuple[int, bytes | str]]:
         """One blob per partition (rows already encoded one by one in ``_one``), or the path of
-        its spill file. Names are deterministic, so a retried bundle overwrites its own files."""
-        for part, rows in parts.items():
-            blob = pack_rows(rows)
-            if self._tmp_dir is None:
-                yield part, blob
-            else:
-                name = f"keycloak-{source.index:05d}-{source.item or 0:03d}-{position:010d}-p{part:03d}.pkl"
-                yield part, write_spill(self._tmp_dir, name, blob)
-        parts.clear()
+        its spill file (files/spill.py)."""
+        prefix = f"keycloak-{source.index:05d}-{source.item or 0:03d}-{position:010d}"
+        return spill_parts(parts, self._tmp_dir, lambda part: f"{prefix}-p{part:03d}.pkl")
 
 
 def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object], grants: Grants) -> EncodedRow:

@@ -46,11 +46,10 @@ from transforms.common.records import (
     dead_letter,
     encoded_row,
     no_gc,
-    pack_rows,
     partition_of,
     user_name_key,
 )
-from transforms.files.spill import write_spill
+from transforms.files.spill import spill_parts
 from transforms.hashing.tally import HashTally
 from transforms.mapping.fields import FieldTally
 from transforms.mapping.roles import RoleEntry
@@ -238,14 +237,11 @@ class _ReadUnitFn(beam.DoFn):
 
     def _flush(
         self, unit: json_units.Unit, position: int, parts: dict[int, list[EncodedRow]]
-    ) -> Iterator[tuple[int, str]]:
-        """One spill file per partition; names are deterministic, so a retried bundle overwrites
-        its own files."""
-        for part, rows in parts.items():
-            mark = "end" if position < 0 else f"{position:012d}"
-            name = f"table-{unit.index:05d}-{max(unit.start, 0):012d}-{mark}-p{part:03d}.pkl"
-            yield part, write_spill(self._tmp_dir, name, pack_rows(rows))
-        parts.clear()
+    ) -> Iterator[tuple[int, bytes | str]]:
+        """One spill file per partition (files/spill.py)."""
+        mark = "end" if position < 0 else f"{position:012d}"
+        prefix = f"table-{unit.index:05d}-{max(unit.start, 0):012d}-{mark}"
+        return spill_parts(parts, self._tmp_dir, lambda part: f"{prefix}-p{part:03d}.pkl")
 
 
 def _row(sortkey: SortKey, mapped: TableUser, envelope_json: bytes, grants: Grants) -> EncodedRow:
