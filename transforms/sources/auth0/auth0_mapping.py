@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -22,6 +23,8 @@ from transforms.hashing.auth0_hashes import convert_auth0
 from transforms.hashing.convert import ConvertedHash, bcrypt_mcf
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
+from transforms.mapping.idp_links import LinkFields
+from transforms.mapping.idp_links import idp_links as links_from
 from transforms.mapping.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE
 
 __all__ = [
@@ -148,57 +151,38 @@ def custom_password_hash(profile: dict[str, Any]) -> tuple[str | None, tuple[str
     )
 
 
+def _link_display(profile: Mapping[str, object], identity: Mapping[str, object], external: str) -> str:
+    raw_data = identity.get("profileData")
+    data: Mapping[str, object] = raw_data if isinstance(raw_data, dict) else {}
+    return (
+        _text(data, "email")
+        or _text(data, "name")
+        or _text(profile, "email")
+        or _text(profile, "username")
+        or external
+    )
+
+
+# ``identities[]``: ``database`` is Auth0's own database (that identity is the password).
+IDENTITIES = LinkFields(
+    "identities",
+    "provider",
+    "user_id",
+    _link_display,
+    own={DATABASE_PROVIDER: "database"},
+    numbers=(int, float),
+)
+
+
 def idp_links(
     profile: dict[str, Any], idp_map: dict[str, str]
 ) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
-    """``identities[]`` → ZITADEL ``idps`` links for the providers in ``idp_map``.
-
-    Returns the links and one ``(outcome, provider)`` per identity, outcome being ``linked``,
-    ``database`` (Auth0's own database: that identity is the password), ``unmapped`` (no
-    ``--idp-map`` for the provider) or ``invalid`` (no usable ``user_id``).
-    """
-    identities = profile.get("identities")
-    if not isinstance(identities, list):
-        return [], []
-    links: list[dict[str, str]] = []
-    outcomes: list[tuple[str, str]] = []
-    for identity in identities:
-        if not isinstance(identity, dict):
-            outcomes.append(("invalid", "unknown"))
-            continue
-        provider = identity.get("provider")
-        if provider == DATABASE_PROVIDER:
-            outcomes.append(("database", DATABASE_PROVIDER))
-            continue
-        provider = provider if isinstance(provider, str) else ""
-        name = counter_safe(provider)
-        config_id = idp_map.get(provider)
-        if config_id is None:
-            outcomes.append(("unmapped", name))
-            continue
-        external = identity.get("user_id")
-        if isinstance(external, (int, float)) and not isinstance(external, bool):
-            external = str(int(external))  # some exports write numeric GitHub ids
-        if not isinstance(external, str) or not external.strip() or len(external) > 200:
-            outcomes.append(("invalid", name))
-            continue
-        raw_data = identity.get("profileData")
-        data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
-        display = (
-            _text(data, "email")
-            or _text(data, "name")
-            or _text(profile, "email")
-            or _text(profile, "username")
-            or external
-        )
-        links.append(
-            {"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]}
-        )
-        outcomes.append(("linked", name))
-    return links, outcomes
+    """``identities[]`` → ZITADEL ``idps`` links for the providers in ``idp_map``
+    (mapping/idp_links.py: outcomes ``linked``, ``database``, ``unmapped``, ``invalid``)."""
+    return links_from(profile, idp_map, IDENTITIES)
 
 
-def _text(record: dict[str, Any], key: str) -> str:
+def _text(record: Mapping[str, object], key: str) -> str:
     value = record.get(key)
     return value.strip() if isinstance(value, str) else ""
 

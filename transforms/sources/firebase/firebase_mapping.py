@@ -35,7 +35,8 @@ import orjson
 
 from transforms.hashing.convert import HashFailure
 from transforms.hashing.policy import OnUnsupportedHash
-from transforms.mapping.fields import counter_safe
+from transforms.mapping.idp_links import LinkFields
+from transforms.mapping.idp_links import idp_links as links_from
 from transforms.mapping.ids import fallback_email
 from transforms.mapping.validate import (
     EMAIL_FALLBACK,
@@ -178,46 +179,25 @@ def _text(record: _User, key: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def idp_links(user: _User, idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
-    """``providerUserInfo`` → ZITADEL ``idps`` links for the providers in ``idp_map``.
+def _link_display(user: _User, info: _User, external: str) -> str:
+    return _text(info, "email") or _text(info, "displayName") or _text(user, "email") or external.strip()
 
-    One ``(outcome, provider)`` per entry: ``linked``, ``firebase`` (Firebase's own password or
-    phone sign-in), ``unmapped`` (no ``--idp-map`` for the provider) or ``invalid`` (no usable
-    ``rawId``).
-    """
-    infos = user.get("providerUserInfo")
-    if not isinstance(infos, list):
-        return [], []
-    links: list[dict[str, str]] = []
-    outcomes: list[tuple[str, str]] = []
-    for info in infos:
-        if not isinstance(info, Mapping):
-            outcomes.append(("invalid", "unknown"))
-            continue
-        provider = info.get("providerId")
-        provider = provider if isinstance(provider, str) else ""
-        name = counter_safe(provider)
-        if provider in FIREBASE_PROVIDERS:
-            outcomes.append(("firebase", name))
-            continue
-        config_id = idp_map.get(provider)
-        if config_id is None:
-            outcomes.append(("unmapped", name))
-            continue
-        external = info.get("rawId")
-        if isinstance(external, int) and not isinstance(external, bool):
-            external = str(external)
-        if not isinstance(external, str) or not external.strip() or len(external) > 200:
-            outcomes.append(("invalid", name))
-            continue
-        display = (
-            _text(info, "email") or _text(info, "displayName") or _text(user, "email") or external.strip()
-        )
-        links.append(
-            {"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]}
-        )
-        outcomes.append(("linked", name))
-    return links, outcomes
+
+# ``password`` and ``phone`` are Firebase's own sign-in, not identity providers.
+PROVIDER_USER_INFO = LinkFields(
+    "providerUserInfo",
+    "providerId",
+    "rawId",
+    _link_display,
+    own=dict.fromkeys(FIREBASE_PROVIDERS, "firebase"),
+    numbers=(int,),
+)
+
+
+def idp_links(user: _User, idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+    """``providerUserInfo`` → ZITADEL ``idps`` links for the providers in ``idp_map``
+    (mapping/idp_links.py: outcomes ``linked``, ``firebase``, ``unmapped``, ``invalid``)."""
+    return links_from(user, idp_map, PROVIDER_USER_INFO)
 
 
 def mfa_kinds(user: _User) -> list[str]:

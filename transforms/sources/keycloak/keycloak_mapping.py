@@ -27,6 +27,8 @@ from transforms.hashing.keycloak_hashes import convert_credential, plaintext_val
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
+from transforms.mapping.idp_links import LinkFields
+from transforms.mapping.idp_links import idp_links as links_from
 from transforms.mapping.ids import fallback_email, keycloak_user_id
 from transforms.mapping.otp import OTP_CREDENTIAL_TYPES, OtpPolicy, keycloak_otp, required_actions
 from transforms.mapping.validate import (
@@ -136,40 +138,18 @@ def unknown_fields(user: _User) -> list[str]:
     return shared_unknown_fields(user, KNOWN_FIELDS)
 
 
-def idp_links(user: _User, idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
-    """``federatedIdentities`` → ZITADEL ``idps`` links for the aliases in ``idp_map``.
+def _link_display(user: _User, identity: _User, external: str) -> str:
+    return _text(identity, "userName") or _text(user, "email") or _text(user, "username") or external.strip()
 
-    Returns the links and one ``(outcome, alias)`` per entry: ``linked``, ``unmapped`` (no
-    ``--idp-map`` for the alias) or ``invalid`` (no usable ``userId``). docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-auth0-keycloak-firebase.
-    """
-    identities = user.get("federatedIdentities")
-    if not isinstance(identities, list):
-        return [], []
-    links: list[dict[str, str]] = []
-    outcomes: list[tuple[str, str]] = []
-    for identity in identities:
-        if not isinstance(identity, Mapping):
-            outcomes.append(("invalid", "unknown"))
-            continue
-        alias = identity.get("identityProvider")
-        alias = alias if isinstance(alias, str) else ""
-        name = counter_safe(alias)
-        config_id = idp_map.get(alias)
-        if config_id is None:
-            outcomes.append(("unmapped", name))
-            continue
-        external = identity.get("userId")
-        if not isinstance(external, str) or not external.strip() or len(external) > 200:
-            outcomes.append(("invalid", name))
-            continue
-        display = (
-            _text(identity, "userName") or _text(user, "email") or _text(user, "username") or external.strip()
-        )
-        links.append(
-            {"configId": config_id, "externalUserId": external.strip(), "displayName": display[:200]}
-        )
-        outcomes.append(("linked", name))
-    return links, outcomes
+
+FEDERATED_IDENTITIES = LinkFields("federatedIdentities", "identityProvider", "userId", _link_display)
+
+
+def idp_links(user: _User, idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+    """``federatedIdentities`` → ZITADEL ``idps`` links for the aliases in ``idp_map``
+    (mapping/idp_links.py: outcomes ``linked``, ``unmapped``, ``invalid``).
+    docs/fields-not-carried.md#idp-links---idp-map-aliasidp_id-auth0-keycloak-firebase."""
+    return links_from(user, idp_map, FEDERATED_IDENTITIES)
 
 
 @dataclasses.dataclass
