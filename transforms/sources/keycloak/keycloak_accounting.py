@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from transforms.common import counters
+from transforms.common.accounting import reader_invariant
 
 __all__ = [
     "PREFIX",
@@ -50,20 +51,13 @@ UNREADABLE_FILES = "keycloak.unreadable_files"
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     """users read = written + dead-lettered; users converted = written + dropped as duplicates."""
-    read = counts.get(USERS_READ, 0)
-    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
-    written = counts.get(counters.USERS_WRITTEN, 0)
-    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
-    dead = counters.count_prefix(counts, counters.dead_letter(SOURCE))
     converted = counters.count_prefix(counts, WITH_PASSWORD) + counts.get(WITHOUT_PASSWORD, 0)
-    duplicates = counters.count_prefix(counts, counters.dead_letter(SOURCE, "duplicate-"))
-    # Disabled users new to ZITADEL (sync only).
-    rejected = counts.get(counters.SYNC_ROWS_REJECTED, 0)
-    holds = read == written + compared + dead and converted == written + compared + duplicates + rejected
-    also = f" + compared with the state {compared:,}" if compared else ""
-    text = (
-        f"users read {read:,} = written {written:,}{also} + dead-lettered {dead:,}; "
-        f"converted {converted:,} = written {written:,}{also} + duplicates {duplicates:,}"
-        + (f" + disabled, not in ZITADEL yet {rejected:,}" if rejected else "")
+    return reader_invariant(
+        counts,
+        read=counts.get(USERS_READ, 0),
+        noun="users",
+        source=SOURCE,
+        passed=converted,
+        passed_label="converted",
+        refused_label="disabled",
     )
-    return holds, text

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from transforms.common import counters
+from transforms.common.accounting import reader_invariant
 
 __all__ = [
     "PREFIX",
@@ -46,19 +47,13 @@ UNREADABLE_FILES = "table.unreadable_files"
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
     """records read = written + dead-lettered; records converted = written + duplicates."""
-    read = counts.get(RECORDS_READ, 0)
-    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
-    written = counts.get(counters.USERS_WRITTEN, 0)
-    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
-    dead = counters.count_prefix(counts, counters.dead_letter(SOURCE))
     converted = counters.count_prefix(counts, WITH_PASSWORD) + counts.get(WITHOUT_PASSWORD, 0)
-    duplicates = counters.count_prefix(counts, counters.dead_letter(SOURCE, "duplicate-"))
-    rejected = counts.get(counters.SYNC_ROWS_REJECTED, 0)  # blocked users new to ZITADEL (sync only)
-    holds = read == written + compared + dead and converted == written + compared + duplicates + rejected
-    also = f" + compared with the state {compared:,}" if compared else ""
-    text = (
-        f"records read {read:,} = written {written:,}{also} + dead-lettered {dead:,}; "
-        f"converted {converted:,} = written {written:,}{also} + duplicates {duplicates:,}"
-        + (f" + blocked, not in ZITADEL yet {rejected:,}" if rejected else "")
+    return reader_invariant(
+        counts,
+        read=counts.get(RECORDS_READ, 0),
+        noun="records",
+        source=SOURCE,
+        passed=converted,
+        passed_label="converted",
+        refused_label="blocked",
     )
-    return holds, text

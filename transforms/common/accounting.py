@@ -1,0 +1,50 @@
+"""The invariant every reader of one-record-per-user exports keeps, worded once.
+
+Keycloak, Firebase and tables of users read records that are each one user: every record read is
+written (or, with ``--state``, compared with the state) or dead-lettered, and every record that
+passed mapping is written, compared, dropped as a duplicate or (sync only) refused as blocked or
+disabled while new to ZITADEL. A source's ``*_accounting.invariant`` names its own counters and
+words and calls :func:`reader_invariant`.
+
+Example::
+
+    holds, text = reader_invariant(counts, read=counts.get("keycloak.users_read", 0), noun="users",
+                                   source="keycloak-user", passed=3, passed_label="converted",
+                                   refused_label="disabled")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from transforms.common import counters
+
+__all__ = ["reader_invariant"]
+
+
+def reader_invariant(
+    counts: Mapping[str, int],
+    *,
+    read: int,
+    noun: str,
+    source: str,
+    passed: int,
+    passed_label: str,
+    refused_label: str,
+) -> tuple[bool, str]:
+    """``<noun> read = written + dead-lettered; <passed_label> = written + duplicates`` (with the
+    state's compared rows and, in a sync, the ``<refused_label>`` users new to ZITADEL)."""
+    # With --state, users already in ZITADEL are compared instead of written (docs/sync.md).
+    written = counts.get(counters.USERS_WRITTEN, 0)
+    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
+    dead = counters.count_prefix(counts, counters.dead_letter(source))
+    duplicates = counters.count_prefix(counts, counters.dead_letter(source, "duplicate-"))
+    rejected = counts.get(counters.SYNC_ROWS_REJECTED, 0)  # blocked or disabled users new to ZITADEL
+    holds = read == written + compared + dead and passed == written + compared + duplicates + rejected
+    also = f" + compared with the state {compared:,}" if compared else ""
+    text = (
+        f"{noun} read {read:,} = written {written:,}{also} + dead-lettered {dead:,}; "
+        f"{passed_label} {passed:,} = written {written:,}{also} + duplicates {duplicates:,}"
+        + (f" + {refused_label}, not in ZITADEL yet {rejected:,}" if rejected else "")
+    )
+    return holds, text
