@@ -19,6 +19,11 @@ for a sweep to take minutes. ``--users 100000 --per-body 5000`` runs the issue's
 
     .venv/bin/python benchmarks/push_limiter.py                      # K = 1, 4, 16 and a rate limit
     .venv/bin/python benchmarks/push_limiter.py --workers 4 --repeat 1
+    .venv/bin/python benchmarks/push_limiter.py --cases user-v2     # one call per user (user service v2)
+
+The user-v2 case pushes through the user service v2 (one create call per user, each user a slot
+of the limiter) to a server without the admin API whose calls cost ``--user-cost-ms`` and which
+answers 429 with ``Retry-After`` past ``--rate-limit`` calls a second.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")
 
 from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 
+from transforms.push.api_choice import ADMIN_IMPORT, USER_V2  # noqa: E402 - after the sys.path set-up above
 from transforms.push.engine import push_manifest  # noqa: E402 - after the sys.path set-up above
 from transforms.zitadel_api.credentials import Credentials  # noqa: E402 - after the sys.path set-up above
 
@@ -87,6 +93,7 @@ def _run_once(
     settle: float,
     window: float,
     max_rate: float | None,
+    api: str = ADMIN_IMPORT,
 ) -> dict:
     proc, url = _start_server(token_file, flags)
     try:
@@ -100,6 +107,7 @@ def _run_once(
             concurrency=concurrency,
             max_rate=max_rate,
             max_attempts=20,
+            api=api,
             progress=False,
             stream=io.StringIO(),
         )
@@ -116,7 +124,7 @@ def _run_once(
     return {
         "sustained": len(after) / span if span > 0 else 0.0,
         "wall": wall,
-        "ok": report.ok and report.failed == 0 and report.created == expected,
+        "ok": report.ok and report.failed == 0 and report.created + report.present == expected,
         "calls": calls,
         "refused": len(seen["refusals"]),
         "late_share": late / late_calls if late_calls else 0.0,
@@ -159,11 +167,12 @@ def _case(
     flags: list[str],
     levels: list[int],
     max_rate: float | None = None,
+    api: str = ADMIN_IMPORT,
 ) -> None:
     def measure(concurrency: int | None) -> dict:
         return _median(
             [
-                _run_once(manifest, token_file, flags, concurrency, args.settle, args.window, max_rate)
+                _run_once(manifest, token_file, flags, concurrency, args.settle, args.window, max_rate, api)
                 for _ in range(args.repeat)
             ]
         )
@@ -179,6 +188,20 @@ def _case(
         mark = " (best)" if level == best_level else ""
         print(_row(f"--concurrency {level}{mark}", result, best, one))
     sys.stdout.flush()
+
+
+def _user_v2_case(args: argparse.Namespace, work: pathlib.Path, token_file: str) -> None:
+    """One call per user (the user service v2 create path) against a rate-limited target whose
+    calls cost ``--user-cost-ms`` each: one call at a time is below the limit, a few are above."""
+    users = int(args.rate_limit * 10)  # about 10 s of calls at the limit
+    manifest, _ = write_manifest(work / "user-v2", users=users, bodies=2, metadata=False)
+    flags = ["--no-admin-api", "--org", "123", "--workers", "16", "--rate-limit", f"{args.rate_limit:g}"]
+    flags += ["--per-user-delay-ms", f"{args.user_cost_ms:g}"]
+    title = (
+        f"user-v2: one create call per user, {args.user_cost_ms:g} ms per call, K = 16, "
+        f"rate limit {args.rate_limit:g} calls/s: {users} users"
+    )
+    _case(args, title, manifest, token_file, flags, [1, 2, 3, 4, 8], api=USER_V2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,7 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rate-limit", type=float, default=20.0, help="the rate-limited case's calls/s (0: skip it)"
     )
+    parser.add_argument(
+        "--cases", default="workers,rate,user-v2", help="which cases to run (default workers,rate,user-v2)"
+    )
+    parser.add_argument(
+        "--user-cost-ms", type=float, default=100.0, help="the user-v2 case's cost of one create call (ms)"
+    )
     args = parser.parse_args(argv)
+    cases = set(args.cases.split(","))
     work = pathlib.Path(tempfile.mkdtemp(prefix="push-limiter-"))
     token_file = str(work / "token")
     pathlib.Path(token_file).write_text(TOKEN)
@@ -218,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.users} users in {bodies} bodies of {args.per_body}; {os.cpu_count()} cores; median of {args.repeat}"
     )
-    for k in (int(k) for k in args.workers.split(",") if k):
+    for k in (int(k) for k in args.workers.split(",") if k and "workers" in cases):
         cost_ms = 1000.0 * k * args.work_seconds / args.users
         flags = ["--workers", str(k), "--per-user-delay-ms", f"{cost_ms:g}"]
         flags += ["--queue", str(args.queue)] if args.queue is not None else []
@@ -231,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
             flags,
             levels,
         )
-    if args.rate_limit:
+    if args.rate_limit and "user-v2" in cases:
+        _user_v2_case(args, work, token_file)
+    if args.rate_limit and "rate" in cases:
         small = work / "small"
         users = int(args.rate_limit * 10 * 50)  # about 10 s of calls at the limit, 50 users each
         small_manifest, _ = write_manifest(small, users=users, bodies=users // 50, metadata=False)

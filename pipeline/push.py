@@ -53,14 +53,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         type=int,
         default=None,
-        help="exactly this many bodies sent at once (default: as many as the target keeps up "
-        "with, found while sending, at most --max-concurrency; README 'Push pace')",
+        help="exactly this many bodies sent at once, or users for --api=user-v2 and a sync's changes "
+        "(default: as many as the target keeps up with, found while sending, at most "
+        "--max-concurrency; README 'Push pace')",
     )
     parser.add_argument(
         "--max-concurrency",
         type=int,
         default=DEFAULT_MAXIMUM,
-        help=f"without --concurrency: the most bodies sent at once (default {DEFAULT_MAXIMUM})",
+        help=f"without --concurrency: the most bodies (or users) sent at once (default {DEFAULT_MAXIMUM})",
     )
     parser.add_argument(
         "--max-rate",

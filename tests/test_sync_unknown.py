@@ -163,6 +163,7 @@ def test_ctrl_c_during_a_write_then_push_again_writes_the_password_once(night, t
         f"--token-file={night.token_file}",
         "--quiet",
         "--request-timeout=60",
+        "--concurrency=1",  # one user at a time: exactly the 6th call is in flight at the stop
     ]
     proc = start(args, tmp_path)
     wait_for(lambda: "late" in night.server.faults.fired, proc)

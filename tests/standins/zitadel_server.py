@@ -1074,6 +1074,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if rate:
                 self._drip(status, data, headers or {}, rate)
                 return
+            server.capacity.leave()  # its worker is free as the answer goes out: the client may call again
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

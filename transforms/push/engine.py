@@ -40,7 +40,7 @@ from transforms.push.push_precheck import precheck
 from transforms.push.push_progress import PushProgress
 from transforms.push.push_report import PushReport
 from transforms.push.send_body import send_body
-from transforms.push.user_v2_push import ThreadRunner, send_body_v2
+from transforms.push.user_v2_push import LimiterRunner, send_body_v2
 from transforms.push.verification import verify_manifest
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
@@ -74,9 +74,10 @@ def _send_all(
             return None
 
         def work(ref: BodyRef) -> BodyResult:
-            if api == USER_V2:  # one call per user, --concurrency users at once (user_v2_push.py)
-                runner = ThreadRunner(limiter.limit)
-                return send_body_v2(client, ref, ledger.load(ref), live, ledger, runner, request_timeout)
+            if api == USER_V2:  # one call per user, a limiter slot per user (user_v2_push.py)
+                paced = client.paced(limiter)
+                runner = LimiterRunner(limiter)
+                return send_body_v2(paced, ref, ledger.load(ref), live, ledger, runner, request_timeout)
             return send_body(
                 client,
                 ref,
@@ -89,7 +90,7 @@ def _send_all(
                 limiter,
             )
 
-        # The user service path sends one body at a time, its users --concurrency at once.
+        # The user service path sends one body at a time, its users as many at once as the limiter allows.
         bodies = Limiter(fixed=1) if api == USER_V2 else limiter
         scheduler = BodyScheduler(manifest, bodies, work, skip, live.body_done)
         results = scheduler.run()
@@ -181,11 +182,11 @@ def push_manifest(
 
         report.sync = apply_and_commit(
             manifest,
-            client,
+            client.paced(limiter),
             ledger.directory,
             ordered,
             bodies_stopped=fatal is not None,
-            concurrency=concurrency or 1,
+            limiter=limiter,  # the users' calls at the pace the target allows (or exactly --concurrency)
             request_timeout=request_timeout,
             progress=progress,
             stream=stream,

@@ -11,8 +11,9 @@ below what drew the refusal (the cap creeps up again while nothing is refused). 
 token bucket without a burst). ``--concurrency N`` is a fixed limit of N: nothing adapts, only
 ``--max-rate`` applies.
 
-One object per push, shared by its threads; a caller holds a slot per call (or per body, for
-import bodies) and reports every HTTP attempt::
+One object per push, shared by its threads; a caller holds a slot per call (per body for import
+bodies, per user for the user service calls of v2 creation and of a sync, which report their
+attempts through ``AdminClient.paced``) and reports every HTTP attempt::
 
     limiter = Limiter(maximum=32, max_rate=40.0)     # Limiter(fixed=4): exactly 4
     limiter.acquire()                        # a slot (blocks while the limit is reached)
@@ -98,7 +99,7 @@ class Limiter:
         self._clock, self._sleep = clock, sleep
         self._cond = threading.Condition()
         self._in_flight = 0
-        self._best: float | None = None  # the lowest seconds per user seen
+        self._best: dict[str, float] = {}  # the lowest seconds per user seen, per kind of call
         self._recent: float | None = None  # smoothed seconds per user
         self._pause_until = 0.0
         self._tokens = 1.0
@@ -158,8 +159,11 @@ class Limiter:
                     return
             self._sleep(wait)
 
-    def record(self, status: int, seconds: float, users: int = 1, retry_after: float | None = None) -> None:
-        """One attempt's answer (``status`` 0: none): adapt the limit to it."""
+    def record(
+        self, status: int, seconds: float, users: int = 1, retry_after: float | None = None, kind: str = ""
+    ) -> None:
+        """One attempt's answer (``status`` 0: none): adapt the limit to it. ``kind`` names the call
+        (``POST /v2/users/human``): each kind's time is compared with the best of its own kind."""
         outcome = outcome_of(status)
         with self._cond:
             self.refused += status in (429, 503)
@@ -169,7 +173,7 @@ class Limiter:
             if not self.adaptive:
                 return
             if outcome == "ok":
-                self._on_ok(per_user)
+                self._on_ok(per_user, kind)
             elif outcome == "throttled":
                 self._on_throttled(retry_after)
             elif outcome == "overloaded":
@@ -212,11 +216,11 @@ class Limiter:
         caps = [r for r in (self.max_rate, self._learned_rate) if r is not None]
         return min(caps) if caps else None
 
-    def _on_ok(self, per_user: float) -> None:
-        self._best = per_user if self._best is None else min(self._best, per_user)
+    def _on_ok(self, per_user: float, kind: str) -> None:
+        best = self._best[kind] = min(self._best.get(kind, per_user), per_user)
         if self._learned_rate is not None:
             self._learned_rate += 0.2 / self._learned_rate  # probe the rate limit again, slowly
-        ratio = per_user / self._best if self._best > 0 else 1.0
+        ratio = per_user / best if best > 0 else 1.0
         if ratio > TOLERANCE:  # queueing at the target: back off in proportion
             self._decrease(max(0.5, TOLERANCE / ratio))
         elif 2 * self._in_flight >= self._limit:  # the limit was in use (not idle), and kept up

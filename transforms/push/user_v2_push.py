@@ -17,10 +17,12 @@ request carrying everything the entry carries (``transforms/zitadel_api/user_v2.
 
 Every finished user is one line of ``users-NNNNN.ndjson`` in the ledger folder, flushed at once,
 so a killed run resumes per user: the users a line says created or present are not sent again.
-Users run at once through a :class:`UserRunner` (``--concurrency`` threads by default). Called
-by ``push_manifest`` (``engine.py``) once per body::
+Users run at once through a :class:`UserRunner`: the push's gives each user a slot of its limiter
+(:class:`LimiterRunner`: adaptive, or exactly ``--concurrency``). Called by ``push_manifest``
+(``engine.py``) once per body, with a client that reports every attempt to that limiter::
 
-    result = send_body_v2(client, ref, ledger.load(ref), live, ledger, ThreadRunner(4), timeout=None)
+    runner = LimiterRunner(limiter)
+    result = send_body_v2(client.paced(limiter), ref, ledger.load(ref), live, ledger, runner, timeout=None)
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from transforms.output.body_parts import (
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.grant_calls import grants_of
 from transforms.push.import_answers import IN_ANOTHER_ORG, Json
+from transforms.push.limiter import Limiter
 from transforms.push.push_ledger import BodyResult, Ledger, now
 from transforms.push.push_progress import PushProgress
 from transforms.push.send_body import Abort
@@ -62,7 +65,8 @@ from transforms.zitadel_api.user_v2 import (
     user_path,
 )
 
-__all__ = ["send_body_v2", "UserRunner", "ThreadRunner", "UserJob", "USER_LEDGER", "ORG_KEYS"]
+__all__ = ["send_body_v2", "UserRunner", "ThreadRunner", "LimiterRunner", "UserJob", "USER_LEDGER"]
+__all__ += ["ORG_KEYS"]
 
 USER_LEDGER = "users-{index:05d}.ndjson"
 # What an org of a body may hold on this path: its users, their metadata and grants.
@@ -91,6 +95,25 @@ class ThreadRunner:
             return [work(item) for item in items]
         with cf.ThreadPoolExecutor(self.concurrency, thread_name_prefix="user") as pool:
             return list(pool.map(work, items))
+
+
+class LimiterRunner:
+    """One slot of the push's limiter per user (``limiter.py``): as many users at once as the
+    target keeps up with, or exactly ``--concurrency``. The users' calls report each attempt to the
+    same limiter through a paced client (``AdminClient.paced``)."""
+
+    def __init__(self, limiter: Limiter) -> None:
+        self.limiter = limiter
+
+    def run(self, work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        futures: list[cf.Future[_R]] = []
+        with cf.ThreadPoolExecutor(self.limiter.maximum, thread_name_prefix="user") as pool:
+            for item in items:
+                self.limiter.acquire()  # blocks while the limit is reached
+                future = pool.submit(work, item)
+                future.add_done_callback(lambda _: self.limiter.release())
+                futures.append(future)
+        return [f.result() for f in futures]
 
 
 class UserJob(NamedTuple):

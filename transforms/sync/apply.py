@@ -4,8 +4,9 @@ Runs inside ``push`` after the bodies (``transforms/push/engine.py``), for a man
 ``sync`` section (docs/sync.md):
 
 - each change file is checked against the manifest's sha256 before anything is sent;
-- one user at a time per worker (``--concurrency`` workers), the user's calls in order, each
-  with the admin client's retries, backoff and ``Retry-After``;
+- a slot of the push's limiter per user (as many users at once as the target keeps up with, or
+  exactly ``--concurrency``; transforms/push/limiter.py), the user's calls in order, each with
+  the admin client's retries, backoff and ``Retry-After``;
 - an action whose effect is already there counts as done (deactivating an inactive user,
   reactivating an active one, deleting a user who is gone, removing a link or key that is not
   there); an initial user, which ZITADEL refuses to deactivate, is locked instead;
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -47,6 +49,7 @@ from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
 from transforms.files.storage import is_remote, read_bytes, resolve
 from transforms.output.manifest import Manifest
+from transforms.push.limiter import Limiter
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord, StateRecord
 from transforms.sync.state import StatePointer, StateStore
 from transforms.sync.state_records import merge_confirmed, quick_digest, state_record
@@ -264,6 +267,7 @@ def apply_changes(
     request_timeout: float | None = None,
     progress: bool = True,
     stream: TextIO | None = None,
+    limiter: Limiter | None = None,
 ) -> tuple[SyncReport, list[ChangeRecord]]:
     """Send every change of the manifest (resuming from the ledger); returns the report and the
     change records (for ``commit_state``). ``created``: users the bodies created or found, which
@@ -275,8 +279,7 @@ def apply_changes(
     results, work = _triage(changes, ledger.load(), created)
     # Earlier nights' unknown outcomes, then this manifest's own (a push stopped half-way).
     unknown = StateStore(manifest.raw["sync"]["state"]).read_unknown()
-    for user_id, at in ledger.unknown.items():
-        unknown[user_id] = min(at, unknown.get(user_id, at))
+    unknown.update({u: min(at, unknown.get(u, at)) for u, at in ledger.unknown.items()})
     _keep_defined_roles(manifest, changes)
     stop = Stop()
     fatal: str | None = None
@@ -285,10 +288,7 @@ def apply_changes(
         def run(index: int) -> ChangeResult:
             name, sha256, change = changes[index]
             user_id = str(change["userId"])
-
-            def mark(at: float) -> None:
-                ledger.mark(name, sha256, user_id, at)
-
+            mark = functools.partial(ledger.mark, name, sha256, user_id)
             # Each user counts its own requests: threads never add to each other's count.
             try:
                 result, sent = apply_user(
@@ -302,11 +302,12 @@ def apply_changes(
             live.add(result, sent)
             return result
 
-        with cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="sync") as pool:
+        slots = limiter or Limiter(fixed=max(1, concurrency))  # a slot per user
+        with cf.ThreadPoolExecutor(slots.maximum, thread_name_prefix="sync") as pool:
             futures: dict[cf.Future[ChangeResult], int] = {}
             pending = list(work)
             while pending or futures:
-                while pending and len(futures) < concurrency and fatal is None and stop.reason is None:
+                while pending and fatal is None and stop.reason is None and slots.try_acquire():
                     index = pending.pop(0)
                     futures[pool.submit(run, index)] = index
                 if (fatal is not None or stop.reason is not None) and pending:
@@ -315,9 +316,11 @@ def apply_changes(
                     pending = []
                 if not futures:
                     continue
-                finished, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                poll = 0.05 if slots.adaptive else None  # an adaptive limit can rise meanwhile
+                finished, _ = cf.wait(futures, timeout=poll, return_when=cf.FIRST_COMPLETED)
                 for future in finished:
                     index = futures.pop(future)
+                    slots.release()
                     try:
                         results[index] = future.result()
                     except Abort as err:

@@ -7,7 +7,7 @@ commits the state store with only what the target confirmed: a user that failed 
 record and is sent again by the next run::
 
     report.sync = apply_and_commit(manifest, client, ledger.directory, ordered, bodies_stopped=False,
-                                   concurrency=2, request_timeout=None, progress=True,
+                                   limiter=limiter, request_timeout=None, progress=True,
                                    stream=sys.stderr, verify=True)
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Protocol, TextIO
 
 from transforms.output.manifest import Manifest
+from transforms.push.limiter import Limiter
 from transforms.sync.apply import apply_changes, commit_state, verify_changes
 from transforms.sync.sync_report import SyncReport
 from transforms.zitadel_api.client import AdminClient
@@ -41,7 +42,8 @@ def apply_and_commit(
     ordered: Sequence[LandedBody],
     *,
     bodies_stopped: bool,
-    concurrency: int,
+    concurrency: int = 1,
+    limiter: Limiter | None = None,
     request_timeout: float | None,
     progress: bool,
     stream: TextIO,
@@ -49,7 +51,9 @@ def apply_and_commit(
 ) -> SyncReport:
     """Apply the manifest's changes (unless the bodies' push stopped), verify, commit the state.
 
-    ``ordered``: the bodies' results, in manifest order. Returns the sync's report.
+    ``ordered``: the bodies' results, in manifest order. ``limiter``: a slot per user (the push's:
+    adaptive, or exactly ``--concurrency``); without one, ``concurrency`` users at once.
+    Returns the sync's report.
     """
     confirmed = {r.index: set(r.created) | set(r.present) for r in ordered}
     if not bodies_stopped:
@@ -59,6 +63,7 @@ def apply_and_commit(
             results_dir,
             created=set().union(*confirmed.values()) if confirmed else set(),
             concurrency=concurrency,
+            limiter=limiter,
             request_timeout=request_timeout,
             progress=progress,
             stream=stream,

@@ -16,11 +16,13 @@ No token, secret or password hash ever reaches a log line or an exception messag
 
 from __future__ import annotations
 
+import copy
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from transforms.common.errors import ConfigError
 from transforms.zitadel_api.admin_v1 import AdminV1Calls
@@ -29,7 +31,24 @@ from transforms.zitadel_api.credentials import TOKEN_CHARS, Credentials, normali
 from transforms.zitadel_api.tokens import TokenSource
 from transforms.zitadel_api.transport import CallStats, NoAnswerStop, Retrier, Transport, send_with_retries
 
-__all__ = ["AdminClient", "connect"]
+__all__ = ["AdminClient", "connect", "Pacer", "call_kind"]
+
+_ID_SEGMENT = re.compile(r"/(?!v\d+(?:/|$))[^/]*\d[^/]*")  # a path segment with a digit, not "v2"
+
+
+class Pacer(Protocol):
+    """What paces every attempt of a client (the push's ``Limiter``, transforms/push/limiter.py)."""
+
+    def admit(self, retry: bool = False) -> None: ...
+
+    def record(
+        self, status: int, seconds: float, users: int = 1, retry_after: float | None = None, kind: str = ""
+    ) -> None: ...
+
+
+def call_kind(method: str, path: str) -> str:
+    """``POST /v2/users/human`` or ``GET /v2/users/*``: calls of one kind take about the same time."""
+    return f"{method} {_ID_SEGMENT.sub('/*', path.split('?', 1)[0])}"
 
 
 class AdminClient(AdminV1Calls):
@@ -55,6 +74,7 @@ class AdminClient(AdminV1Calls):
         self.timeout = timeout
         self.stats = CallStats()
         self.stop = NoAnswerStop(no_answer_limit)
+        self.pacer: Pacer | None = None
         self._transport = Transport(self.base_url)
         self._retrier = Retrier(max_attempts, backoff_base, backoff_cap, sleep, rng)
         self.tokens = TokenSource(
@@ -90,6 +110,8 @@ class AdminClient(AdminV1Calls):
         >>> client.request("POST", "/v2/users/123/deactivate", {})  # doctest: +SKIP
         """
         data = body if isinstance(body, bytes | None) else json.dumps(dict(body)).encode()
+        if self.pacer is not None and on_answer is None:
+            on_attempt, on_answer = _paced(self.pacer, call_kind(method, path), on_attempt)
         headers = self._headers if not org_id else (lambda: {**self._headers(), "x-zitadel-orgid": org_id})
         raw = send_with_retries(
             self._transport,
@@ -118,6 +140,14 @@ class AdminClient(AdminV1Calls):
                 200,
             )
         return answer
+
+    def paced(self, pacer: Pacer) -> AdminClient:
+        """This client (same tokens, transport, counts and no-answer stop) with every attempt of
+        ``request`` admitted by ``pacer`` and its answer reported to it (status, seconds,
+        ``Retry-After``): the push's per-user calls at the pace the target allows."""
+        twin = copy.copy(self)
+        twin.pacer = pacer
+        return twin
 
     @property
     def max_attempts(self) -> int:
@@ -171,3 +201,22 @@ def connect(url: str, credentials: Credentials, max_attempts: int = 6, timeout: 
             f"{client.base_url}: does not answer like a ZITADEL admin API: {err.message}"
         ) from None
     return client
+
+
+def _paced(
+    pacer: Pacer, kind: str, on_attempt: Callable[[], None] | None
+) -> tuple[Callable[[], None], Callable[[int, float | None], None]]:
+    """The hooks of one paced request: admit each attempt, report each answer with its time."""
+    state = {"attempts": 0, "started": 0.0}
+
+    def attempt() -> None:
+        state["attempts"] += 1
+        pacer.admit(retry=state["attempts"] > 1)
+        state["started"] = time.monotonic()
+        if on_attempt is not None:
+            on_attempt()
+
+    def answer(status: int, retry_after: float | None) -> None:
+        pacer.record(status, time.monotonic() - state["started"], 1, retry_after, kind)
+
+    return attempt, answer
