@@ -193,7 +193,7 @@ def _case(
 def _user_v2_case(args: argparse.Namespace, work: pathlib.Path, token_file: str) -> None:
     """One call per user (the user service v2 create path) against a rate-limited target whose
     calls cost ``--user-cost-ms`` each: one call at a time is below the limit, a few are above."""
-    users = int(args.rate_limit * 10)  # about 10 s of calls at the limit
+    users = int(args.rate_limit * args.rate_seconds)  # about --rate-seconds of calls at the limit
     manifest, _ = write_manifest(work / "user-v2", users=users, bodies=2, metadata=False)
     flags = ["--no-admin-api", "--org", "123", "--workers", "16", "--rate-limit", f"{args.rate_limit:g}"]
     flags += ["--per-user-delay-ms", f"{args.user_cost_ms:g}"]
@@ -201,7 +201,12 @@ def _user_v2_case(args: argparse.Namespace, work: pathlib.Path, token_file: str)
         f"user-v2: one create call per user, {args.user_cost_ms:g} ms per call, K = 16, "
         f"rate limit {args.rate_limit:g} calls/s: {users} users"
     )
-    _case(args, title, manifest, token_file, flags, [1, 2, 3, 4, 8], api=USER_V2)
+    _case(args, title, manifest, token_file, flags, _levels(args, [1, 2, 3, 4, 8]), api=USER_V2)
+
+
+def _levels(args: argparse.Namespace, default: list[int]) -> list[int]:
+    """The fixed concurrencies a case sweeps: ``--levels`` where given (a long run sweeps less)."""
+    return [int(level) for level in args.levels.split(",") if level] if args.levels else default
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,6 +243,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--user-cost-ms", type=float, default=100.0, help="the user-v2 case's cost of one create call (ms)"
     )
+    parser.add_argument(
+        "--rate-seconds",
+        type=float,
+        default=10.0,
+        help="how long the rate-limited cases send at the limit (default 10 s; 60 with --settle 30 "
+        "measures the issue's 'after its first 30 s' as it is written)",
+    )
+    parser.add_argument(
+        "--levels",
+        default="",
+        help="the fixed --concurrency values the rate-limited cases sweep (default: theirs)",
+    )
     args = parser.parse_args(argv)
     cases = set(args.cases.split(","))
     work = pathlib.Path(tempfile.mkdtemp(prefix="push-limiter-"))
@@ -265,18 +282,18 @@ def main(argv: list[str] | None = None) -> int:
         _user_v2_case(args, work, token_file)
     if args.rate_limit and "rate" in cases:
         small = work / "small"
-        users = int(args.rate_limit * 10 * 50)  # about 10 s of calls at the limit, 50 users each
+        users = int(args.rate_limit * args.rate_seconds * 50)  # --rate-seconds of calls, 50 users each
         small_manifest, _ = write_manifest(small, users=users, bodies=users // 50, metadata=False)
         flags = ["--workers", "16", "--per-user-delay-ms", "1", "--rate-limit", f"{args.rate_limit:g}"]
         title = f"rate limit {args.rate_limit:g} calls/s, K = 16: {users} users in bodies of 50"
-        _case(args, title, small_manifest, token_file, flags, [1, 2, 4, 8, 16])
+        _case(args, title, small_manifest, token_file, flags, _levels(args, [1, 2, 4, 8, 16]))
         _case(
             args,
             title + ", --max-rate 19",
             small_manifest,
             token_file,
             flags,
-            [16],
+            _levels(args, [16]),
             max_rate=args.rate_limit * 0.95,
         )
     return 0
