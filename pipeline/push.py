@@ -28,8 +28,8 @@ from transforms.hashing.policy import HashPolicy, load_policy
 from transforms.output.manifest import default_results_dir, load_manifest, write_body_manifest
 from transforms.push.api_choice import API_CHOICES
 from transforms.push.engine import push_manifest
-from transforms.push.limiter import DEFAULT_MAXIMUM
 from transforms.push.send_body import TIMEOUT_MARGIN
+from transforms.zitadel_api.limiter import DEFAULT_MAXIMUM
 
 __all__ = ["add_arguments", "run"]
 

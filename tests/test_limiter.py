@@ -1,4 +1,4 @@
-"""The push's limiter (transforms/push/limiter.py): its decisions, on a fake clock, and push
+"""The push's limiter (transforms/zitadel_api/limiter.py): its decisions, on a fake clock, and push
 against the stand-in's capacity model (tests/standins/capacity.py) over real sockets: every user
 lands exactly once with no failure, whatever the target's workers, queue or rate limit."""
 
@@ -12,8 +12,8 @@ from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 from transforms.push import engine as push_engine
-from transforms.push.limiter import INITIAL, Limiter, outcome_of
 from transforms.zitadel_api.credentials import Credentials
+from transforms.zitadel_api.limiter import INITIAL, Limiter, outcome_of
 
 TOKEN = Credentials("token", token=PAT)
 

@@ -1,4 +1,4 @@
-"""The push's limiter (transforms/push/limiter.py) on the per-user calls: the user service v2
+"""The push's limiter (transforms/zitadel_api/limiter.py) on the per-user calls: the user service v2
 create path (transforms/push/user_v2_push.py) and a scheduled sync's user-service calls
 (transforms/sync/apply.py), against the stand-in's capacity model (tests/standins/capacity.py)
 over real sockets. With no concurrency flag every user lands exactly once with no failure and a
@@ -17,10 +17,10 @@ from zitadel_server import ZitadelServer
 from pipeline.cli import main
 from transforms.push import engine as push_engine
 from transforms.push.api_choice import USER_V2
-from transforms.push.limiter import Limiter
 from transforms.push.user_v2_push import LimiterRunner
 from transforms.zitadel_api.client import call_kind
 from transforms.zitadel_api.credentials import Credentials
+from transforms.zitadel_api.limiter import Limiter
 
 ORG = "123"
 ORG_TOKEN = "org-token-8Hw2ManagerOfOneOrg0123456789"

@@ -16,9 +16,9 @@ import concurrent.futures as cf
 from collections.abc import Callable
 
 from transforms.output.manifest import BodyRef, Manifest
-from transforms.push.limiter import Limiter
 from transforms.push.push_ledger import BodyResult
 from transforms.push.send_body import Abort
+from transforms.zitadel_api.limiter import Limiter
 
 __all__ = ["BodyScheduler"]
 

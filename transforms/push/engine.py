@@ -34,7 +34,6 @@ from transforms.output.manifest import BodyRef, Manifest, default_results_dir, l
 from transforms.push.api_choice import ADMIN_IMPORT, USER_V2, open_client
 from transforms.push.body_scheduler import BodyScheduler
 from transforms.push.grant_calls import check_projects
-from transforms.push.limiter import DEFAULT_MAXIMUM, Limiter
 from transforms.push.push_ledger import BodyResult, Ledger, write_dead_letter
 from transforms.push.push_precheck import precheck
 from transforms.push.push_progress import PushProgress
@@ -44,6 +43,7 @@ from transforms.push.user_v2_push import LimiterRunner, send_body_v2
 from transforms.push.verification import verify_manifest
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
+from transforms.zitadel_api.limiter import DEFAULT_MAXIMUM, Limiter
 
 __all__ = ["push_manifest"]
 

@@ -14,8 +14,8 @@ from typing import TextIO
 
 from transforms.common.progress import LiveLine
 from transforms.output.manifest import Manifest
-from transforms.push.limiter import Limiter
 from transforms.push.push_ledger import BodyResult
+from transforms.zitadel_api.limiter import Limiter
 
 __all__ = ["PushProgress"]
 

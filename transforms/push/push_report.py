@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from transforms.push.limiter import LimiterStats
 from transforms.push.push_ledger import BodyResult
+from transforms.zitadel_api.limiter import LimiterStats
 from transforms.zitadel_api.transport import CallStats
 
 if TYPE_CHECKING:  # only for the types: the sync and verify engines import the push engine
@@ -35,7 +35,7 @@ class PushReport:
     fatal: str | None = None
     verify: VerifyReport | None = None  # when verify=True
     sync: SyncReport | None = None  # for a manifest with change files
-    limiter: LimiterStats | None = None  # the pace it sent at (transforms/push/limiter.py)
+    limiter: LimiterStats | None = None  # the pace it sent at (transforms/zitadel_api/limiter.py)
 
     @property
     def created(self) -> int:

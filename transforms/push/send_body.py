@@ -25,11 +25,11 @@ from transforms.common.durations import parse_duration
 from transforms.output.body_parts import body_user_ids, split_body
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.import_answers import Json, check_present_owners, fail_all, interpret
-from transforms.push.limiter import Limiter
 from transforms.push.push_ledger import BodyResult, Ledger, now
 from transforms.push.push_progress import PushProgress
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
+from transforms.zitadel_api.limiter import Limiter
 
 __all__ = ["send_body", "Abort", "TIMEOUT_MARGIN"]
 

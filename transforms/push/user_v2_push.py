@@ -47,7 +47,6 @@ from transforms.output.body_parts import (
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.grant_calls import grants_of
 from transforms.push.import_answers import IN_ANOTHER_ORG, Json
-from transforms.push.limiter import Limiter
 from transforms.push.push_ledger import BodyResult, Ledger, now
 from transforms.push.push_progress import PushProgress
 from transforms.push.send_body import Abort
@@ -56,6 +55,7 @@ from transforms.sync.sync_calls import Abort as SyncAbort
 from transforms.sync.sync_calls import Stop, apply_user
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
+from transforms.zitadel_api.limiter import Limiter
 from transforms.zitadel_api.user_v2 import (
     ADD_HUMAN_PATH,
     LIST_USERS_PATH,

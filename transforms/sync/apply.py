@@ -5,7 +5,7 @@ Runs inside ``push`` after the bodies (``transforms/push/engine.py``), for a man
 
 - each change file is checked against the manifest's sha256 before anything is sent;
 - a slot of the push's limiter per user (as many users at once as the target keeps up with, or
-  exactly ``--concurrency``; transforms/push/limiter.py), the user's calls in order, each with
+  exactly ``--concurrency``; transforms/zitadel_api/limiter.py), the user's calls in order, each with
   the admin client's retries, backoff and ``Retry-After``;
 - an action whose effect is already there counts as done (deactivating an inactive user,
   reactivating an active one, deleting a user who is gone, removing a link or key that is not
@@ -49,7 +49,6 @@ from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
 from transforms.files.storage import is_remote, read_bytes, resolve
 from transforms.output.manifest import Manifest
-from transforms.push.limiter import Limiter
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord, StateRecord
 from transforms.sync.state import StatePointer, StateStore
 from transforms.sync.state_records import merge_confirmed, quick_digest, state_record
@@ -57,6 +56,7 @@ from transforms.sync.sync_calls import Abort, ChangeResult, Outcome, Stop, apply
 from transforms.sync.sync_report import SyncReport, planned_calls
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
+from transforms.zitadel_api.limiter import Limiter
 
 __all__ = [
     "apply_changes",

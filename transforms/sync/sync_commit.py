@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from typing import Protocol, TextIO
 
 from transforms.output.manifest import Manifest
-from transforms.push.limiter import Limiter
 from transforms.sync.apply import apply_changes, commit_state, verify_changes
 from transforms.sync.sync_report import SyncReport
 from transforms.zitadel_api.client import AdminClient
+from transforms.zitadel_api.limiter import Limiter
 
 __all__ = ["apply_and_commit", "LandedBody"]
 

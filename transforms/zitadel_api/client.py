@@ -37,7 +37,7 @@ _ID_SEGMENT = re.compile(r"/(?!v\d+(?:/|$))[^/]*\d[^/]*")  # a path segment with
 
 
 class Pacer(Protocol):
-    """What paces every attempt of a client (the push's ``Limiter``, transforms/push/limiter.py)."""
+    """What paces every attempt of a client (``Limiter``, limiter.py beside this module)."""
 
     def admit(self, retry: bool = False) -> None: ...
 
