@@ -225,6 +225,7 @@ class _SyncPlan:
     pointer: StatePointer | None  # None: nothing committed yet
     users_in_state: int
     max_removals: int
+    max_blocks: int
 
 
 def _plan_sync(job: _Job) -> _SyncPlan | None:
@@ -250,6 +251,7 @@ def _plan_sync(job: _Job) -> _SyncPlan | None:
     )
     users_in_state = int((pointer or {}).get("users", 0))
     max_removals = removal_limit(common.max_removals, users_in_state)
+    max_blocks = removal_limit(common.max_blocks, users_in_state, "--max-blocks")
     shards = store.shard_paths(pointer)
     return _SyncPlan(
         options=options,
@@ -258,6 +260,7 @@ def _plan_sync(job: _Job) -> _SyncPlan | None:
         pointer=pointer,
         users_in_state=users_in_state,
         max_removals=max_removals,
+        max_blocks=max_blocks,
     )
 
 
@@ -288,16 +291,35 @@ def _run_beam(job: _Job, run: RunOutputs, sync: _SyncPlan | None) -> _Ran:
     hash_fields = hash_manifest(counts, hash_ranges_from_result(result), common.hash_policy, refused_ranges)
     holds, invariant_text = job.invariant(counts)
     if sync is not None:
-        removals = counts.get(counters.SYNC_REMOVALS, 0)
-        if removals > sync.max_removals:
-            raise ConfigError(
-                f"--max-removals: refused: this run would deactivate or delete {removals:,} users, "
-                f"more than the limit of {sync.max_removals:,} ({common.max_removals} of "
-                f"{sync.users_in_state:,} users in the state); check the export, or raise --max-removals"
-            )
+        _guard(
+            sync,
+            counts.get(counters.SYNC_REMOVALS, 0),
+            common.max_removals,
+            counts.get(counters.SYNC_BLOCKS, 0),
+            common.max_blocks,
+        )
     return _Ran(
         counts=counts, elapsed=elapsed, hash_fields=hash_fields, holds=holds, invariant_text=invariant_text
     )
+
+
+def _guard(sync: _SyncPlan, removals: int, removals_flag: str, blocks: int, blocks_flag: str) -> None:
+    """Refuse a night past either guard (docs/sync.md#guards): ``--max-removals`` counts the users
+    gone from the export (a truncated or wrong export), ``--max-blocks`` the users blocked at the
+    source (a wrong mapping of the blocked flag); each names its own count and limit."""
+    of_state = f"of {sync.users_in_state:,} users in the state"
+    if removals > sync.max_removals:
+        raise ConfigError(
+            f"--max-removals: refused: this run would deactivate or delete {removals:,} users gone from "
+            f"the export, more than the limit of {sync.max_removals:,} ({removals_flag} {of_state}); "
+            "check the export, or raise --max-removals"
+        )
+    if blocks > sync.max_blocks:
+        raise ConfigError(
+            f"--max-blocks: refused: this run would deactivate or lock {blocks:,} users blocked at the "
+            f"source, more than the limit of {sync.max_blocks:,} ({blocks_flag} {of_state}); check "
+            "the export's blocked or disabled flags, or raise --max-blocks"
+        )
 
 
 def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> FinishedRun:

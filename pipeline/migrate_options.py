@@ -173,13 +173,22 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-removals",
         metavar="N|P%",
         default="5%",
-        help="refuse a run that would deactivate or delete more users than this (a count, or a "
-        "percentage of the users in the state; default 5%%)",
+        help="refuse a run that would deactivate or delete more users gone from the export than "
+        "this (a count, or a percentage of the users in the state; default 5%%): a truncated or "
+        "wrong export",
+    )
+    group.add_argument(
+        "--max-blocks",
+        metavar="N|P%",
+        default="5%",
+        help="refuse a run that would deactivate or lock more users blocked at the source than this "
+        "(a count, or a percentage of the users in the state; default 5%%): a wrong mapping of "
+        "the blocked flag",
     )
 
 
-def removal_limit(text: str, users_in_state: int) -> int:
-    """``--max-removals``: ``N`` or ``P%`` of the users in the state (rounded up)."""
+def removal_limit(text: str, users_in_state: int, flag: str = "--max-removals") -> int:
+    """``--max-removals`` (or ``--max-blocks``): ``N`` or ``P%`` of the users in the state (rounded up)."""
     value = (text or "").strip()
     try:
         if value.endswith("%"):
@@ -194,7 +203,7 @@ def removal_limit(text: str, users_in_state: int) -> int:
         return count
     except ValueError:
         raise ConfigError(
-            f"--max-removals {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)"
+            f"{flag} {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)"
         ) from None
 
 
@@ -260,6 +269,7 @@ class CommonArgs:
     state: str | None = None  # --state PATH (docs/sync.md)
     on_removed: str = "report"
     max_removals: str = "5%"
+    max_blocks: str = "5%"
     break_lock: bool = False
     allow_partial: bool = False  # --allow-partial: a cut input file does not fail the run
     quiet: bool = False  # --quiet: no live line (pipeline/migrate_progress.py)
@@ -286,6 +296,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         raise ConfigError(f"--output {args.output!r} must name a file")
     if getattr(args, "state", None) is not None:
         removal_limit(args.max_removals, 0)  # the syntax, now; the limit needs the state's size
+        removal_limit(args.max_blocks, 0, "--max-blocks")
     return CommonArgs(
         org_id=org,
         output=args.output,
@@ -308,6 +319,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         state=getattr(args, "state", None),
         on_removed=getattr(args, "on_removed", "report"),
         max_removals=getattr(args, "max_removals", "5%"),
+        max_blocks=getattr(args, "max_blocks", "5%"),
         break_lock=bool(getattr(args, "break_lock", False)),
         allow_partial=getattr(args, "allow_partial", False),
         quiet=bool(getattr(args, "quiet", False)),

@@ -347,6 +347,7 @@ def _night(tmp_path: Path, server: ZitadelServer, users: list[dict], n: int, fmt
             f"--state={tmp_path / 'state'}",
             "--metadata",
             "--max-removals=50%",
+            "--max-blocks=50%",
             f"--push-url={server.url}",
             f"--token-file={token_file}",
             *extra,

@@ -327,6 +327,7 @@ def test_state_nights_follow_changed_blocked_and_removed_users(tmp_path, capsys)
             f"--push-url={server.url}",
             f"--token-file={token}",
             "--max-removals=50%",
+            "--max-blocks=50%",
             *extra,
         )
         return code

@@ -197,6 +197,7 @@ AUTH0_NIGHT = [
     "--metadata",
     "--on-removed=deactivate",
     "--max-removals=3",
+    "--max-blocks=3",
 ]
 
 

@@ -310,9 +310,9 @@ def test_unblocking_reactivates_and_an_initial_user_is_locked_instead(night):
     assert night.run(day1, pws) == 0
     assert night.server.state.user_states["auth0|000000000000000000000002"] == "initial"
     blocked = [_profile(1, blocked=True), _profile(2, email_verified=False, blocked=True)]
-    # Blocking counts against the removal guard (a wrong export could block everybody).
-    assert night.run(blocked, pws) == 2
-    assert night.run(blocked, pws, "--max-removals=2") == 0
+    # Blocking counts against its own guard (a wrong export could block everybody), not removals.
+    assert night.run(blocked, pws, "--max-removals=0") == 2
+    assert night.run(blocked, pws, "--max-removals=0", "--max-blocks=2") == 0
     assert night.server.state.user_states["auth0|000000000000000000000001"] == "inactive"
     assert night.server.state.user_states["auth0|000000000000000000000002"] == "locked"
     assert night.run(day1, pws) == 0
@@ -331,13 +331,13 @@ def test_faults_on_change_calls_still_end_in_the_target_holding_day2(night):
     # answer lost after the work, on the v2 paths; 5 in a row, within the 6 attempts of a call.
     for kind, count in (("504_after", 2), ("429", 1), ("503", 1), ("drop_after", 1)):
         faults.inject(kind, count=count, path="/v2/users/*")
-    assert night.run(changed, passwords, "--max-removals=1") == 0
+    assert night.run(changed, passwords, "--max-removals=1", "--max-blocks=1") == 0
     assert len(faults.fired) == 5
     held = _held(night.server)
     assert all(held[p["user_id"]]["user"]["profile"]["lastName"].startswith("New") for p in changed)
     assert night.server.state.user_states["auth0|000000000000000000000007"] == "inactive"
     calls = len(night.server.v2_requests)
-    assert night.run(changed, passwords, "--max-removals=1") == 0
+    assert night.run(changed, passwords, "--max-removals=1", "--max-blocks=1") == 0
     assert len(night.server.v2_requests) == calls
 
 
@@ -385,7 +385,7 @@ def test_verify_reads_the_changes_back_and_names_a_user_whose_change_did_not_arr
     day2 = [_profile(n, family_name="Later") for n in range(1, 6)]
     day2[1] = _profile(2, family_name="Later", blocked=True)
     capsys.readouterr()
-    assert night.run(day2, passwords, "--push-verify", "--max-removals=1") == 0
+    assert night.run(day2, passwords, "--push-verify", "--max-removals=1", "--max-blocks=1") == 0
     out = capsys.readouterr().out
     assert "verify changes: ok" in out
     # The server answers 200 for user 4 but keeps the old name: verify names that user.
@@ -567,6 +567,7 @@ def test_keycloak_day1_day2_follows_the_realm(tmp_path, capsys):
             n,
             f"--zitadel-config={config}",
             "--max-removals=50%",
+            "--max-blocks=50%",
             *extra,
         )
 

@@ -93,7 +93,7 @@ def test_planned_calls_add_up_per_kind_whatever_became_of_them():
 def test_a_push_without_bodies_prints_no_body_table_and_verify_no_org_table():
     report = PushReport([], 0.1, "out/results", None, CallStats(requests=2), sync=SyncReport([], 0.1, 2))
     lines = report.table().splitlines()
-    assert lines[0] == "bodies: none to send  ok"
+    assert lines[0] == "bodies: none to send"
     assert not any(line.startswith(("body ", "total ", "-")) for line in lines)
     verify = VerifyReport(orgs=[])
     assert not any(line.startswith(("org ", "-")) for line in verify.table().splitlines())
@@ -287,7 +287,13 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         ]
         hashes2 = {n: hashed for n in (1, 2, 4, 5, 7, 8)}
         night2 = migrate(
-            2, day2, hashes2, "--on-removed=deactivate", "--max-removals=10", "--include-blocked"
+            2,
+            day2,
+            hashes2,
+            "--on-removed=deactivate",
+            "--max-removals=10",
+            "--max-blocks=10",
+            "--include-blocked",
         )
         planned = _check_migrate_summary(night2)
         rows = dict(_summary(night2))
@@ -334,7 +340,7 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
             _profile(7),
             _profile(8, email_verified=False, blocked=True),
         ]
-        night3 = migrate(3, day3, hashes2, "--on-removed=deactivate", "--max-removals=10")
+        night3 = migrate(3, day3, hashes2, "--on-removed=deactivate", "--max-removals=10", "--max-blocks=10")
         planned = _check_migrate_summary(night3)
         rows = dict(_summary(night3))
         assert rows["users written"] == 0 and rows["users compared with the state (in ZITADEL)"] == 6
@@ -345,7 +351,7 @@ def test_migrate_sync_and_push_summaries_add_up_and_initial_users_are_planned_lo
         pushed3 = push()
         _check_push_report(pushed3, planned)
         # No body was sent: no body table, no org table.
-        assert pushed3.startswith("bodies: none to send  ok")
+        assert pushed3.startswith("bodies: none to send")
         assert not any(line.startswith(("body ", "org ", "total ", "---")) for line in pushed3.splitlines())
         assert (states[_uid(2)], states[_uid(5)], states[_uid(8)]) == ("active", "initial", "locked")
 
@@ -384,7 +390,7 @@ def test_a_keycloak_realm_of_another_project_syncs_with_summaries_that_add_up(tm
 
         by_name["alice"]["enabled"] = by_name["bob"]["enabled"] = False
         realm["users"] = [u for u in realm["users"] if u["username"] != "zero"]
-        second = night(2, "--on-removed=deactivate", "--max-removals=10")
+        second = night(2, "--on-removed=deactivate", "--max-removals=10", "--max-blocks=10")
         planned = _check_migrate_summary(second)
         rows = dict(_summary(second))
         assert rows["users written"] == 0 and rows["users compared with the state (in ZITADEL)"] == 2
@@ -423,7 +429,12 @@ def test_an_initial_user_an_older_state_did_not_mark_is_locked_instead_and_named
                 tmp_path / f"export-{number}", profiles, {1: hashed, 2: hashed, 3: hashed}
             )
             args = ["migrate", "auth0", f"--org={ORG}", f"--users={users}", f"--passwords={passwords}"]
-            args += [f"--output={out_dir / 'importBody.json'}", f"--state={state}", "--max-removals=10"]
+            args += [
+                f"--output={out_dir / 'importBody.json'}",
+                f"--state={state}",
+                "--max-removals=10",
+                "--max-blocks=10",
+            ]
             args += [f"--push-url={server.url}", f"--token-file={token_file}", *extra]
             assert main(args) == 0, capsys.readouterr()
             return capsys.readouterr().out

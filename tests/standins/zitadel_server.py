@@ -392,6 +392,7 @@ class ZitadelServer:
         self.issued_tokens: list[str] = []
         self.requests: list[tuple[str, int]] = []  # (path, status) of every answered request
         self.v2_requests: list[tuple[str, str, dict | None]] = []  # (method, path, body) of v2 calls
+        self.refusals: list[tuple[str, str]] = []  # (path, message) of every call answered an error
         # What ZITADEL's published user service v2 schema refuses in those calls (check_v2_schema).
         self.v2_schema_problems: list[str] = []
         self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
@@ -1104,6 +1105,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _error(self, status: int, code: int, message: str) -> None:
+            server.refusals.append((self.path, message))
             self._send(status, {"code": code, "message": message, "details": []})
 
         def _drop(self) -> None:

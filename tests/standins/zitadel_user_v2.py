@@ -14,7 +14,11 @@ modelled are the ones a sync meets (docs/sync.md#traps):
 - an e-mail or phone set without ``isVerified`` or ``returnCode`` sends a code: recorded in
   ``notifications`` (a sync must leave it empty);
 - ``DeleteUserMetadata`` fails as a whole with ``Errors.Metadata.KeyNotExisting`` when a key is absent;
-- ``AddIDPLink`` of a pair another user holds → ``Errors.User.ExternalIDP.AlreadyExists`` (409).
+- ``AddIDPLink`` of a pair another user holds → ``Errors.User.ExternalIDP.AlreadyExists`` (409);
+- locking a user who is neither active nor initial (a locked one too) →
+  ``Errors.User.ShouldBeActiveOrInitial`` (zitadel internal/command/user_v2.go ``LockUserV2``);
+- ``ListUserMetadata`` (``POST .../metadata/search``) and ``ListIDPLinks`` (``POST .../links/_search``)
+  answer what the user holds, for a sync's read-back.
 
 Every request met ZITADEL's published schema before it gets here (lengths, forms, oneofs:
 tests/standins/schema_check_v2.py, docs/sync.md#schema-check); this module models only the state.
@@ -114,6 +118,20 @@ class UserServiceV2:
                     state.metadata[(user_id, key)] = str(item.get("value", ""))
                     state.emit("user.metadata.set", user_id, "user", org_id, {"key": key})
                 answer = {}
+            elif method == "POST" and rest == "metadata/search":  # ListUserMetadata
+                held = sorted((k, v) for (u, k), v in state.metadata.items() if u == user_id)
+                answer = {"metadata": [{"key": k, "value": v} for k, v in held]}
+            elif method == "POST" and rest == "links/_search":  # ListIDPLinks
+                answer = {
+                    "result": [
+                        {
+                            "idpId": str(i.get("configId")),
+                            "userId": str(i.get("externalUserId")),
+                            "userName": str(i.get("displayName", "")),
+                        }
+                        for i in user.get("idps") or []
+                    ]
+                }
             elif method == "DELETE" and rest == "metadata":
                 keys = query.get("keys") or []
                 if any((user_id, k) not in state.metadata for k in keys):

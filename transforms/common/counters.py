@@ -67,6 +67,7 @@ __all__ = [
     "SYNC_CALLS",
     "SYNC_PLANNED",
     "SYNC_REMOVALS",
+    "SYNC_BLOCKS",
     "SYNC_REMOVED",
     "SYNC_LEFT_ALONE_DEAD_LETTERED",
     "count_prefix",
@@ -152,7 +153,8 @@ SYNC_LOCK = "sync.lock"  # blocked at the source, an initial user: LockUser (doc
 SYNC_REACTIVATE = "sync.reactivate"
 SYNC_CALLS = "sync.calls"
 SYNC_PLANNED = "sync.planned."  # + the call name: SYNC_CALLS by kind
-SYNC_REMOVALS = "sync.removals"
+SYNC_REMOVALS = "sync.removals"  # users gone from the export, deactivated or deleted (--max-removals)
+SYNC_BLOCKS = "sync.blocks"  # users of the state blocked at the source, deactivated or locked (--max-blocks)
 # + what was planned: report, deactivate, lock, delete, already-inactive, already-locked, held
 SYNC_REMOVED = "sync.removed."
 SYNC_LEFT_ALONE_DEAD_LETTERED = "sync.left_alone_dead_lettered"

@@ -57,35 +57,37 @@ class PushReport:
         return sent_all and self.failed == 0 and self.fatal is None and verified and synced
 
     def failure_line(self) -> str:
-        """One line saying why the push is not ok (for stderr; the table says the rest)."""
+        """One line saying what failed, by kind, each with its file (for stderr; the table says
+        the rest): users not created, bodies not sent, users missing at verify, changes not
+        confirmed, grants not set."""
         if self.fatal:
             return f"stopped: {self.fatal}"
-        failed = [b for b in self.bodies if b.failed or b.status not in ("done", "skipped")]
         parts = []
         if self.failed:
+            failed = [b for b in self.bodies if b.failed or b.status not in ("done", "skipped")]
             reasons: dict[str, int] = {}
             for body in self.bodies:
                 for entry in body.failed:
                     reasons[entry.get("reason", "?")] = reasons.get(entry.get("reason", "?"), 0) + 1
             first = next(e for b in self.bodies for e in b.failed)
+            where = f"; see {self.dead_letter}" if self.dead_letter else ""
             parts.append(
                 f"{self.failed} user(s) not created in {len(failed)} body(ies) ("
                 + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-                + f"; first: {first.get('message', '')})"
+                + f"; first: {first.get('message', '')}){where}"
             )
         blocked = [b for b in self.bodies if b.status in ("blocked", "not-sent")]
         if blocked:
             parts.append(f"{len(blocked)} body(ies) not sent")
         if self.verify is not None and not self.verify.ok:
             parts.append(f"verify: {len(self.verify.missing)} user(s) missing")
-        where = f"; see {self.dead_letter}" if self.dead_letter else ""
-        return "; ".join(parts or ["not every user was created"]) + where + "; a re-run retries what failed"
+        if self.sync is not None:
+            parts += self.sync.failure_parts()
+        return "; ".join(parts or ["not every user was created"]) + "; a re-run retries what failed"
 
     def table(self) -> str:
         """The final table (one row per body, then the totals); none when no body was sent."""
-        lines = (
-            self._body_table() if self.bodies else [f"bodies: none to send  {'ok' if self.ok else 'FAILED'}"]
-        )
+        lines = self._body_table() if self.bodies else ["bodies: none to send"]
         lines.append(
             f"retries {self.stats.retries}, throttled {self.stats.throttled}; ledger {self.results_dir}"
         )

@@ -9,7 +9,12 @@ and only what did not land is sent:
 
 - the password landed when the user's ``passwordChanged`` is at or after the time the first
   unanswered write was sent (minus ``CLOCK_SLACK`` for the two clocks);
-- username, profile, e-mail and phone landed when the user holds the values the body sets.
+- username, profile, e-mail and phone landed when the user holds the values the body sets;
+- every other call (``call_left``) landed when its effect is there: the user's state for
+  ``DeactivateUser``, ``LockUser``, ``ReactivateUser`` and ``UnlockUser``, the user gone for
+  ``DeleteUser``, no phone for ``RemovePhone``, the link for ``AddIDPLink`` / ``RemoveIDPLink``
+  (``ListIDPLinks``), the keys and values for ``SetUserMetadata`` / ``DeleteUserMetadata``
+  (``ListUserMetadata``). Grants look their grant up before every attempt (sync_calls.py).
 
 Example::
 
@@ -21,13 +26,15 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from typing import Any
 
+from transforms.sync.change_records import Call, ChangeCall
 from transforms.zitadel_api import api_errors as admin_api
 
-__all__ = ["CLOCK_SLACK", "Json", "unknown_outcome", "parse_time", "not_landed"]
+__all__ = ["CLOCK_SLACK", "Json", "Held", "unknown_outcome", "parse_time", "not_landed", "call_left"]
 
 Json = dict[str, Any]  # a JSON object: a request body, a part of it, an answer
 
@@ -107,3 +114,71 @@ def not_landed(body: Json, answer: Json, since: float) -> Json:
         if not landed:
             left[key] = value
     return left
+
+
+@dataclasses.dataclass
+class Held:
+    """What the target holds of one user, as far as it was read back.
+
+    ``user``: ``GET /v2/users/{id}``'s ``user`` (None: the user does not exist); ``metadata``:
+    key → base64 value (``ListUserMetadata``); ``links``: (IdP id, external user id) pairs
+    (``ListIDPLinks``); None where not read (or the server has no such call).
+    """
+
+    user: Json | None
+    metadata: dict[str, str] | None = None
+    links: set[tuple[str, str]] | None = None
+
+    @property
+    def state(self) -> str | None:
+        return None if self.user is None else self.user.get("state")
+
+
+# The state after each state call; a user in either state holds the call's effect.
+_STATE_AFTER: dict[str, tuple[str, ...]] = {
+    Call.DEACTIVATE_USER: ("USER_STATE_INACTIVE",),
+    Call.LOCK_USER: ("USER_STATE_LOCKED",),
+    Call.REACTIVATE_USER: ("USER_STATE_ACTIVE", "USER_STATE_INITIAL"),
+    Call.UNLOCK_USER: ("USER_STATE_ACTIVE", "USER_STATE_INITIAL"),
+}
+NEEDS_METADATA = (Call.SET_USER_METADATA, Call.DELETE_USER_METADATA)
+NEEDS_LINKS = (Call.ADD_IDP_LINK, Call.REMOVE_IDP_LINK)
+
+
+def call_left(call: ChangeCall, held: Held, since: float) -> ChangeCall | None:
+    """The part of ``call`` the target does not hold (None: its effect is there, nothing to send);
+    ``since`` as for ``not_landed``. A call whose effect cannot be told from ``held`` is left whole.
+
+    >>> call_left({"call": "LockUser"}, Held({"state": "USER_STATE_LOCKED"}), 0.0) is None
+    True
+    >>> call_left({"call": "DeleteUserMetadata", "keys": ["a", "b"]}, Held({}, metadata={"b": "eA=="}), 0.0)
+    {'call': 'DeleteUserMetadata', 'keys': ['b']}
+    """
+    name = call["call"]
+    if name == Call.DELETE_USER:
+        return None if held.user is None else call
+    if held.user is None:
+        return call  # gone: the call is refused, and says so
+    if name == Call.UPDATE_HUMAN_USER:
+        body = not_landed(dict(call.get("body") or {}), {"user": held.user}, since)
+        return {**call, "body": body} if body else None
+    if name in _STATE_AFTER:
+        return None if held.state in _STATE_AFTER[name] else call
+    if name == Call.REMOVE_PHONE:
+        phone = (held.user.get("human") or {}).get("phone") or {}
+        return call if phone.get("phone") else None
+    if name in NEEDS_LINKS and held.links is not None:
+        if name == Call.ADD_IDP_LINK:
+            link = (call.get("body") or {}).get("idpLink") or {}
+            there = (str(link.get("idpId")), str(link.get("userId"))) in held.links
+            return None if there else call
+        there = (str(call.get("idpId")), str(call.get("linkedUserId"))) in held.links
+        return call if there else None
+    if name == Call.SET_USER_METADATA and held.metadata is not None:
+        wanted = (call.get("body") or {}).get("metadata") or []
+        left = [m for m in wanted if held.metadata.get(str(m.get("key"))) != m.get("value")]
+        return {**call, "body": {**(call.get("body") or {}), "metadata": left}} if left else None
+    if name == Call.DELETE_USER_METADATA and held.metadata is not None:
+        keys = [k for k in call.get("keys") or [] if k in held.metadata]
+        return {**call, "keys": keys} if keys else None
+    return call

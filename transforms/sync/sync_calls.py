@@ -25,9 +25,10 @@ from urllib.parse import quote, urlencode
 import orjson
 
 from transforms.sync.change_records import Call, ChangeCall, ChangeRecord
-from transforms.sync.read_back import Json, not_landed, unknown_outcome
+from transforms.sync.read_back import NEEDS_LINKS, NEEDS_METADATA, Held, Json, call_left, unknown_outcome
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
+from transforms.zitadel_api.user_v2 import links_search_path, metadata_search_path, user_path
 
 __all__ = ["ChangeResult", "Outcome", "Abort", "Stop", "apply_user", "call_path", "expected_problems"]
 
@@ -36,7 +37,6 @@ _ALREADY_DONE: dict[str, tuple[str, ...]] = {
     Call.DEACTIVATE_USER: ("Errors.User.AlreadyInactive",),
     Call.REACTIVATE_USER: ("Errors.User.NotInactive",),
     Call.UNLOCK_USER: ("Errors.User.NotLocked",),
-    Call.LOCK_USER: ("Errors.User.AlreadyLocked",),
     Call.DELETE_USER: ("Errors.User.NotFound",),
     Call.REMOVE_IDP_LINK: ("NotFound", "NotExisting"),
     Call.DELETE_USER_METADATA: ("Errors.Metadata.KeyNotExisting",),
@@ -162,10 +162,10 @@ def apply_user(
 ) -> tuple[ChangeResult, int]:
     """Send one change record's calls in order; ``(its result, the requests made for it)``.
 
-    ``unknown_at``: an earlier ``UpdateHumanUser`` of this user, sent then, has an unknown
-    outcome (a night that failed, a push stopped by Ctrl-C): the user is read back before it is
-    sent again. ``mark(t)`` is called just before each ``UpdateHumanUser`` is sent (the ledger
-    keeps it, in case the process ends before the answer).
+    ``unknown_at``: an earlier call of this user, sent then, has an unknown outcome (a night that
+    gave up, a push stopped by Ctrl-C): the user is read back first, and a call whose effect is
+    already there is confirmed without being sent. ``mark(t)`` is called just before each write
+    is sent (the ledger keeps it, in case the process ends before the answer).
 
     Raises :class:`Abort` when the credentials are refused; sets ``stop.reason`` when the server
     stopped answering."""
@@ -187,7 +187,14 @@ def apply_user(
 
 
 class _UserCalls:
-    """One user's calls on one thread; ``sent`` counts this user's requests only."""
+    """One user's calls on one thread; ``sent`` counts this user's requests only.
+
+    Every write is sent one attempt at a time (the client's attempts and backoff, the push's
+    pace). An attempt whose outcome is unknown (no answer, a gateway's 502/504) is followed by a
+    read-back of the user, and only what did not land is sent again (read_back.call_left): a
+    password is never written twice, a ``LockUser`` that landed is never refused for having
+    landed (docs/sync.md#unknown-outcomes).
+    """
 
     def __init__(
         self,
@@ -203,46 +210,64 @@ class _UserCalls:
         self.org_id = str(change.get("orgId") or "")
         self.secrets = client.tokens.secrets()
         self.sent = 0
+        # An earlier push left this user's outcome unknown: read back before the first write.
+        self.read_first = result.unknown_at is not None
+        self._held: Held | None = None  # what a read-back found, until the next write
 
-    def _request(self, call: ChangeCall) -> None:
-        if call["call"] == Call.UPDATE_HUMAN_USER:
-            self._update_once(call)
-            return
-        method, path, body = call_path(self.result.user_id, call)
+    # --- reading the user back ----------------------------------------------------------------
+    def _read_json(self, method: str, path: str, body: bytes | None) -> Json | None:
+        """A read (retried as the client retries); None when the server has no such call."""
         self.sent += 1
-        self.client.request(method, path, body, self.timeout)
+        try:
+            return self.client.request(method, path, body, self.timeout)
+        except admin_api.InvalidRequest as err:
+            if "NotFound" in err.message or err.status == 404:
+                return None
+            raise
 
-    def _read_back(self, body: Json, since: float) -> Json:
-        """What of ``body`` the target does not hold (docs/sync.md#unknown-outcomes)."""
-        self.sent += 1
-        answer = self.client.request(
-            "GET", f"/v2/users/{quote(self.result.user_id, safe='')}", None, self.timeout
-        )
-        return not_landed(body, answer, since)
+    def _held_for(self, call: ChangeCall) -> Held:
+        """The user as the target holds it, with what ``call`` needs (metadata, links)."""
+        uid = self.result.user_id
+        if self._held is None:
+            answer = self._read_json("GET", user_path(uid), None)
+            self._held = Held(None if answer is None else answer.get("user") or {})
+        held = self._held
+        if held.user is not None and call["call"] in NEEDS_METADATA and held.metadata is None:
+            listed = self._read_json("POST", metadata_search_path(uid), b"{}")
+            if listed is not None:
+                held.metadata = {str(m.get("key")): str(m.get("value")) for m in listed.get("metadata") or []}
+        if held.user is not None and call["call"] in NEEDS_LINKS and held.links is None:
+            listed = self._read_json("POST", links_search_path(uid), b"{}")
+            if listed is not None:
+                held.links = {(str(i.get("idpId")), str(i.get("userId"))) for i in listed.get("result") or []}
+        return held
 
-    def _update_once(self, call: ChangeCall) -> None:
-        """``UpdateHumanUser`` with its own attempts: after an attempt whose outcome is unknown
-        (no answer, 502/504) the user is read back and only what did not land is sent again, so
-        a password hash that arrived is never written twice. Raises the client's errors, with
-        ``result.unknown_at`` set while an attempt's outcome is still unknown."""
+    def _left(self, call: ChangeCall) -> ChangeCall | None:
+        """What of ``call`` the target does not hold (None: nothing; docs/sync.md#unknown-outcomes)."""
+        since = self.result.unknown_at if self.result.unknown_at is not None else time.time()
+        return call_left(call, self._held_for(call), since)
+
+    # --- writing ------------------------------------------------------------------------------
+    def _write(self, call: ChangeCall) -> None:
+        """Send ``call`` until confirmed or its effect reads back as there; raises the client's
+        errors, with ``result.unknown_at`` set while an attempt's outcome is still unknown."""
         result, client = self.result, self.client
-        method, path, _ = call_path(result.user_id, call)
-        body: Json = dict(call["body"])
-        if result.unknown_at is not None:
-            body = self._read_back(body, result.unknown_at)
+        left: ChangeCall | None = call
+        if self.read_first:
+            left = self._left(call)
         attempt = 0
-        while body:
+        while left is not None:
             attempt += 1
+            method, path, body = call_path(result.user_id, left)
             sent_at = time.time()
             if self.mark is not None:
                 self.mark(result.unknown_at or sent_at)
             self.sent += 1
+            self._held = None  # the user may change now
             unknown, retry_after = False, None
             try:
-                client.request(
-                    method, path, orjson.dumps(body), self.timeout, retrier=client.single_attempt()
-                )
-                break
+                client.request(method, path, body, self.timeout, retrier=client.single_attempt())
+                return
             except admin_api.AdminApiError as err:
                 unknown = unknown_outcome(err)
                 if unknown and result.unknown_at is None:
@@ -252,9 +277,7 @@ class _UserCalls:
                 retry_after = err.retry_after
             client.backoff(attempt, retry_after)
             if unknown:
-                assert result.unknown_at is not None  # set above
-                body = self._read_back(body, result.unknown_at)
-        result.unknown_at = None
+                left = self._left(left)
 
     def _gone(self, message: str, call_name: str) -> bool:
         self.stop.reason = self.stop.reason or admin_api.scrub(message, self.secrets)
@@ -271,7 +294,7 @@ class _UserCalls:
             if call_name in (Call.SET_USER_GRANT, Call.REMOVE_USER_GRANT):
                 self._grant(call)
             else:
-                self._request(call)
+                self._write(call)
             result.confirmed.append(call_name)
             return True
         except admin_api.AuthError as err:
@@ -281,13 +304,12 @@ class _UserCalls:
             return self._gone(err.message, call_name)
         except admin_api.InvalidRequest as err:
             message = admin_api.scrub(err.message, self.secrets)
+            if call_name == Call.DEACTIVATE_USER and _CANT_DEACTIVATE_INITIAL in message:
+                return self._lock_instead()
             if any(marker in message for marker in _ALREADY_DONE.get(call_name, ())):
                 result.confirmed.append(call_name)
                 return True
-            if call_name == Call.DEACTIVATE_USER and _CANT_DEACTIVATE_INITIAL in message:
-                return self._lock_instead()
-            result.status, result.message = Outcome.FAILED, f"{call_name}: {message}"
-            return False
+            return self._refused(call, message)
         except admin_api.AdminApiError as err:  # retries exhausted, a server error
             result.status, result.message = (
                 Outcome.FAILED,
@@ -295,19 +317,35 @@ class _UserCalls:
             )
             return False
 
+    def _refused(self, call: ChangeCall, message: str) -> bool:
+        """A refused state call whose effect may be there all the same (``LockUser`` of a user
+        locked since: ``ShouldBeActiveOrInitial``): read back, confirm if it is, else fail."""
+        result, call_name = self.result, call["call"]
+        if call_name in _STATE_CALLS:
+            try:
+                there = self._left(call) is None
+            except admin_api.AdminApiError:
+                there = False
+            if there:
+                result.confirmed.append(call_name)
+                return True
+        result.status, result.message = Outcome.FAILED, f"{call_name}: {message}"
+        return False
+
     def _lock_instead(self) -> bool:
         """An initial user (never signed in, e-mail not verified) cannot be deactivated; a locked
         user cannot sign in either (docs/sync.md#initial-users)."""
         result = self.result
         try:
-            self._request({"call": Call.LOCK_USER})
+            self._write({"call": Call.LOCK_USER})
             result.confirmed.append(Call.LOCK_USER)
             return True
         except admin_api.InvalidRequest as lock_err:
             message = admin_api.scrub(lock_err.message, self.secrets)
-            if "AlreadyLocked" in message:
-                result.confirmed.append(Call.LOCK_USER)
+            if self._refused({"call": Call.LOCK_USER}, message):
                 return True
+            result.message = f"{Call.DEACTIVATE_USER}: {message}"
+            return False
         except admin_api.AuthError as auth_err:
             raise Abort(auth_err.message) from None
         except admin_api.ServerGone as gone:
@@ -320,14 +358,28 @@ class _UserCalls:
     def _grant(self, call: ChangeCall) -> None:
         """Set (add or update) or remove a user's grant on one project (docs/sync.md#grants).
 
-        The import answers grants without their ids, so the grant is looked up first (management
-        API ``ListUserGrants``, filtered by user and project), then added (``AddUserGrant``), updated
-        with the full role list (``UpdateUserGrant``; ``NotChanged`` is done) or removed
-        (``RemoveUserGrant``; gone already is done). Raises the client's errors
-        like any call.
+        The import answers grants without their ids, so each attempt looks the grant up first
+        (management API ``ListUserGrants``, filtered by user and project), then adds
+        (``AddUserGrant``), updates with the full role list (``UpdateUserGrant``; ``NotChanged``
+        is done) or removes it (``RemoveUserGrant``; gone already is done). An attempt whose answer
+        was lost is followed by another look-up, never by the same write: a grant that landed is
+        found, not added twice. Raises the client's errors like any call.
         """
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                self._grant_once(call)
+                return
+            except admin_api.RetriesExhausted as err:
+                if attempt >= self.client.max_attempts:
+                    raise
+                self.client.backoff(attempt, err.retry_after)
+
+    def _grant_once(self, call: ChangeCall) -> None:
         uid = quote(self.result.user_id, safe="")
         org_id, timeout, client = self.org_id, self.timeout, self.client
+        once = client.single_attempt()
         project = str(call["projectId"])
         search = {
             "query": {"limit": 10},
@@ -348,6 +400,7 @@ class _UserCalls:
                         f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
                         None,
                         timeout,
+                        retrier=once,
                         org_id=org_id,
                     )
                 except admin_api.InvalidRequest as err:
@@ -362,12 +415,13 @@ class _UserCalls:
                 f"/management/v1/users/{uid}/grants",
                 {"projectId": project, "roleKeys": keys},
                 timeout,
+                retrier=once,
                 org_id=org_id,
             )
             return
         grant = grants[0]
         if sorted(grant.get("roleKeys") or []) == sorted(keys):
-            return  # already there (an earlier run's call whose answer was lost)
+            return  # already there (an earlier attempt's or night's call whose answer was lost)
         self.sent += 1
         try:
             client.request(
@@ -375,6 +429,7 @@ class _UserCalls:
                 f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
                 {"roleKeys": keys},
                 timeout,
+                retrier=once,
                 org_id=org_id,
             )
         except admin_api.InvalidRequest as err:

@@ -87,6 +87,29 @@ class SyncReport:
         verified = not self.verify_problems
         return self.fatal is None and all(r.status == Outcome.DONE for r in self.results) and verified
 
+    def failure_parts(self) -> list[str]:
+        """What of the changes failed, by kind, each with its file (PushReport.failure_line)."""
+        if self.fatal:
+            return [f"changes stopped: {self.fatal}"]
+        kinds, _ = self.tally()
+        grants = sum(kinds[k].failed for k in _GRANT_CALLS if k in kinds)
+        others = sum(t.failed for k, t in kinds.items() if k not in _GRANT_CALLS)
+        where = f" (see {self.dead_letter})" if self.dead_letter else ""
+        parts = []
+        if others:
+            users = sum(
+                1
+                for r in self.results
+                if r.status == Outcome.FAILED
+                and not set(self.planned.get(r.user_id, [])) <= set(_GRANT_CALLS)
+            )
+            parts.append(f"{others} change(s) of {users} user(s) not confirmed{where}")
+        if grants:
+            parts.append(f"{grants} grant(s) not set{where}")
+        if self.verify_problems:
+            parts.append(f"verify changes: {len(self.verify_problems)} user(s) differ")
+        return parts
+
     def tally(self) -> tuple[dict[str, CallTally], int]:
         """Per call kind, what became of the planned calls; and how many users were locked
         instead of deactivated (initial users their state record did not mark)."""
@@ -144,3 +167,4 @@ class SyncReport:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(CallTally))
+_GRANT_CALLS = (Call.SET_USER_GRANT, Call.REMOVE_USER_GRANT)

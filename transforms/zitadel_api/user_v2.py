@@ -34,6 +34,8 @@ __all__ = [
     "add_human_request",
     "list_users_request",
     "user_path",
+    "metadata_search_path",
+    "links_search_path",
     "owner_of",
 ]
 
@@ -144,6 +146,16 @@ def user_path(user_id: str) -> str:
     from urllib.parse import quote
 
     return f"/v2/users/{quote(user_id, safe='')}"
+
+
+def metadata_search_path(user_id: str) -> str:
+    """``POST /v2/users/{id}/metadata/search`` (ListUserMetadata): ``{"metadata": [{key, value}]}``."""
+    return user_path(user_id) + "/metadata/search"
+
+
+def links_search_path(user_id: str) -> str:
+    """``POST /v2/users/{id}/links/_search`` (ListIDPLinks): ``{"result": [{idpId, userId, userName}]}``."""
+    return user_path(user_id) + "/links/_search"
 
 
 def owner_of(answer: Fields) -> str:
