@@ -63,6 +63,7 @@ from transforms.common.records import (
 )
 from transforms.files.spill import load_blob, read_spill, write_spill
 from transforms.sync.change_records import Call, ChangeCall, ChangeKind, change_line
+from transforms.sync.planned_counts import Why, count_calls, count_change
 from transforms.sync.source_records import USER_SOURCES, candidate_ids, is_blocked, refusal
 from transforms.sync.state_records import (
     ACTIVE,
@@ -96,15 +97,6 @@ CHANGE_PREFIX = "changes-p"
 _CHANGES, _DEAD_OUT, _PASS, _UNKNOWN = "changes", "dead", "pass", "unknown"
 # Change records of removed users sort after every row's (rows sort by their input position).
 _AFTER_EVERY_ROW: SortKey = (1 << 62, 0)
-_BLOCKED_AT_SOURCE = {Call.DEACTIVATE_USER: counters.SYNC_DEACTIVATE, Call.LOCK_USER: counters.SYNC_LOCK}
-
-
-class _Why(enum.Enum):
-    """Why a user's calls were planned: which guard, if any, counts them."""
-
-    NEW = "new"  # new tonight, imported blocked (--include-blocked)
-    CHANGED = "changed"  # in the state and read today: blocked at the source counts as a block
-    REMOVED = "removed"  # in the state, gone from the export: counts as a removal
 
 
 class _Tag(enum.StrEnum):
@@ -302,7 +294,7 @@ class _CompareFn(beam.DoFn):
             if blocked:  # --include-blocked: imported, then deactivated (an initial user: locked)
                 block = block_calls(ACTIVE, True, INITIAL in record)
                 record[BLOCKED] = LOCKED if block[0]["call"] == Call.LOCK_USER else INACTIVE
-                self._count_calls(count, block, _Why.NEW)
+                count_calls(count, block, Why.NEW)
                 line = change_line(org_id, user_id, user_name, ChangeKind.NEW_BLOCKED, [], block, record)
                 work.changes.append(((file_index, position), line))
             return
@@ -310,40 +302,11 @@ class _CompareFn(beam.DoFn):
         if kind == ChangeKind.UNCHANGED:
             count[counters.SYNC_UNCHANGED] += 1
             return
-        self._count_change(count, groups, calls, notes)
+        count_change(count, groups, calls, notes)
         line = change_line(
             org_id, user_id, user_name, ChangeKind.CHANGED, groups, calls, record, notes=notes, previous=old
         )
         work.changes.append(((file_index, position), line))
-
-    @staticmethod
-    def _count_change(
-        count: collections.Counter[str], groups: list[str], calls: list[ChangeCall], notes: list[str]
-    ) -> None:
-        count[counters.SYNC_CHANGED] += 1
-        for group in groups:
-            count[counters.SYNC_CHANGED_FIELDS + group] += 1
-        for note in notes:
-            count[counters.SYNC_NOT_APPLIED + note] += 1
-        _CompareFn._count_calls(count, calls, _Why.CHANGED)
-
-    @staticmethod
-    def _count_calls(count: collections.Counter[str], calls: list[ChangeCall], why: _Why) -> None:
-        """The calls planned, by kind. Each guard counts what its flag names: ``--max-removals``
-        the users gone from the export, ``--max-blocks`` the users of the state blocked at the
-        source; a user new tonight and imported blocked had no access to lose, and counts in neither."""
-        for call in calls:
-            name = call["call"]
-            count[counters.SYNC_CALLS] += 1
-            count[counters.SYNC_PLANNED + name] += 1
-            if why == _Why.REMOVED and name in (Call.DEACTIVATE_USER, Call.LOCK_USER, Call.DELETE_USER):
-                count[counters.SYNC_REMOVALS] += 1
-            if why == _Why.CHANGED and name in _BLOCKED_AT_SOURCE:
-                count[counters.SYNC_BLOCKS] += 1
-            if name in _BLOCKED_AT_SOURCE and why != _Why.REMOVED:  # a removed user counts under its policy
-                count[_BLOCKED_AT_SOURCE[Call(name)]] += 1
-            if name in (Call.REACTIVATE_USER, Call.UNLOCK_USER):
-                count[counters.SYNC_REACTIVATE] += 1
 
     def _note_dead_letters(self, work: _Partition):
         """Users in the state whose record was dead-lettered today are left alone (not gone), and
@@ -391,7 +354,7 @@ class _CompareFn(beam.DoFn):
             else:
                 count[counters.SYNC_REMOVED + "delete"] += 1
                 removal_calls = [{"call": Call.DELETE_USER}]
-            self._count_calls(count, removal_calls, _Why.REMOVED)
+            count_calls(count, removal_calls, Why.REMOVED)
             line = change_line(
                 self._options.org_id,
                 user_id,
