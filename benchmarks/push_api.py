@@ -30,6 +30,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")
 
 from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 
+from transforms.output.manifest import load_manifest  # noqa: E402 - after the sys.path set-up above
 from transforms.push.engine import push_manifest  # noqa: E402 - after the sys.path set-up above
 from transforms.zitadel_api.credentials import Credentials  # noqa: E402 - after the sys.path set-up above
 
@@ -65,7 +66,7 @@ def _run_once(
         results = tempfile.mkdtemp(prefix=f"push-api-{api}-c{level}-")
         started = time.monotonic()
         report = push_manifest(
-            str(manifest), url, Credentials("token", token=TOKEN), results_dir=results,
+            load_manifest(str(manifest)), url, Credentials("token", token=TOKEN), results_dir=results,
             concurrency=level, progress=False, stream=io.StringIO(), api=api,
         )  # fmt: skip
         wall = time.monotonic() - started

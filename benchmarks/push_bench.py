@@ -24,6 +24,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")
 
 from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 
+from transforms.output.manifest import load_manifest  # noqa: E402 - after the sys.path set-up above
 from transforms.push.engine import push_manifest  # noqa: E402 - after the sys.path set-up above
 from transforms.zitadel_api.credentials import Credentials  # noqa: E402 - after the sys.path set-up above
 
@@ -60,7 +61,7 @@ def _run_once(
         results = tempfile.mkdtemp(prefix=f"push-bench-c{concurrency}-")
         started = time.monotonic()
         report = push_manifest(
-            str(manifest),
+            load_manifest(str(manifest)),
             url,
             Credentials("token", token=TOKEN),
             results_dir=results,

@@ -46,6 +46,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")
 
 from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 
+from transforms.output.manifest import load_manifest  # noqa: E402 - after the sys.path set-up above
 from transforms.push.api_choice import ADMIN_IMPORT, USER_V2  # noqa: E402 - after the sys.path set-up above
 from transforms.push.engine import push_manifest  # noqa: E402 - after the sys.path set-up above
 from transforms.zitadel_api.credentials import Credentials  # noqa: E402 - after the sys.path set-up above
@@ -100,7 +101,7 @@ def _run_once(
         results = tempfile.mkdtemp(prefix="push-limiter-")
         started = time.monotonic()
         report = push_manifest(
-            str(manifest),
+            load_manifest(str(manifest)),
             url,
             Credentials("token", token=TOKEN),
             results_dir=results,

@@ -37,10 +37,10 @@ from pipeline.options import (
     credentials_for,
     flag_duration,
 )
-from transforms.common.errors import ConfigError
+from pipeline.push_entry import add_pace_arguments, push_settings, run_push
 from transforms.files.locks import acquire_lock
 from transforms.files.storage import check_gcs_reachable, exists, join
-from transforms.push.engine import push_manifest
+from transforms.push.api_choice import ADMIN_IMPORT
 from transforms.push.instance_moves import (
     COPY_BODY_NAME,
     COPY_EXPORT_NAME,
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--export-timeout", default="30m0s", help="server-side timeout of the export (default 30m0s)"
     )
-    parser.add_argument("--concurrency", type=int, default=1, help="bodies imported at once (default 1)")
+    add_pace_arguments(parser)  # push's own flags and defaults (pipeline/push_entry.py)
     parser.add_argument("--results", help="push ledger folder (default <work-dir>/importBody.results)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     parser.add_argument(
@@ -94,8 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args
     args = known_args
-    if args.concurrency < 1:
-        raise ConfigError("--concurrency must be at least 1")
+    push_settings(args)  # the pace flags, checked now (a bad one fails before the export)
     work = args.work_dir.rstrip("/") or "."
     check_gcs_reachable([work])
     return _copy(args, work)
@@ -141,15 +140,11 @@ def _copy_locked(args: argparse.Namespace, work: str, source, target, target_cre
         if not work.startswith("gs://")
         else f"{posixpath.basename(work) or 'copy'}.importBody.results"
     )
-    report = push_manifest(
-        manifest,
-        target.base_url,
-        target_creds,
-        results_dir=results,
-        concurrency=args.concurrency,
-        progress=not args.quiet,
-        verify=True,
-        client=target,
+    settings = push_settings(
+        args, verify=True, progress=not args.quiet, results=results, break_lock=args.break_lock
+    )
+    report = run_push(
+        manifest, target.base_url, target_creds, settings, label="copy", target=(target, ADMIN_IMPORT)
     )
     print("copy: 3/4 push:\n" + report.table())
     if not report.ok:

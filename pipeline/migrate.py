@@ -196,6 +196,12 @@ def _run_migration(job: _Job) -> int:
     layout = output_layout(common.output, common.dead_letter)
     check_gcs_reachable(job.input_paths + [layout.output, layout.dead_letter])
     sync = _plan_sync(job)
+    target = None
+    if common.push_url:  # the one probe, before an hour of conversion: a bad URL or token fails now
+        from pipeline.push_entry import open_target
+
+        assert common.push_credentials is not None and common.push is not None  # common_args: with push_url
+        target = open_target(common.push_url, common.push_credentials, common.push)
     run = open_outputs(
         layout, job.pipeline_args, command=f"migrate {job.source_name}", break_lock=common.break_lock
     )
@@ -210,7 +216,7 @@ def _run_migration(job: _Job) -> int:
         raise
     run.remove_work()
     try:
-        return report_and_push(finished, job.summary_lines, job.input_names)
+        return report_and_push(finished, job.summary_lines, job.input_names, target)
     finally:
         run.close()  # the lock is held until the push (if any) is done
 

@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import math
 import re
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from transforms.common.errors import ConfigError
 from transforms.hashing.policy import ON_UNSUPPORTED_HASH
 
 if TYPE_CHECKING:  # imported where used: the launcher starts without them
+    from pipeline.push_entry import PushSettings
     from transforms.hashing.policy import HashPolicy
     from transforms.mapping.roles import RoleSettings
     from transforms.zitadel_api.client import Credentials
@@ -202,9 +202,7 @@ def removal_limit(text: str, users_in_state: int, flag: str = "--max-removals") 
             raise ValueError
         return count
     except ValueError:
-        raise ConfigError(
-            f"{flag} {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)"
-        ) from None
+        raise ConfigError(f"{flag} {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)") from None
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -233,13 +231,14 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     push = parser.add_argument_group("push straight from the pipeline (see `zitadel-beam push`)")
     push.add_argument("--push-url", help="ZITADEL base URL: push the bodies when they are written")
-    push.add_argument("--push-concurrency", type=int, default=1, help="bodies sent at once (default 1)")
+    from pipeline.options import add_credential_arguments
+    from pipeline.push import add_api_argument
+    from pipeline.push_entry import add_pace_arguments
+
+    add_pace_arguments(push, prefix="push-")  # push's own flags and defaults (pipeline/push_entry.py)
     push.add_argument(
         "--push-verify", action="store_true", help="verify through events search after the push"
     )
-    from pipeline.options import add_credential_arguments
-    from pipeline.push import add_api_argument
-
     add_api_argument(push)
     add_credential_arguments(parser)
 
@@ -259,10 +258,8 @@ class CommonArgs:
     bcrypt_min_cost: int
     bcrypt_max_cost: int
     push_url: str | None = None
-    push_concurrency: int = 1
-    push_verify: bool = False
+    push: PushSettings | None = None  # given whenever push_url is: push's settings (pipeline/push_entry.py)
     push_credentials: Credentials | None = None  # given whenever push_url is
-    push_api: str = "admin-import"  # the path the probe chose (--api; transforms/push/api_choice.py)
     hash_policy: HashPolicy | None = None
     on_unsupported_hash: str = "dead-letter"
     email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/mapping/ids.py)
@@ -309,10 +306,8 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         bcrypt_min_cost=policy.limit("Bcrypt.MinCost"),
         bcrypt_max_cost=policy.limit("Bcrypt.MaxCost"),
         push_url=args.push_url,
-        push_concurrency=args.push_concurrency,
-        push_verify=args.push_verify,
+        push=_push_settings(args, policy),
         push_credentials=_push_credentials(args),
-        push_api=getattr(args, "push_api_chosen", "admin-import"),
         hash_policy=policy,
         on_unsupported_hash=args.on_unsupported_hash,
         email_fallback=fallback,
@@ -326,23 +321,30 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
     )
 
 
+def _push_settings(args: argparse.Namespace, policy: HashPolicy) -> PushSettings | None:
+    """With ``--push-url``: push's settings from the ``--push-*`` flags, checked (no call is made
+    here: migrate probes the target once, before its pipeline runs)."""
+    if not args.push_url:
+        return None
+    from pipeline.push_entry import push_settings
+
+    return push_settings(
+        args,
+        "push-",
+        verify=args.push_verify,
+        progress=not getattr(args, "quiet", False),
+        break_lock=bool(getattr(args, "break_lock", False)),
+        hash_policy=policy,
+    )
+
+
 def _push_credentials(args: argparse.Namespace) -> Credentials | None:
-    """With ``--push-url``: the credentials, and a probe call made now, so that a bad URL or token
-    fails before an hour of conversion rather than after it."""
+    """With ``--push-url``: the credentials (read from their file or the environment; no call)."""
     if not args.push_url:
         return None
     from pipeline.options import credentials_from_args
-    from transforms.push.api_choice import open_client
 
-    if args.push_concurrency < 1:
-        raise ConfigError("--push-concurrency must be at least 1")
-    credentials = credentials_from_args(args)
-    _, args.push_api_chosen, line = open_client(
-        args.push_url, credentials, getattr(args, "api", "auto"), max_attempts=2
-    )
-    if line:
-        print(line, file=sys.stderr)
-    return credentials
+    return credentials_from_args(args)
 
 
 # --------------------------------------------------------------------------- role flags

@@ -28,6 +28,7 @@ from transforms.common import counters
 
 if TYPE_CHECKING:
     from pipeline.migrate_options import CommonArgs
+    from pipeline.push_entry import Target
     from transforms.mapping.roles import RoleSettings
     from transforms.sync.change_files import SyncSection
 
@@ -71,8 +72,14 @@ def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> 
     return lines
 
 
-def report_and_push(done: FinishedRun, summary_lines: SummaryLines, input_names: Mapping[int, str]) -> int:
-    """Print the summary, check the written bodies, push with ``--push-url``; the exit status."""
+def report_and_push(
+    done: FinishedRun,
+    summary_lines: SummaryLines,
+    input_names: Mapping[int, str],
+    target: Target | None = None,
+) -> int:
+    """Print the summary, check the written bodies, push with ``--push-url`` (on ``target``, the
+    client the run's probe opened); the exit status."""
     _print_summary(done, summary_lines)
     common, layout = done.common, done.layout
     if not done.holds or check_written(layout.manifest):
@@ -90,7 +97,7 @@ def report_and_push(done: FinishedRun, summary_lines: SummaryLines, input_names:
             file=sys.stderr,
         )
         return 1
-    if common.push_url and not _push(common, layout):
+    if common.push_url and not _push(common, layout, target):
         return 1
     if common.strict and done.dead_count:
         print(f"zitadel-beam: --strict: {done.dead_count} record(s) dead-lettered", file=sys.stderr)
@@ -151,28 +158,24 @@ def _print_summary(done: FinishedRun, summary_lines: SummaryLines) -> None:
     sys.stdout.flush()
 
 
-def _push(common: CommonArgs, layout: OutputLayout) -> bool:
-    """Push the manifest's bodies (``--push-url``); False when the push did not finish."""
-    from transforms.push.engine import push_manifest
+def _push(common: CommonArgs, layout: OutputLayout, target: Target | None) -> bool:
+    """Push the manifest's bodies (``--push-url``) through push's own entry (same settings,
+    lock, table and closing line as ``zitadel-beam push``); False when the push did not finish."""
+    from pipeline.push_entry import run_push, show
 
     assert common.push_url is not None and common.push_credentials is not None  # common_args: both or neither
+    assert common.push is not None
     signals.set_resume_hint(
         f"the bodies and {layout.manifest} are written and bodies the ledger records as done are "
         f"kept; resume with zitadel-beam push --manifest={layout.manifest}"
     )
-    report = push_manifest(
+    report = run_push(
         layout.manifest,
         common.push_url,
         common.push_credentials,
-        concurrency=common.push_concurrency,
-        verify=common.push_verify,
-        hash_policy=common.hash_policy,
-        api=common.push_api,
+        common.push,
+        label="migrate --push-url",
+        target=target,
+        state_locked=bool(common.state),  # migrate --state holds it throughout
     )
-    print(report.table())
-    if report.verify is not None:
-        print(report.verify.table())
-    if not report.ok:
-        print(f"zitadel-beam: push: {report.failure_line()}", file=sys.stderr)
-        return False
-    return True
+    return show(report) == 0

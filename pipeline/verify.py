@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.options import add_credential_arguments, credentials_from_args
+from transforms.output.manifest import load_manifest
 from transforms.push.verification import verify_manifest
 
 __all__ = ["add_arguments", "run"]
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args
     report = verify_manifest(
-        known_args.manifest,
+        load_manifest(known_args.manifest),
         known_args.url,
         credentials_from_args(known_args),
         results_dir=known_args.results,

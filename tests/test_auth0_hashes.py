@@ -24,6 +24,7 @@ from zitadel_fixtures import PAT, zitadel_fixture  # noqa: F401 - pytest fixture
 from pipeline.cli import main
 from transforms.hashing.policy import HashPolicy
 from transforms.mapping.validate import Reason
+from transforms.output.manifest import load_manifest
 from transforms.zitadel_api.credentials import Credentials
 
 ENABLED = Path(__file__).resolve().parent / "data" / "zitadel-config" / "verifiers-enabled.yaml"
@@ -268,7 +269,7 @@ def test_each_user_imports_or_is_refused_with_its_reason(tmp_path, export, confi
     from transforms.push import engine as push_engine
 
     report = push_engine.push_manifest(
-        str(tmp_path / "importBody.manifest.json"),
+        load_manifest(str(tmp_path / "importBody.manifest.json")),
         server.url,
         Credentials("token", token=PAT),
         progress=False,
@@ -287,7 +288,7 @@ def test_default_server_refuses_per_user_what_a_default_run_would_not_write(tmp_
     from transforms.push import engine as push_engine
 
     report = push_engine.push_manifest(
-        str(tmp_path / "importBody.manifest.json"),
+        load_manifest(str(tmp_path / "importBody.manifest.json")),
         zitadel.url,
         Credentials("token", token=PAT),
         progress=False,
@@ -345,7 +346,7 @@ def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(
 
     with caplog.at_level("WARNING"):
         push_engine.push_manifest(
-            str(tmp_path / "importBody.manifest.json"),
+            load_manifest(str(tmp_path / "importBody.manifest.json")),
             zitadel.url,
             Credentials("token", token=PAT),
             progress=False,
@@ -360,7 +361,7 @@ def test_manifest_counts_verifiers_and_push_warns_when_the_target_lacks_them(
     caplog.clear()
     with caplog.at_level("WARNING"):
         push_engine.push_manifest(
-            str(tmp_path / "importBody.manifest.json"),
+            load_manifest(str(tmp_path / "importBody.manifest.json")),
             zitadel.url,
             Credentials("token", token=PAT),
             progress=False,

@@ -11,6 +11,7 @@ from zitadel_fixtures import PAT, fast_client, write_manifest
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
+from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
 from transforms.zitadel_api.credentials import Credentials
 from transforms.zitadel_api.limiter import INITIAL, Limiter, outcome_of
@@ -155,7 +156,7 @@ def test_bad_settings_are_refused():
 def _push(server: ZitadelServer, manifest, **options):
     client = fast_client(server.url, TOKEN, max_attempts=8)
     return push_engine.push_manifest(
-        str(manifest), server.url, TOKEN, progress=False, client=client, **options
+        load_manifest(str(manifest)), server.url, TOKEN, progress=False, client=client, **options
     )
 
 

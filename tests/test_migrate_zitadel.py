@@ -14,6 +14,7 @@ from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 from pipeline.migrate_zitadel import split_export
+from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
 from transforms.zitadel_api.credentials import Credentials
 
@@ -115,7 +116,7 @@ def test_split_of_a_12000_user_export_imports_in_order_and_loses_nothing(tmp_pat
     # Every body is valid against the test server, imported in the order the manifest allows.
     with ZitadelServer(tokens={PAT}) as server:
         report = push_engine.push_manifest(
-            str(manifest_path), server.url, TOKEN, concurrency=3, progress=False, verify=True
+            load_manifest(str(manifest_path)), server.url, TOKEN, concurrency=3, progress=False, verify=True
         )
         assert report.ok, report.table()
         assert report.created == 12_008 and report.verify.ok
@@ -259,7 +260,9 @@ def test_server_timeout_on_a_v1_body_splits_it_and_records_follow_their_users(tm
             return original(request, users // 2 if users == 40 else stop_after)
 
         server.import_data = import_data
-        report = push_engine.push_manifest(result.manifest, server.url, TOKEN, progress=False, verify=True)
+        report = push_engine.push_manifest(
+            load_manifest(result.manifest), server.url, TOKEN, progress=False, verify=True
+        )
         assert report.ok, report.table()
         assert any(p["outcome"] == "deadline-exceeded" for b in report.bodies for p in b.parts)
         assert len(server.user_ids()) == 41
@@ -360,7 +363,9 @@ def test_mutual_project_grants_and_cross_org_members_import_in_order(tmp_path):
         ("cross", "2", [3, 5, 6]),
     ]
     with ZitadelServer(tokens={PAT}) as server:
-        report = push_engine.push_manifest(result.manifest, server.url, TOKEN, concurrency=4, progress=False)
+        report = push_engine.push_manifest(
+            load_manifest(result.manifest), server.url, TOKEN, concurrency=4, progress=False
+        )
         assert report.ok, report.table()
         assert len(server.user_records("1")) == 2 and len(server.user_records("2")) == 2
 

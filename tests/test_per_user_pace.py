@@ -15,9 +15,11 @@ from zitadel_fixtures import PAT, fast_client, hash_pool, write_manifest
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
+from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
 from transforms.push.api_choice import USER_V2
 from transforms.push.user_v2_push import LimiterRunner
+from transforms.sync.night import push_night
 from transforms.zitadel_api.client import call_kind
 from transforms.zitadel_api.credentials import Credentials
 from transforms.zitadel_api.limiter import Limiter
@@ -70,7 +72,13 @@ def test_v2_creation_adapts_and_lands_every_user_once_under_a_rate_limit(v5, tmp
     v5.capacity.configure(workers=16, per_user_cost=0.004, rate=60.0, burst=6)
     client = fast_client(v5.url, ORG_CREDS, max_attempts=10)
     report = push_engine.push_manifest(
-        str(manifest), v5.url, ORG_CREDS, progress=False, client=client, api=USER_V2, concurrency=None
+        load_manifest(str(manifest)),
+        v5.url,
+        ORG_CREDS,
+        progress=False,
+        client=client,
+        api=USER_V2,
+        concurrency=None,
     )
     assert report.ok and report.failed == 0 and report.created + report.present == 240
     assert v5.user_ids(ORG) == set(ids) and _created_calls(v5) == report.created
@@ -85,7 +93,13 @@ def test_v2_creation_backs_off_a_full_queue_and_lands_every_user_once(v5, tmp_pa
     v5.capacity.configure(workers=2, per_user_cost=0.01, queue=2)  # 503 beyond 2 waiting
     client = fast_client(v5.url, ORG_CREDS, max_attempts=10)
     report = push_engine.push_manifest(
-        str(manifest), v5.url, ORG_CREDS, progress=False, client=client, api=USER_V2, concurrency=None
+        load_manifest(str(manifest)),
+        v5.url,
+        ORG_CREDS,
+        progress=False,
+        client=client,
+        api=USER_V2,
+        concurrency=None,
     )
     assert report.ok and report.failed == 0 and report.created + report.present == 300
     assert v5.user_ids(ORG) == set(ids) and _created_calls(v5) == report.created
@@ -151,8 +165,8 @@ def test_a_sync_night_adapts_and_lands_every_change_once_under_a_rate_limit(tmp_
         manifest = _sync_night(server, tmp_path, 150)
         server.capacity.configure(workers=16, per_user_cost=0.004, rate=60.0, burst=6)
         client = fast_client(server.url, Credentials("token", token=PAT), max_attempts=10)
-        report = push_engine.push_manifest(
-            str(manifest), server.url, Credentials("token", token=PAT), progress=False, client=client,
+        report = push_night(
+            load_manifest(str(manifest)), server.url, Credentials("token", token=PAT), progress=False, client=client,
             concurrency=None,
         )  # fmt: skip
         assert report.ok and report.sync is not None and report.sync.ok, report.sync and report.sync.table()

@@ -14,6 +14,7 @@ from zitadel_fixtures import PAT, hash_pool, zitadel_fixture  # noqa: F401 - pyt
 
 from pipeline.cli import main
 from transforms.output.body_check import check_body
+from transforms.output.manifest import load_manifest
 
 REALWORLD = Path(__file__).resolve().parent / "data" / "realworld"
 ZITADEL_TOOLS_BODY = REALWORLD / "zitadel" / "zitadel-tools-import-data_orgs-2023.json"
@@ -148,7 +149,7 @@ def test_keycloak_users_without_id_are_pushed_and_verified_by_user_name(zitadel,
         == 0
     )
     report = push_engine.push_manifest(
-        str(tmp_path / "importBody.manifest.json"),
+        load_manifest(str(tmp_path / "importBody.manifest.json")),
         zitadel.url,
         Credentials("token", token=PAT),
         progress=False,

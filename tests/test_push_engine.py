@@ -19,6 +19,7 @@ from pipeline import push
 from pipeline.cli import main
 from transforms.common.errors import ConfigError
 from transforms.output import body_parts
+from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
 from transforms.zitadel_api.credentials import Credentials, load_credentials
 
@@ -34,7 +35,7 @@ def _ledger(manifest, index: int) -> dict:
 
 def test_clean_push_creates_every_user_once_and_a_rerun_skips_everything(zitadel, tmp_path):
     manifest, ids = write_manifest(tmp_path, users=45, bodies=3)
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False)
     assert report.ok and report.created == 45 and report.present == 0 and report.failed == 0
     assert zitadel.user_ids("123") == set(ids)
     assert len(zitadel.state.metadata) == 45  # userMetadata followed its users
@@ -45,7 +46,7 @@ def test_clean_push_creates_every_user_once_and_a_rerun_skips_everything(zitadel
         == 0o600
     )
     calls = zitadel.state.import_calls
-    again = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    again = push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False)
     assert again.ok and [b.status for b in again.bodies] == ["skipped"] * 3
     assert zitadel.state.import_calls == calls
     assert "total" in report.table() and report.dead_letter is None
@@ -77,7 +78,7 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
         faults.randomize(0.3, seed=5)
         client = fast_client(server.url, TOKEN, max_attempts=12)
         report = push_engine.push_manifest(
-            str(manifest),
+            load_manifest(str(manifest)),
             server.url,
             TOKEN,
             concurrency=3,
@@ -103,7 +104,7 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
         )
         fired = len(faults.fired)
         verified = push_engine.push_manifest(
-            str(manifest), server.url, TOKEN, progress=False, verify=True, client=client
+            load_manifest(str(manifest)), server.url, TOKEN, progress=False, verify=True, client=client
         )
         assert verified.verify.ok and verified.verify.created == 240
         assert len(faults.fired) > fired
@@ -112,7 +113,7 @@ def test_push_with_30_percent_faults_creates_every_user_exactly_once(tmp_path):
 def test_server_timeout_splits_the_body_in_halves(zitadel, tmp_path):
     zitadel.faults.per_user_delay = 0.01
     manifest, ids = write_manifest(tmp_path, users=24, bodies=1, timeout="60ms")
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False)
     assert report.ok, report.table()
     assert zitadel.user_ids() == set(ids) and len(zitadel.state.metadata) == 24
     outcomes = [p["outcome"] for p in _ledger(manifest, 0)["parts"]]
@@ -159,7 +160,7 @@ def test_expired_token_is_refreshed_mid_run(tmp_path):
     with ZitadelServer(clients={"importer": "client-secret-abc"}, token_ttl=1) as server:
         server.faults.per_user_delay = 0.014  # 0.28 s per body: the run outlives two tokens
         creds = load_credentials(client_id="importer", client_secret_file=str(tmp_path / "secret"))
-        report = push_engine.push_manifest(str(manifest), server.url, creds, progress=False)
+        report = push_engine.push_manifest(load_manifest(str(manifest)), server.url, creds, progress=False)
         assert report.ok and server.user_ids() == set(ids)
         assert len(server.issued_tokens) >= 2
         assert all(status != 401 for _, status in server.requests)
@@ -170,7 +171,9 @@ def test_revoked_credentials_stop_the_run_with_a_clear_report(zitadel, tmp_path)
     client = fast_client(zitadel.url, TOKEN)
     client.probe()
     zitadel.revoke_all_tokens()
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False, client=client)
+    report = push_engine.push_manifest(
+        load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False, client=client
+    )
     assert not report.ok and "authentication failed" in report.fatal
     assert {b.status for b in report.bodies} == {"not-sent"}
     assert client.stats.requests == 2  # the probe, then one import: no retries of an auth failure
@@ -181,7 +184,9 @@ def test_after_is_honoured_with_concurrency(zitadel, tmp_path):
     manifest, ids = write_manifest(
         tmp_path, users=40, bodies=4, org_id="777", body_orgs=[{"org": {"name": "Acme"}}]
     )
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, concurrency=4, progress=False)
+    report = push_engine.push_manifest(
+        load_manifest(str(manifest)), zitadel.url, TOKEN, concurrency=4, progress=False
+    )
     assert report.ok and zitadel.user_ids("777") == set(ids)
     log = sorted(zitadel.state.import_log)
     org_call, user_calls = log[0], log[1:]
@@ -193,7 +198,7 @@ def test_after_is_honoured_with_concurrency(zitadel, tmp_path):
 def test_failed_prerequisite_blocks_dependent_bodies(zitadel, tmp_path, monkeypatch):
     _server_side_validation_only(monkeypatch)
     manifest, _ = write_manifest(tmp_path, users=10, bodies=2, after=[[], [0]], invalid=[0])
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False)
     assert [b.status for b in report.bodies] == ["failed", "blocked"] and not report.ok
 
 
@@ -202,7 +207,7 @@ def test_changed_body_is_not_sent(zitadel, tmp_path):
     body = tmp_path / "importBody-00002-of-00002.json"
     body.write_bytes(body.read_bytes().replace(b"First", b"Fiona"))
     with pytest.raises(ConfigError, match="importBody-00002-of-00002.json: sha256 .* nothing was sent"):
-        push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+        push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False)
     assert zitadel.state.import_calls == 0 and zitadel.user_ids() == set()  # not even the first body
 
 
@@ -305,7 +310,7 @@ def test_killed_push_resumes_without_duplicates(zitadel, tmp_path):
     assert 30 <= at_kill < 120 and proc.returncode == -signal.SIGKILL
     assert leaked_secrets((out + err).decode()) == []
 
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False)
     assert report.ok, report.table()
     assert report.bodies[0].status == "skipped"
     assert zitadel.added_event_counts() == {uid: 1 for uid in ids}
@@ -323,7 +328,7 @@ def test_push_and_verify_read_manifest_and_bodies_from_gcs(zitadel, tmp_path, gc
         gcs_emulator.blob(f"out/{path.name}").upload_from_filename(str(path))
     monkeypatch.chdir(tmp_path)
     url = f"gs://{gcs_emulator.name}/out/{manifest.name}"
-    report = push_engine.push_manifest(url, zitadel.url, TOKEN, progress=False, verify=True)
+    report = push_engine.push_manifest(load_manifest(url), zitadel.url, TOKEN, progress=False, verify=True)
     assert report.ok and report.verify.created == 20 and zitadel.user_ids() == set(ids)
     assert (
         report.results_dir == "importBody.results"

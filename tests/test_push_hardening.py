@@ -31,6 +31,7 @@ from zitadel_fixtures import (  # noqa: F401 - zitadel_fixture is the `zitadel` 
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
+from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
@@ -498,7 +499,7 @@ def test_users_the_answer_lists_under_another_org_are_failed(zitadel, tmp_path):
         }
     }
     zitadel.faults.wrong_answer(json.dumps(answer).encode())
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False)
+    report = push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False)
     assert not report.ok and report.bodies[0].created == ids[:1]
     failed = report.bodies[0].failed
     assert [(f["userId"], f["reason"]) for f in failed] == [(u, "in-another-org") for u in ids[1:]]
@@ -507,10 +508,10 @@ def test_users_the_answer_lists_under_another_org_are_failed(zitadel, tmp_path):
 
 def test_present_users_of_the_right_org_stay_present_at_one_lookup_each(zitadel, tmp_path):
     manifest, ids = write_manifest(tmp_path, users=12, bodies=2)
-    assert push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, progress=False).ok
+    assert push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, TOKEN, progress=False).ok
     searches = sum(1 for path, _ in zitadel.requests if path == "/admin/v1/events/_search")
     again = push_engine.push_manifest(
-        str(manifest), zitadel.url, TOKEN, results_dir=str(tmp_path / "r2"), progress=False
+        load_manifest(str(manifest)), zitadel.url, TOKEN, results_dir=str(tmp_path / "r2"), progress=False
     )
     assert again.ok and again.present == 12 and again.created == 0
     after = sum(1 for path, _ in zitadel.requests if path == "/admin/v1/events/_search")
@@ -595,7 +596,9 @@ def test_refused_connections_stop_a_client_after_three_requests_for_any_call(zit
         client.request("POST", "/v2/users/a b\r\n/deactivate", {})
     assert client.stop.tripped is False
     zitadel.stop()
-    report = push_engine.push_manifest(str(manifest), zitadel.url, TOKEN, client=client, progress=False)
+    report = push_engine.push_manifest(
+        load_manifest(str(manifest)), zitadel.url, TOKEN, client=client, progress=False
+    )
     assert [b.status for b in report.bodies] == ["failed"] * 3 + ["not-sent"] * 2
     assert report.fatal and "3 requests in a row got no answer" in report.fatal
     started = time.monotonic()

@@ -14,6 +14,7 @@ from pipeline.cli import main
 from transforms.common.errors import ConfigError
 from transforms.mapping.roles import KeycloakRoles, RoleSettings
 from transforms.output.grants import resolve
+from transforms.output.manifest import load_manifest
 
 DATA = Path(__file__).resolve().parent / "data"
 REALWORLD = DATA / "realworld" / "keycloak"
@@ -361,11 +362,13 @@ def test_push_sends_authorizations_first_then_grants_and_a_rerun_finds_them_pres
     manifest = _migrated(tmp_path, "--create-project=Acme", "--client-project=shop=p-shop")
     token = Credentials("token", token=PAT)
     with pytest.raises(ConfigError, match="project p-shop does not exist"):
-        push_engine.push_manifest(str(manifest), zitadel.url, token, progress=False)
+        push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, token, progress=False)
     assert zitadel.state.import_calls == 0  # nothing was sent
     _seed_project(zitadel, "p-shop")
     calls = zitadel.state.import_calls
-    report = push_engine.push_manifest(str(manifest), zitadel.url, token, progress=False, verify=True)
+    report = push_engine.push_manifest(
+        load_manifest(str(manifest)), zitadel.url, token, progress=False, verify=True
+    )
     assert report.ok, report.table()
     assert report.verify.grants_expected == 6 and report.verify.missing_grants == []
     first = zitadel.state.import_log[calls]
@@ -379,7 +382,7 @@ def test_push_sends_authorizations_first_then_grants_and_a_rerun_finds_them_pres
     }
     # A re-run with another ledger: project, roles, users and grants all exist → present, ok.
     again = push_engine.push_manifest(
-        str(manifest), zitadel.url, token, progress=False, results_dir=str(tmp_path / "again")
+        load_manifest(str(manifest)), zitadel.url, token, progress=False, results_dir=str(tmp_path / "again")
     )
     assert again.ok and again.failed == 0 and again.present == 5, again.table()
     assert len([e for e in zitadel.state.events if e.event_type == "user.grant.added"]) == 6
@@ -395,9 +398,9 @@ def test_push_refuses_a_missing_project_and_verify_names_missing_grants(zitadel,
     manifest = _migrated(tmp_path)
     token = Credentials("token", token=PAT)
     with pytest.raises(ConfigError, match="project p1 does not exist.*--create-project"):
-        push_engine.push_manifest(str(manifest), zitadel.url, token, progress=False)
+        push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, token, progress=False)
     _seed_project(zitadel, "p1")
-    report = push_engine.push_manifest(str(manifest), zitadel.url, token, progress=False)
+    report = push_engine.push_manifest(load_manifest(str(manifest)), zitadel.url, token, progress=False)
     assert report.ok, report.table()
     # A grant lost on the server's side: verify names it.
     zitadel.state.events = [
@@ -405,7 +408,7 @@ def test_push_refuses_a_missing_project_and_verify_names_missing_grants(zitadel,
         for e in zitadel.state.events
         if not (e.event_type == "user.grant.added" and e.payload["userId"] == "id-2")
     ]
-    checked = verify_engine.verify_manifest(str(manifest), zitadel.url, token)
+    checked = verify_engine.verify_manifest(load_manifest(str(manifest)), zitadel.url, token)
     assert not checked.ok and checked.missing_grants == ["id-2@p1"]
     assert "grants 3 of 4 arrived" in checked.table()
 

@@ -16,6 +16,7 @@ from zitadel_fixtures import PAT, fast_client, leaked_secrets, write_manifest
 from zitadel_server import FAULT_KINDS, ZitadelServer
 
 from pipeline.cli import main
+from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
 from transforms.push.api_choice import ADMIN_IMPORT, USER_V2
 from transforms.push.user_v2_push import ThreadRunner
@@ -42,7 +43,7 @@ def v5_fixture():
 def _push(manifest, server, creds=ORG_CREDS, **options):
     client = fast_client(server.url, creds, max_attempts=options.pop("max_attempts", 10))
     return push_engine.push_manifest(
-        str(manifest), server.url, creds, progress=False, client=client, api=USER_V2, **options
+        load_manifest(str(manifest)), server.url, creds, progress=False, client=client, api=USER_V2, **options
     )
 
 
@@ -57,7 +58,7 @@ def test_the_cli_picks_the_user_service_and_lands_users_as_an_import_would(v5, t
     assert "created 30" in err and "total" in out and leaked_secrets(out + err, [ORG_TOKEN]) == []
     assert v5.user_ids(ORG) == set(ids)
     with ZitadelServer(tokens={PAT}) as imported:
-        report = push_engine.push_manifest(str(manifest), imported.url, Credentials("token", token=PAT),
+        report = push_engine.push_manifest(load_manifest(str(manifest)), imported.url, Credentials("token", token=PAT),
                                            results_dir=str(tmp_path / "admin"), progress=False,
                                            api=ADMIN_IMPORT)  # fmt: skip
         assert report.ok
@@ -233,7 +234,7 @@ def test_a_throttled_create_waits_at_least_the_servers_retry_after(v5, tmp_path)
     waits: list[float] = []
     client = fast_client(v5.url, ORG_CREDS, sleep=waits.append)
     report = push_engine.push_manifest(
-        str(manifest), v5.url, ORG_CREDS, progress=False, client=client, api=USER_V2
+        load_manifest(str(manifest)), v5.url, ORG_CREDS, progress=False, client=client, api=USER_V2
     )
     assert report.ok and report.created == 3 and report.stats.throttled == 1
     assert waits == [7.0]  # no real sleep: the client's clock is the list

@@ -16,7 +16,8 @@ one invalid user: ``docs/zitadel-import-api.md``):
 
 Example::
 
-    report = push_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud", credentials)
+    manifest = load_manifest("out/importBody.manifest.json")
+    report = push_manifest(manifest, "https://x.zitadel.cloud", credentials)
     report.ok, report.created, report.present, report.failed
 """
 
@@ -28,16 +29,17 @@ import sys
 import time
 from typing import TextIO
 
+from transforms.common.errors import ConfigError
 from transforms.hashing.policy import HashPolicy
 from transforms.hashing.summary import warn_uncovered
-from transforms.output.manifest import BodyRef, Manifest, default_results_dir, load_manifest
+from transforms.output.manifest import BodyRef, Manifest, default_results_dir
 from transforms.push.api_choice import ADMIN_IMPORT, USER_V2, open_client
 from transforms.push.body_scheduler import BodyScheduler
 from transforms.push.grant_calls import check_projects
 from transforms.push.push_ledger import BodyResult, Ledger, write_dead_letter
 from transforms.push.push_precheck import precheck
 from transforms.push.push_progress import PushProgress
-from transforms.push.push_report import PushReport
+from transforms.push.push_report import FollowUp, PushReport
 from transforms.push.send_body import send_body
 from transforms.push.user_v2_push import LimiterRunner, send_body_v2
 from transforms.push.verification import verify_manifest
@@ -118,7 +120,7 @@ def _stopped_line(fatal: str, ordered: list[BodyResult]) -> str:
 
 
 def push_manifest(
-    manifest_path: str,
+    manifest: Manifest,
     url: str,
     credentials: Credentials,
     results_dir: str | None = None,
@@ -133,23 +135,28 @@ def push_manifest(
     api: str = ADMIN_IMPORT,  # or user-v2, or auto: probe and say which (api_choice.py)
     max_concurrency: int = DEFAULT_MAXIMUM,
     max_rate: float | None = None,
+    then: FollowUp | None = None,
 ) -> PushReport:
-    """Push every body of a manifest; resumable through the ledger in ``results_dir``.
+    """Push every body of a loaded manifest; resumable through the ledger in ``results_dir``.
 
     Raises ConfigError for a bad manifest, URL or credential (the probe call). With
     ``hash_policy`` (the target's verifiers and limits), a warning names the manifest's hashes that
-    target would refuse (docs/password-hashes.md). A sync manifest's changes are applied and its
-    state committed afterwards (``transforms/sync/sync_commit.py``).
+    target would refuse (docs/password-hashes.md). ``then``: what runs after the bodies, on the
+    same client and pace, before verify (a scheduled sync's changes and state commit:
+    ``transforms/sync/night.py``, which stands on this engine); a manifest with a ``sync`` section
+    is refused without it, so its changes are never silently left out.
+
+    >>> report = push_manifest(load_manifest("out/importBody.manifest.json"),
+    ...                        "https://x.zitadel.cloud", credentials)  # doctest: +SKIP
+    >>> report.ok, report.created, report.present, report.failed  # doctest: +SKIP
     """
-    manifest = load_manifest(manifest_path)
     stream = stream or sys.stderr
     precheck(manifest, stream)  # before the ledger and the network: a refused manifest leaves nothing
     warn_uncovered(manifest.raw, hash_policy)
-    syncing = isinstance(manifest.raw.get("sync"), dict)
-    if syncing:
-        from transforms.sync.apply import check_base
-
-        check_base(manifest)  # before anything is sent: a manifest of an older state is refused
+    if isinstance(manifest.raw.get("sync"), dict) and then is None:
+        raise ConfigError(f"{manifest.path}: a sync manifest: its changes are pushed with its bodies by push")
+    if then is not None:
+        then.before()  # before anything is sent (a sync refuses a manifest of an older state)
     ledger = Ledger(results_dir or default_results_dir(manifest))
     if client is None:  # ``--request-timeout`` bounds every call of the push, not only imports
         client, api = _open(url, credentials, api, max_attempts, request_timeout, stream)
@@ -177,23 +184,12 @@ def push_manifest(
         None if fatal is None else _stopped_line(fatal, ordered),
         limiter=limiter.stats(),
     )
-    if syncing:
-        from transforms.sync.sync_commit import apply_and_commit
-
-        report.sync = apply_and_commit(
-            manifest,
-            client.paced(limiter),
-            ledger.directory,
-            ordered,
-            bodies_stopped=fatal is not None,
-            limiter=limiter,  # the users' calls at the pace the target allows (or exactly --concurrency)
-            request_timeout=request_timeout,
-            progress=progress,
-            stream=stream,
-            verify=verify,
+    if then is not None:
+        report.sync = then.after(
+            ordered, client.paced(limiter), ledger.directory, limiter, bodies_stopped=fatal is not None
         )
     if verify and fatal is None:
         report.verify = verify_manifest(
-            manifest_path, url, credentials, results_dir=ledger.directory, client=client
+            manifest, url, credentials, results_dir=ledger.directory, client=client
         )
     return report

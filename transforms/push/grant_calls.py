@@ -8,6 +8,8 @@
   its user, so a refused grant fails its user (and a re-run sends it again).
 - ``expected_grants`` / ``missing_grants``: verify compares the grants of the bodies with the
   ``user.grant.added`` events of each org and names what did not arrive.
+- ``write_grant``: set (add or update) or remove one user's grant on one project through the
+  management API, the way the user service path and a sync's changes set grants.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 from transforms.common.errors import ConfigError
 from transforms.output.body_parts import org_id_of, orgs_of
 from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import management_v1 as mgmt
 
-if TYPE_CHECKING:  # the client's type only: this module is imported where no client is opened
+if TYPE_CHECKING:  # the clients' types only: this module is imported where no client is opened
     from transforms.zitadel_api.admin_v1 import AdminV1Calls
+    from transforms.zitadel_api.client import AdminClient
 
 __all__ = [
     "ROLE_KINDS",
@@ -30,6 +34,7 @@ __all__ = [
     "check_projects",
     "expected_grants",
     "missing_grants",
+    "write_grant",
 ]
 
 # Import result types of what an authorizations body or a user body's grants create.
@@ -116,3 +121,79 @@ def missing_grants(
             raise ConfigError(f"events search failed for org {org_id}: {err.message}") from None
         missing += [f"{user}@{project}" for user, project in sorted(wanted - found)]
     return missing
+
+
+def write_grant(
+    client: AdminClient,
+    user_id: str,
+    org_id: str,
+    project_id: str,
+    role_keys: list[str] | None,
+    timeout: float | None = None,
+) -> int:
+    """Give ``user_id`` exactly ``role_keys`` on ``project_id`` (None: remove the grant); the
+    requests made. Raises the client's errors.
+
+    The import answers grants without their ids, so each attempt looks the grant up first
+    (``ListUserGrants`` by user and project), then adds it (``AddUserGrant``), updates it with the
+    full role list (``UpdateUserGrant``; ``NotChanged`` is done) or removes it (``RemoveUserGrant``;
+    gone already is done). A write is sent one attempt at a time: after a lost answer the next
+    attempt's look-up finds a grant that landed, and it is not added twice.
+
+    >>> write_grant(client, "u1", "o1", "p1", ["admin"])  # doctest: +SKIP
+    2
+    """
+    attempt, sent = 0, [0]
+    while True:
+        attempt += 1
+        try:
+            _grant_once(client, user_id, org_id, project_id, role_keys, timeout, sent)
+            return sent[0]
+        except admin_api.RetriesExhausted as err:
+            if attempt >= client.max_attempts:
+                raise
+            client.backoff(attempt, err.retry_after)
+
+
+def _grant_once(
+    client: AdminClient,
+    user_id: str,
+    org_id: str,
+    project_id: str,
+    role_keys: list[str] | None,
+    timeout: float | None,
+    sent: list[int],
+) -> None:
+    """One look-up and at most one write per grant found; ``sent[0]`` counts the requests."""
+    once = client.single_attempt()
+    search = mgmt.grants_search_request(user_id, project_id)
+    sent[0] += 1
+    found = client.request("POST", mgmt.GRANTS_SEARCH_PATH, search, timeout, org_id=org_id)
+    grants = [g for g in found.get("result") or [] if str(g.get("projectId")) == project_id]
+    if role_keys is None:
+        for grant in grants:
+            sent[0] += 1
+            path = mgmt.user_grant_path(user_id, str(grant["id"]))
+            try:
+                client.request("DELETE", path, None, timeout, retrier=once, org_id=org_id)
+            except admin_api.InvalidRequest as err:
+                if "Errors.UserGrant.NotFound" not in err.message:
+                    raise
+        return
+    if not grants:
+        sent[0] += 1
+        request = mgmt.add_grant_request(project_id, role_keys)
+        client.request("POST", mgmt.user_grants_path(user_id), request, timeout, retrier=once, org_id=org_id)
+        return
+    grant = grants[0]
+    if sorted(grant.get("roleKeys") or []) == sorted(role_keys):
+        return  # already there (an earlier attempt's or night's call whose answer was lost)
+    sent[0] += 1
+    path = mgmt.user_grant_path(user_id, str(grant["id"]))
+    try:
+        client.request(
+            "PUT", path, mgmt.update_grant_request(role_keys), timeout, retrier=once, org_id=org_id
+        )
+    except admin_api.InvalidRequest as err:
+        if "Errors.UserGrant.NotChanged" not in err.message:
+            raise

@@ -3,24 +3,53 @@
 ``push_manifest`` (``engine.py``) returns a ``PushReport``; ``pipeline/push.py`` prints its
 ``table()`` and, when ``ok`` is false, ``failure_line()`` on stderr::
 
-    report = push_manifest(manifest_path, url, credentials)
+    report = push_manifest(load_manifest(manifest_path), url, credentials)
     print(report.table()); sys.exit(0 if report.ok else 1)
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from transforms.push.push_ledger import BodyResult
-from transforms.zitadel_api.limiter import LimiterStats
+from transforms.zitadel_api.limiter import Limiter, LimiterStats
 from transforms.zitadel_api.transport import CallStats
 
-if TYPE_CHECKING:  # only for the types: the sync and verify engines import the push engine
+if TYPE_CHECKING:  # only for the types: the verify engine imports the push engine's parts
     from transforms.push.verification import VerifyReport
-    from transforms.sync.sync_report import SyncReport
+    from transforms.zitadel_api.client import AdminClient
 
-__all__ = ["PushReport"]
+__all__ = ["PushReport", "FollowUp", "FollowUpReport"]
+
+
+class FollowUpReport(Protocol):
+    """What a step run after the bodies reports (a sync's changes: sync_report.SyncReport)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    def table(self) -> str: ...
+
+    def failure_parts(self) -> list[str]: ...
+
+
+class FollowUp(Protocol):
+    """A step that runs with the push, above it (transforms/sync/night.py): ``before`` anything is
+    sent, ``after`` the bodies on the push's own client (paced) and limiter."""
+
+    def before(self) -> None: ...
+
+    def after(
+        self,
+        bodies: Sequence[BodyResult],
+        client: AdminClient,
+        results_dir: str,
+        limiter: Limiter,
+        *,
+        bodies_stopped: bool,
+    ) -> FollowUpReport: ...
 
 
 @dataclasses.dataclass
@@ -34,7 +63,7 @@ class PushReport:
     stats: CallStats
     fatal: str | None = None
     verify: VerifyReport | None = None  # when verify=True
-    sync: SyncReport | None = None  # for a manifest with change files
+    sync: FollowUpReport | None = None  # for a manifest with change files (transforms/sync/night.py)
     limiter: LimiterStats | None = None  # the pace it sent at (transforms/zitadel_api/limiter.py)
 
     @property

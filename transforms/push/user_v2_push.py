@@ -3,8 +3,8 @@
 The path for a ZITADEL without the admin API (v5) or a credential that may not use it (an org's
 user manager; docs/user-v2.md). Each ``humanUsers`` entry of the body is one ``AddHumanUser``
 request carrying everything the entry carries (``transforms/zitadel_api/user_v2.py``); its
-``userGrants`` follow through the management calls the scheduled sync makes
-(``transforms/sync/sync_calls.py``). Per user:
+``userGrants`` follow through the management calls (``grant_calls.write_grant``, which a
+scheduled sync's changes use too). Per user:
 
 - created: the create answered 200; **present**: it answered 409 and a read-back
   (``GET /v2/users/{id}``, or ``ListUsers`` by user name for an entry without ``userId``) shows the
@@ -45,14 +45,11 @@ from transforms.output.body_parts import (
     users_of,
 )
 from transforms.output.manifest import BodyRef, read_body
-from transforms.push.grant_calls import grants_of
+from transforms.push.grant_calls import grants_of, write_grant
 from transforms.push.import_answers import IN_ANOTHER_ORG, Json
 from transforms.push.push_ledger import BodyResult, Ledger, now
 from transforms.push.push_progress import PushProgress
 from transforms.push.send_body import Abort
-from transforms.sync.change_records import Call, ChangeRecord
-from transforms.sync.sync_calls import Abort as SyncAbort
-from transforms.sync.sync_calls import Stop, apply_user
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.limiter import Limiter
@@ -189,12 +186,12 @@ class _Sender:
 
     def __init__(self, client: AdminClient, timeout: float | None) -> None:
         self.client, self.timeout = client, timeout
-        self.stop = Stop()
+        self.stop_reason: str | None = None  # the server stopped answering
         self.auth_failed: str | None = None
 
     def create(self, job: UserJob) -> _Outcome:
         uid = user_id_of(job.entry)
-        if self.stop.reason or self.auth_failed:
+        if self.stop_reason or self.auth_failed:
             return _Outcome(uid, "not-sent", 0)
         attempts = [0]
 
@@ -215,7 +212,7 @@ class _Sender:
             self.auth_failed = self.auth_failed or err.message
             return _Outcome(uid, "not-sent", attempts[0])
         except admin_api.ServerGone as err:
-            self.stop.reason = self.stop.reason or err.message
+            self.stop_reason = self.stop_reason or err.message
             return _Outcome(uid, "not-sent", attempts[0])
         except admin_api.RetriesExhausted as err:
             return _Outcome(uid, "failed", attempts[0], _failure(job, uid, "retries-exhausted", err.message))
@@ -258,28 +255,24 @@ class _Sender:
         return _Outcome(uid, "failed", attempts + 1, _failure(job, uid, "duplicate-username", message))
 
     def _grant(self, job: UserJob, outcome: _Outcome) -> _Outcome:
-        """The user's grants through the sync's calls (look up, then add or update)."""
-        calls = [
-            {
-                "call": Call.SET_USER_GRANT,
-                "projectId": str(g.get("projectId", "")),
-                "roleKeys": list(g.get("roleKeys") or []),
-            }
-            for g in job.grants
-        ]
-        change = cast(ChangeRecord, {"userId": outcome.user_id, "orgId": job.org_id, "calls": calls})
-        try:
-            result, sent = apply_user(self.client, change, "", "", self.stop, self.timeout)
-        except SyncAbort as err:
-            self.auth_failed = self.auth_failed or str(err)
-            return outcome._replace(status="not-sent", requests=outcome.requests + err.sent)
-        requests = outcome.requests + sent
-        if result.complete:
-            return outcome._replace(requests=requests)
-        if self.stop.reason:
-            return outcome._replace(status="not-sent", requests=requests)
-        failure = _failure(job, outcome.user_id, "grant-rejected", result.message)
-        return outcome._replace(status="failed", requests=requests, failure=failure)
+        """The user's grants, set as a sync sets them (grant_calls.write_grant: look up, then add
+        or update; a grant whose answer was lost is found, not added twice)."""
+        requests = outcome.requests
+        for grant in job.grants:
+            project, keys = str(grant.get("projectId", "")), list(grant.get("roleKeys") or [])
+            try:
+                requests += write_grant(self.client, outcome.user_id, job.org_id, project, keys, self.timeout)
+            except admin_api.AuthError as err:
+                self.auth_failed = self.auth_failed or err.message
+                return outcome._replace(status="not-sent", requests=requests)
+            except admin_api.ServerGone as err:
+                self.stop_reason = self.stop_reason or err.message
+                return outcome._replace(status="not-sent", requests=requests)
+            except admin_api.AdminApiError as err:
+                message = f"SetUserGrant: {err.message}"
+                failure = _failure(job, outcome.user_id, "grant-rejected", message)
+                return outcome._replace(status="failed", requests=requests, failure=failure)
+        return outcome._replace(requests=requests)
 
 
 def _unsupported(body: Json) -> list[str]:
@@ -378,12 +371,12 @@ def send_body_v2(
         _take(result, outcome, progress)
     result.seconds = round(time.monotonic() - started, 3)
     result.finished_at = now()
-    if sender.auth_failed or sender.stop.reason:
+    if sender.auth_failed or sender.stop_reason:
         result.status = "not-sent"  # a re-run sends the users without a line again
         ledger.save(result)
         if sender.auth_failed:
             raise Abort(f"authentication failed: {sender.auth_failed}")
-        raise Abort(f"the server stopped answering: {sender.stop.reason}")
+        raise Abort(f"the server stopped answering: {sender.stop_reason}")
     result.status = "failed" if result.failed else "done"
     ledger.save(result)
     return result

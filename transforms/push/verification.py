@@ -7,7 +7,7 @@ from the server; they are expected by user name.
 
 Example::
 
-    report = verify_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud", credentials)
+    report = verify_manifest(load_manifest("out/importBody.manifest.json"), "https://x.zitadel.cloud", credentials)
     report.ok, report.missing[:3]
 """
 
@@ -24,7 +24,7 @@ from typing import NamedTuple
 from transforms.common.errors import ConfigError
 from transforms.files.storage import write_atomic
 from transforms.output.body_parts import body_user_ids, orgs_of, user_name_of, users_of
-from transforms.output.manifest import default_results_dir, load_manifest, read_body
+from transforms.output.manifest import Manifest, default_results_dir, read_body
 from transforms.push.api_choice import open_client
 from transforms.push.grant_calls import expected_grants, missing_grants
 from transforms.push.verify_user_v2 import admin_reads_refused, listed_grants, listed_users, owners_elsewhere
@@ -185,9 +185,8 @@ def wait_until_added(
         time.sleep(min(poll_interval, max(deadline - time.monotonic(), 0.0)))
 
 
-def expected_users(manifest_path: str) -> dict[str, list[str]]:
+def expected_users(manifest: Manifest) -> dict[str, list[str]]:
     """org id → user ids in the manifest's bodies, in body order."""
-    manifest = load_manifest(manifest_path)
     per_org: dict[str, list[str]] = {}
     for ref in manifest.bodies:
         try:
@@ -215,7 +214,7 @@ def _body_users(body: dict) -> list[_ExpectedUser]:
 
 
 def verify_manifest(
-    manifest_path: str,
+    manifest: Manifest,
     url: str,
     credentials: Credentials,
     results_dir: str | None = None,
@@ -225,11 +224,11 @@ def verify_manifest(
     """Compare the bodies' user ids with ``user.human.added`` events, org by org (or, where the
     admin API is absent or refused, with the user service's ``ListUsers``: verify_user_v2.py).
 
-    >>> report = verify_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud",
+    >>> report = verify_manifest(load_manifest("out/importBody.manifest.json"), "https://x.zitadel.cloud",
     ...                          load_credentials(token_file="pat"))  # doctest: +SKIP
     >>> report.ok, report.missing[:3]  # doctest: +SKIP
     """
-    per_org = expected_users(manifest_path)
+    per_org = expected_users(manifest)
     client = client or open_client(url, credentials, "auto")[0]
     v2 = admin_reads_refused(client)  # no admin API, or not for this credential: the user service's reads
     checks = [
@@ -238,7 +237,7 @@ def verify_manifest(
     ]
     report = VerifyReport(checks)
     report.elsewhere = owners_elsewhere(client, {u: o.org_id for o in checks for u in o.missing}, not v2)
-    grants = expected_grants_of(manifest_path)
+    grants = expected_grants_of(manifest)
     if grants:
         report.grants_expected = sum(len(v) for v in grants.values())
         report.missing_grants = (
@@ -246,14 +245,14 @@ def verify_manifest(
             if v2
             else missing_grants(client, grants, page_size)
         )
-    report.missing_file = _write_missing(manifest_path, results_dir, report)
+    report.missing_file = _write_missing(manifest, results_dir, report)
     return report
 
 
-def expected_grants_of(manifest_path: str) -> dict[str, set[tuple[str, str]]]:
+def expected_grants_of(manifest: Manifest) -> dict[str, set[tuple[str, str]]]:
     """org id → {(user id, project id)} of every user grant in the manifest's bodies."""
     out: dict[str, set[tuple[str, str]]] = {}
-    for ref in load_manifest(manifest_path).bodies:
+    for ref in manifest.bodies:
         try:
             body = json.loads(read_body(ref))
         except (OSError, ValueError) as err:
@@ -263,8 +262,8 @@ def expected_grants_of(manifest_path: str) -> dict[str, set[tuple[str, str]]]:
     return out
 
 
-def _write_missing(manifest_path: str, results_dir: str | None, report: VerifyReport) -> str | None:
-    directory = results_dir or default_results_dir(load_manifest(manifest_path))
+def _write_missing(manifest: Manifest, results_dir: str | None, report: VerifyReport) -> str | None:
+    directory = results_dir or default_results_dir(manifest)
     path = os.path.join(directory, MISSING_NAME)
     if report.ok:
         if os.path.exists(path):

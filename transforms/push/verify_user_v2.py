@@ -23,6 +23,7 @@ from transforms.common.errors import ConfigError
 from transforms.push.api_choice import admin_absent
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
+from transforms.zitadel_api.management_v1 import GRANTS_SEARCH_PATH, org_grants_page_request
 from transforms.zitadel_api.user_v2 import LIST_USERS_PATH, list_users_request, owner_of, user_path
 
 __all__ = ["admin_reads_refused", "listed_users", "listed_grants", "owners_elsewhere", "NOT_READABLE"]
@@ -74,9 +75,9 @@ def listed_grants(client: AdminClient, org_id: str, page_size: int = 1000) -> se
     found: set[tuple[str, str]] = set()
     offset = 0
     while True:
-        search = {"query": {"offset": str(offset), "limit": page_size}}
+        search = org_grants_page_request(offset, page_size)
         try:
-            page = client.request("POST", "/management/v1/users/grants/_search", search, org_id=org_id)
+            page = client.request("POST", GRANTS_SEARCH_PATH, search, org_id=org_id)
         except admin_api.AdminApiError as err:
             raise ConfigError(f"listing the grants of org {org_id} failed: {err.message}") from None
         grants = [g for g in page.get("result") or [] if isinstance(g, dict)]

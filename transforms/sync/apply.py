@@ -57,6 +57,7 @@ from transforms.sync.sync_report import SyncReport, planned_calls
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.limiter import Limiter
+from transforms.zitadel_api.user_v2 import user_path
 
 __all__ = [
     "apply_changes",
@@ -451,8 +452,6 @@ def verify_changes(changes: list[ChangeRecord], report: SyncReport, client: Admi
     """Read back (``GET /v2/users/{id}``) every user whose calls were confirmed; one line per
     user whose target state differs from what was sent (docs/sync.md#verify). Such a user counts
     as failed and is not committed: the next run sends its change again. Runs before the commit."""
-    from urllib.parse import quote
-
     by_user = {r.user_id: r for r in report.results}
     problems: list[str] = []
     for change in changes:
@@ -461,7 +460,7 @@ def verify_changes(changes: list[ChangeRecord], report: SyncReport, client: Admi
             continue
         user_id = str(change["userId"])
         try:
-            answer = client.request("GET", f"/v2/users/{quote(user_id, safe='')}", None)
+            answer = client.request("GET", user_path(user_id), None)
         except admin_api.InvalidRequest as err:
             if Call.DELETE_USER in result.confirmed and "NotFound" in err.message:
                 continue

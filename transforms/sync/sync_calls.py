@@ -20,13 +20,14 @@ import enum
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import orjson
 
+from transforms.push.grant_calls import write_grant
 from transforms.sync.change_records import Call, ChangeCall, ChangeRecord
 from transforms.sync.read_back import NEEDS_LINKS, NEEDS_METADATA, Held, Json, call_left, unknown_outcome
 from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import user_v2 as v2
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.user_v2 import links_search_path, metadata_search_path, user_path
 
@@ -88,28 +89,25 @@ class Abort(Exception):
 
 
 def call_path(user_id: str, call: ChangeCall) -> tuple[str, str, bytes | None]:
-    """``(method, path, body)`` of a change call in ZITADEL's user service v2 REST mapping."""
-    uid = quote(user_id, safe="")
+    """``(method, path, body)`` of a change call in ZITADEL's user service v2 REST mapping
+    (the paths: transforms/zitadel_api/user_v2.py)."""
     name = call["call"]
     if name == Call.UPDATE_HUMAN_USER:
-        return "PUT", f"/v2/users/human/{uid}", orjson.dumps(call["body"])
+        return "PUT", v2.update_human_path(user_id), orjson.dumps(call["body"])
     if name in _STATE_CALLS:
-        verb = name[: -len("User")].lower()
-        return "POST", f"/v2/users/{uid}/{verb}", b"{}"
+        return "POST", v2.state_change_path(user_id, name[: -len("User")].lower()), b"{}"
     if name == Call.DELETE_USER:
-        return "DELETE", f"/v2/users/{uid}", None
+        return "DELETE", v2.user_path(user_id), None
     if name == Call.REMOVE_PHONE:
-        return "DELETE", f"/v2/users/{uid}/phone", None
+        return "DELETE", v2.phone_path(user_id), None
     if name == Call.ADD_IDP_LINK:
-        return "POST", f"/v2/users/{uid}/links", orjson.dumps(call["body"])
+        return "POST", v2.links_path(user_id), orjson.dumps(call["body"])
     if name == Call.REMOVE_IDP_LINK:
-        idp, linked = quote(call["idpId"], safe=""), quote(call["linkedUserId"], safe="")
-        return "DELETE", f"/v2/users/{uid}/links/{idp}/{linked}", None
+        return "DELETE", v2.link_path(user_id, call["idpId"], call["linkedUserId"]), None
     if name == Call.SET_USER_METADATA:
-        return "POST", f"/v2/users/{uid}/metadata", orjson.dumps(call["body"])
+        return "POST", v2.metadata_path(user_id), orjson.dumps(call["body"])
     if name == Call.DELETE_USER_METADATA:
-        query = urlencode([("keys", key) for key in call["keys"]])
-        return "DELETE", f"/v2/users/{uid}/metadata?{query}", None
+        return "DELETE", v2.metadata_delete_path(user_id, call["keys"]), None
     raise ValueError(f"unknown change call {name!r}")
 
 
@@ -356,82 +354,14 @@ class _UserCalls:
         return False
 
     def _grant(self, call: ChangeCall) -> None:
-        """Set (add or update) or remove a user's grant on one project (docs/sync.md#grants).
-
-        The import answers grants without their ids, so each attempt looks the grant up first
-        (management API ``ListUserGrants``, filtered by user and project), then adds
-        (``AddUserGrant``), updates with the full role list (``UpdateUserGrant``; ``NotChanged``
-        is done) or removes it (``RemoveUserGrant``; gone already is done). An attempt whose answer
-        was lost is followed by another look-up, never by the same write: a grant that landed is
-        found, not added twice. Raises the client's errors like any call.
-        """
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                self._grant_once(call)
-                return
-            except admin_api.RetriesExhausted as err:
-                if attempt >= self.client.max_attempts:
-                    raise
-                self.client.backoff(attempt, err.retry_after)
-
-    def _grant_once(self, call: ChangeCall) -> None:
-        uid = quote(self.result.user_id, safe="")
-        org_id, timeout, client = self.org_id, self.timeout, self.client
-        once = client.single_attempt()
-        project = str(call["projectId"])
-        search = {
-            "query": {"limit": 10},
-            "queries": [
-                {"userIdQuery": {"userId": self.result.user_id}},
-                {"projectIdQuery": {"projectId": project}},
-            ],
-        }
-        self.sent += 1
-        found = client.request("POST", "/management/v1/users/grants/_search", search, timeout, org_id=org_id)
-        grants = [g for g in found.get("result") or [] if str(g.get("projectId")) == project]
-        if call["call"] == Call.REMOVE_USER_GRANT:
-            for grant in grants:
-                self.sent += 1
-                try:
-                    client.request(
-                        "DELETE",
-                        f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
-                        None,
-                        timeout,
-                        retrier=once,
-                        org_id=org_id,
-                    )
-                except admin_api.InvalidRequest as err:
-                    if "Errors.UserGrant.NotFound" not in err.message:
-                        raise
-            return
-        keys = list(call.get("roleKeys") or [])
-        if not grants:
-            self.sent += 1
-            client.request(
-                "POST",
-                f"/management/v1/users/{uid}/grants",
-                {"projectId": project, "roleKeys": keys},
-                timeout,
-                retrier=once,
-                org_id=org_id,
-            )
-            return
-        grant = grants[0]
-        if sorted(grant.get("roleKeys") or []) == sorted(keys):
-            return  # already there (an earlier attempt's or night's call whose answer was lost)
-        self.sent += 1
-        try:
-            client.request(
-                "PUT",
-                f"/management/v1/users/{uid}/grants/{quote(str(grant['id']), safe='')}",
-                {"roleKeys": keys},
-                timeout,
-                retrier=once,
-                org_id=org_id,
-            )
-        except admin_api.InvalidRequest as err:
-            if "Errors.UserGrant.NotChanged" not in err.message:
-                raise
+        """Set (add or update) or remove the user's grant on one project, as push sets grants
+        (transforms/push/grant_calls.py ``write_grant``: looked up before every attempt, so a
+        grant whose answer was lost is found, never added twice; docs/sync.md#grants)."""
+        self.sent += write_grant(
+            self.client,
+            self.result.user_id,
+            self.org_id,
+            str(call["projectId"]),
+            None if call["call"] == Call.REMOVE_USER_GRANT else list(call.get("roleKeys") or []),
+            self.timeout,
+        )

@@ -34,6 +34,13 @@ __all__ = [
     "add_human_request",
     "list_users_request",
     "user_path",
+    "update_human_path",
+    "state_change_path",
+    "phone_path",
+    "links_path",
+    "link_path",
+    "metadata_path",
+    "metadata_delete_path",
     "metadata_search_path",
     "links_search_path",
     "owner_of",
@@ -146,6 +153,50 @@ def user_path(user_id: str) -> str:
     from urllib.parse import quote
 
     return f"/v2/users/{quote(user_id, safe='')}"
+
+
+def update_human_path(user_id: str) -> str:
+    """``UpdateHumanUser``: ``PUT /v2/users/human/{id}``."""
+    from urllib.parse import quote
+
+    return f"/v2/users/human/{quote(user_id, safe='')}"
+
+
+def state_change_path(user_id: str, verb: str) -> str:
+    """``DeactivateUser``, ``ReactivateUser``, ``LockUser``, ``UnlockUser``: ``POST /v2/users/{id}/{verb}``
+    (``verb``: deactivate, reactivate, lock, unlock; body ``{}``)."""
+    if verb not in ("deactivate", "reactivate", "lock", "unlock"):
+        raise ValueError(f"unknown state change {verb!r}")
+    return f"{user_path(user_id)}/{verb}"
+
+
+def phone_path(user_id: str) -> str:
+    """``RemovePhone``: ``DELETE /v2/users/{id}/phone``."""
+    return user_path(user_id) + "/phone"
+
+
+def links_path(user_id: str) -> str:
+    """``AddIDPLink``: ``POST /v2/users/{id}/links`` (body ``{"idpLink": {idpId, userId, userName}}``)."""
+    return user_path(user_id) + "/links"
+
+
+def link_path(user_id: str, idp_id: str, linked_user_id: str) -> str:
+    """``RemoveIDPLink``: ``DELETE /v2/users/{id}/links/{idp_id}/{linked_user_id}``."""
+    from urllib.parse import quote
+
+    return f"{links_path(user_id)}/{quote(idp_id, safe='')}/{quote(linked_user_id, safe='')}"
+
+
+def metadata_path(user_id: str) -> str:
+    """``SetUserMetadata``: ``POST /v2/users/{id}/metadata`` (body ``{"metadata": [{key, value}]}``)."""
+    return user_path(user_id) + "/metadata"
+
+
+def metadata_delete_path(user_id: str, keys: Sequence[str]) -> str:
+    """``DeleteUserMetadata``: ``DELETE /v2/users/{id}/metadata?keys=..`` (the keys as query parameters)."""
+    from urllib.parse import urlencode
+
+    return f"{metadata_path(user_id)}?{urlencode([('keys', key) for key in keys])}"
 
 
 def metadata_search_path(user_id: str) -> str:
