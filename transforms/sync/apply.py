@@ -286,7 +286,7 @@ def apply_changes(
     fatal: str | None = None
     with _Progress(len(work), stream, progress) as live:
 
-        def run(index: int) -> ChangeResult:
+        def run(index: int, count: bool = True) -> ChangeResult:
             name, sha256, change = changes[index]
             user_id = str(change["userId"])
             mark = functools.partial(ledger.mark, name, sha256, user_id)
@@ -300,7 +300,7 @@ def apply_changes(
                 raise
             if result.status != Outcome.NOT_SENT:
                 ledger.append(result)
-            live.add(result, sent)
+            live.add(result if count else None, sent)
             return result
 
         slots = limiter or Limiter(fixed=max(1, concurrency))  # a slot per user
@@ -327,6 +327,12 @@ def apply_changes(
                     except Abort as err:
                         fatal = f"authentication failed: {err}"
                         results[index] = _not_sent(changes[index])
+    if fatal is None and not stop.reason and _renamed(changes, results):
+        # A user name another user of the same night gave up (a swap, a move) may have been
+        # refused because that user's call had not run yet: each such user once more, in turn.
+        for index, result in enumerate(results):
+            if result is not None and _name_taken(result) and index in work:
+                results[index] = run(index, count=False)
     if stop.reason and fatal is None:
         done = sum(1 for r in results if r is not None and r.status == Outcome.DONE)
         fatal = f"{stop.reason}; {done} of {len(changes)} users done: run push again to resume"
@@ -337,6 +343,30 @@ def apply_changes(
     report.unknown_before = unknown
     report.dead_letter = _write_failures(results_dir, final)
     return report, [c for _, _, c in changes]
+
+
+def _renamed(changes: list[_Listed], results: list[ChangeResult | None]) -> bool:
+    """Some user's new user name was confirmed tonight (the name it had is free now)."""
+    for (_, _, change), result in zip(changes, results, strict=True):
+        if result is None or Call.UPDATE_HUMAN_USER not in result.confirmed:
+            continue
+        if any(
+            c["call"] == Call.UPDATE_HUMAN_USER and "username" in (c.get("body") or {})
+            for c in change["calls"]
+        ):
+            return True
+    return False
+
+
+def _name_taken(result: ChangeResult) -> bool:
+    """Refused, before any other call of the user was confirmed, because its user name is another
+    user's (``Errors.User.AlreadyExists``): sending the user's calls again repeats none that landed."""
+    refused = result.status == Outcome.FAILED and not result.confirmed
+    return (
+        refused
+        and result.message.startswith(Call.UPDATE_HUMAN_USER)
+        and ("Errors.User.AlreadyExists" in result.message or "Errors.User.AlreadyExisting" in result.message)
+    )
 
 
 def _write_failures(results_dir: str, results: list[ChangeResult]) -> str | None:
