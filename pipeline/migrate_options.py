@@ -202,9 +202,7 @@ def removal_limit(text: str, users_in_state: int, flag: str = "--max-removals") 
             raise ValueError
         return count
     except ValueError:
-        raise ConfigError(
-            f"{flag} {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)"
-        ) from None
+        raise ConfigError(f"{flag} {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)") from None
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
