@@ -24,7 +24,7 @@ from transforms.common.errors import ConfigError
 from transforms.files.locks import acquire_lock
 from transforms.hashing.policy import HashPolicy
 from transforms.output.manifest import Manifest, default_results_dir, load_manifest
-from transforms.push.api_choice import open_client
+from transforms.push.api_choice import PushApi, open_client
 from transforms.push.push_report import PushReport
 from transforms.push.send_body import TIMEOUT_MARGIN
 from transforms.zitadel_api.client import AdminClient
@@ -44,7 +44,7 @@ __all__ = [
 
 
 # A client that answered the probe, and the path it takes (admin-import or user-v2).
-Target = tuple[AdminClient, str]
+Target = tuple[AdminClient, PushApi]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -59,7 +59,7 @@ class PushSettings:
     verify: bool = False
     progress: bool = True
     results: str | None = None  # the ledger folder (default: <manifest stem>.results/ beside it)
-    api: str = "auto"  # admin-import, user-v2 or auto (docs/user-v2.md)
+    api: PushApi = PushApi.AUTO  # --api: admin-import, user-v2 or auto (docs/user-v2.md)
     break_lock: bool = False
     hash_policy: HashPolicy | None = None  # the target's verifiers and limits, when known
 
@@ -138,7 +138,7 @@ def push_settings(
         verify=verify,
         progress=progress,
         results=results,
-        api=getattr(args, "api", "auto") or "auto",
+        api=PushApi(getattr(args, "api", None) or PushApi.AUTO),
         break_lock=break_lock,
         hash_policy=hash_policy,
     )
@@ -182,12 +182,11 @@ def run_push(
     what = f"{label} of {manifest_path}"
     # One push per ledger: two at once would send the same bodies and race on its records.
     with acquire_lock(results_lock_path(results), what=what, break_lock=settings.break_lock):
-        sync = manifest.raw.get("sync")
-        if isinstance(sync, dict) and not state_locked:
+        if manifest.sync is not None and not state_locked:
             # A sync run's manifest commits its state: hold the state's lock too (docs/sync.md#state).
             from transforms.sync.state import acquire_state_lock
 
-            with acquire_state_lock(str(sync["state"]), label, settings.break_lock):
+            with acquire_state_lock(manifest.sync.state, label, settings.break_lock):
                 return _push(manifest, url, credentials, settings, results, target, stream)
         return _push(manifest, url, credentials, settings, results, target, stream)
 

@@ -41,6 +41,8 @@ __all__ = [
     "ExportFields",
     "build_manifest",
     "BodyRef",
+    "ChangeFileRef",
+    "SyncView",
     "Manifest",
     "load_manifest",
     "read_body",
@@ -178,14 +180,40 @@ class BodyRef:
     users: int
     sha256: str
     after: tuple[int, ...]
+    kind: str = "users"  # or "authorizations": the projects, roles and grants body (docs/roles.md)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangeFileRef:
+    """One change file of a sync manifest; ``path`` is resolved, ``name`` as listed."""
+
+    name: str
+    path: str
+    sha256: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncView:
+    """A sync manifest's ``sync`` section as push reads it (docs/manifest.md, docs/sync.md)."""
+
+    state: str  # the --state store
+    base_generation: int  # the state generation the manifest was made against
+    changes: tuple[ChangeFileRef, ...]
+    authorizations_sha256: str | None  # the roles catalogue's digest, with --project-id
 
 
 @dataclasses.dataclass(frozen=True)
 class Manifest:
+    """A loaded manifest: its typed parts, and ``raw`` (the document) for the sections read whole
+    (the hash fields, the authorizations settings)."""
+
     path: str
     bodies: tuple[BodyRef, ...]
     timeout: str
     raw: dict
+    tool: str = ""  # who wrote it: "zitadel-beam push --body" for bodies given to push by hand
+    counts: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    sync: SyncView | None = None  # a scheduled sync's manifest
 
     @property
     def stem(self) -> str:
@@ -224,6 +252,7 @@ def load_manifest(path: str) -> Manifest:
                 int(entry.get("users", 0)),
                 str(entry["sha256"]),
                 after,
+                str(entry.get("kind") or "users"),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"{path}: body {i} is malformed ({err})") from None
@@ -231,7 +260,37 @@ def load_manifest(path: str) -> Manifest:
             raise ConfigError(f"{path}: body {i} has an invalid 'after' entry {list(after)}")
         bodies.append(ref)
     _check_acyclic(path, bodies)
-    return Manifest(path, tuple(bodies), str(raw.get("timeout") or "5m0s"), raw)
+    counts = raw.get("counts")
+    return Manifest(
+        path,
+        tuple(bodies),
+        str(raw.get("timeout") or "5m0s"),
+        raw,
+        tool=str(raw.get("tool") or ""),
+        counts=counts if isinstance(counts, dict) else {},
+        sync=_sync_view(path, directory, raw.get("sync")),
+    )
+
+
+def _sync_view(path: str, directory: str, section: object) -> SyncView | None:
+    if section is None:
+        return None
+    try:
+        if not isinstance(section, dict):
+            raise TypeError("not an object")
+        changes = tuple(
+            ChangeFileRef(str(c["path"]), resolve(directory, str(c["path"])), str(c["sha256"]))
+            for c in section.get("changes") or []
+        )
+        digest = section.get("authorizations_sha256")
+        return SyncView(
+            str(section["state"]),
+            int(section.get("base_generation", 0)),
+            changes,
+            None if digest is None else str(digest),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise ConfigError(f"{path}: its sync section is malformed ({err})") from None
 
 
 def _check_acyclic(path: str, bodies: list[BodyRef]) -> None:

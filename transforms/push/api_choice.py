@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import enum
 import logging
 
 from transforms.common.errors import ConfigError
@@ -26,11 +27,28 @@ from transforms.zitadel_api.client import AdminClient, connect
 from transforms.zitadel_api.credentials import Credentials
 from transforms.zitadel_api.user_v2 import LIST_USERS_PATH, list_users_request
 
-__all__ = ["API_CHOICES", "ADMIN_IMPORT", "USER_V2", "open_client", "admin_absent", "probe_user_service"]
+__all__ = [
+    "PushApi",
+    "API_CHOICES",
+    "ADMIN_IMPORT",
+    "USER_V2",
+    "open_client",
+    "admin_absent",
+    "probe_user_service",
+]
 
-ADMIN_IMPORT = "admin-import"
-USER_V2 = "user-v2"
-API_CHOICES = ("auto", ADMIN_IMPORT, USER_V2)
+
+class PushApi(enum.StrEnum):
+    """How users go in (``--api``): the admin import, the user service v2, or what the probe finds."""
+
+    AUTO = "auto"
+    ADMIN_IMPORT = "admin-import"
+    USER_V2 = "user-v2"
+
+
+ADMIN_IMPORT = PushApi.ADMIN_IMPORT
+USER_V2 = PushApi.USER_V2
+API_CHOICES = tuple(api.value for api in PushApi)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -71,21 +89,21 @@ def _client(url: str, credentials: Credentials, max_attempts: int, timeout: floa
 def open_client(
     url: str,
     credentials: Credentials,
-    api: str = "auto",
+    api: str = PushApi.AUTO,
     max_attempts: int = 6,
     timeout: float | None = None,
-) -> tuple[AdminClient, str, str | None]:
+) -> tuple[AdminClient, PushApi, str | None]:
     """``(a client that passed its probe, the path taken, the line saying why)``; the line is None
     unless ``auto`` chose the user service. Raises ConfigError (one line) for a bad URL or credential."""
     if api == ADMIN_IMPORT:
         if timeout:
-            return connect(url, credentials, max_attempts=max_attempts, timeout=timeout), api, None
-        return connect(url, credentials, max_attempts=max_attempts), api, None
+            return connect(url, credentials, max_attempts=max_attempts, timeout=timeout), ADMIN_IMPORT, None
+        return connect(url, credentials, max_attempts=max_attempts), ADMIN_IMPORT, None
     client = _client(url, credentials, max_attempts, timeout)
     if api == USER_V2:
         probe_user_service(client)
-        return client, api, None
-    if api != "auto":
+        return client, USER_V2, None
+    if api != PushApi.AUTO:
         raise ConfigError(f"--api={api!r}: choose one of {', '.join(API_CHOICES)}")
     try:
         client.probe()

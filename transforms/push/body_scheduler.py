@@ -16,7 +16,7 @@ import concurrent.futures as cf
 from collections.abc import Callable
 
 from transforms.output.manifest import BodyRef, Manifest
-from transforms.push.push_ledger import BodyResult
+from transforms.push.push_ledger import FINISHED, BodyResult, BodyStatus
 from transforms.push.send_body import Abort
 from transforms.zitadel_api.limiter import Limiter
 
@@ -43,7 +43,7 @@ class BodyScheduler:
 
     def _succeeded(self, index: int) -> bool:
         result = self.results.get(index)
-        return result is not None and result.status in ("done", "skipped")
+        return result is not None and result.status in FINISHED
 
     def _next_ready(self, pending: list[BodyRef]) -> BodyRef | None:
         for ref in pending:
@@ -61,7 +61,9 @@ class BodyScheduler:
             pending.remove(ref)
             if not all(self._succeeded(d) for d in ref.after):
                 self._limiter.release()
-                self._record(BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="blocked"))
+                self._record(
+                    BodyResult(ref.index, ref.name, ref.sha256, ref.users, status=BodyStatus.BLOCKED)
+                )
                 continue
             skipped = self._skip(ref)
             if skipped is not None:
@@ -81,7 +83,7 @@ class BodyScheduler:
                 if self.fatal is not None:
                     for ref in pending:
                         self._record(
-                            BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="not-sent")
+                            BodyResult(ref.index, ref.name, ref.sha256, ref.users, status=BodyStatus.NOT_SENT)
                         )
                     pending = []
                 if not in_flight:
@@ -95,7 +97,7 @@ class BodyScheduler:
                     except Abort as err:
                         self.fatal = self.fatal or str(err)
                         self._record(
-                            BodyResult(ref.index, ref.name, ref.sha256, ref.users, status="not-sent")
+                            BodyResult(ref.index, ref.name, ref.sha256, ref.users, status=BodyStatus.NOT_SENT)
                         )
         return self.results
 

@@ -36,7 +36,7 @@ from transforms.output.manifest import BodyRef, Manifest, default_results_dir
 from transforms.push.api_choice import ADMIN_IMPORT, USER_V2, open_client
 from transforms.push.body_scheduler import BodyScheduler
 from transforms.push.grant_calls import check_projects
-from transforms.push.push_ledger import BodyResult, Ledger, write_dead_letter
+from transforms.push.push_ledger import FINISHED, BodyResult, BodyStatus, Ledger, write_dead_letter
 from transforms.push.push_precheck import precheck
 from transforms.push.push_progress import PushProgress
 from transforms.push.push_report import FollowUp, PushReport
@@ -70,9 +70,9 @@ def _send_all(
 
         def skip(ref: BodyRef) -> BodyResult | None:
             previous = ledger.load(ref)
-            if previous is not None and previous.status in ("done", "skipped"):
+            if previous is not None and previous.status in FINISHED:
                 _LOGGER.info("%s: done in an earlier run (ledger), skipped", ref.name)
-                return dataclasses.replace(previous, status="skipped")
+                return dataclasses.replace(previous, status=BodyStatus.SKIPPED)
             return None
 
         def work(ref: BodyRef) -> BodyResult:
@@ -111,7 +111,7 @@ def _open(
 
 def _stopped_line(fatal: str, ordered: list[BodyResult]) -> str:
     """Why the push stopped, with what was done and how to resume."""
-    done = sum(1 for r in ordered if r.status in ("done", "skipped"))
+    done = sum(1 for r in ordered if r.status in FINISHED)
     return fatal + (
         f"; {done} of {len(ordered)} bodies done "
         f"({sum(len(r.created) for r in ordered)} users created, "
@@ -153,7 +153,7 @@ def push_manifest(
     stream = stream or sys.stderr
     precheck(manifest, stream)  # before the ledger and the network: a refused manifest leaves nothing
     warn_uncovered(manifest.raw, hash_policy)
-    if isinstance(manifest.raw.get("sync"), dict) and then is None:
+    if manifest.sync is not None and then is None:
         raise ConfigError(f"{manifest.path}: a sync manifest: its changes are pushed with its bodies by push")
     if then is not None:
         then.before()  # before anything is sent (a sync refuses a manifest of an older state)

@@ -12,6 +12,7 @@ file + rename). The push engine (``engine.py``, ``send_body.py``) reads and writ
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import os
 import time
@@ -20,10 +21,34 @@ from transforms.common.errors import ConfigError
 from transforms.files.storage import is_gcs, write_atomic, write_lines_or_remove
 from transforms.output.manifest import BodyRef
 
-__all__ = ["BodyResult", "Ledger", "LEDGER_VERSION", "DEAD_LETTER_NAME", "now", "write_dead_letter"]
+__all__ = [
+    "BodyStatus",
+    "FINISHED",
+    "BodyResult",
+    "Ledger",
+    "LEDGER_VERSION",
+    "DEAD_LETTER_NAME",
+    "now",
+    "write_dead_letter",
+]
 
 DEAD_LETTER_NAME = "push-dead-letter.ndjson"
 LEDGER_VERSION = 1
+
+
+class BodyStatus(enum.StrEnum):
+    """What became of a body (its ledger record's ``status``)."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in-progress"  # being sent (a record saved mid-body)
+    DONE = "done"  # sent, every user created or present
+    FAILED = "failed"  # sent, some users refused: a re-run sends them again
+    SKIPPED = "skipped"  # done in an earlier run (the ledger)
+    BLOCKED = "blocked"  # not sent: a body it must follow (``after``) did not finish
+    NOT_SENT = "not-sent"  # not sent: the push stopped first
+
+
+FINISHED = (BodyStatus.DONE, BodyStatus.SKIPPED)  # nothing left to send
 
 
 @dataclasses.dataclass
@@ -34,7 +59,7 @@ class BodyResult:
     name: str
     sha256: str
     users: int
-    status: str = "pending"  # done | failed | skipped | blocked | not-sent
+    status: BodyStatus = BodyStatus.PENDING
     requests: int = 0
     runs: int = 0
     seconds: float = 0.0
@@ -55,7 +80,9 @@ class BodyResult:
     @classmethod
     def from_json(cls, data: dict) -> BodyResult:
         fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in fields})
+        result = cls(**{k: v for k, v in data.items() if k in fields})
+        result.status = BodyStatus(result.status)
+        return result
 
 
 def now() -> str:

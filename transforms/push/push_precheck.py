@@ -34,7 +34,7 @@ def _listing_problems(manifest: Manifest) -> list[str]:
     manifest listing two of them, or a third file beside the manifest that it does not list, is
     a body list that lost an entry (or a folder that mixes two runs).
     """
-    if manifest.raw.get("tool") == "zitadel-beam push --body":
+    if manifest.tool == "zitadel-beam push --body":
         return []  # bodies written by other tools or by hand: their names mean nothing
     groups: dict[tuple[str, str, str], dict[int, BodyRef]] = {}
     for ref in manifest.bodies:
@@ -110,8 +110,7 @@ def precheck(manifest: Manifest, stream: TextIO) -> None:
             reasons[failure["reason"]] = reasons.get(failure["reason"], 0) + 1
         for note, count in checked.notes.items():
             notes[note] = notes.get(note, 0) + count
-    claimed = manifest.raw.get("counts")
-    claimed = claimed if isinstance(claimed, dict) else {}
+    claimed = manifest.counts
     for key in ("users_written", "human_users_written"):
         if key in claimed and claimed[key] != total:
             raise ConfigError(

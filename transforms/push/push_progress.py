@@ -14,7 +14,7 @@ from typing import TextIO
 
 from transforms.common.progress import LiveLine
 from transforms.output.manifest import Manifest
-from transforms.push.push_ledger import BodyResult
+from transforms.push.push_ledger import BodyResult, BodyStatus
 from transforms.zitadel_api.limiter import Limiter
 
 __all__ = ["PushProgress"]
@@ -41,7 +41,7 @@ class PushProgress(LiveLine):
         # Users of a body that was sent were counted as its answers came in.
         with self._lock:
             self.bodies_done += 1
-            if result.status == "skipped":
+            if result.status == BodyStatus.SKIPPED:
                 self.skipped_users += result.users
 
     def users_processed(self, created: int, present: int, failed: int) -> None:

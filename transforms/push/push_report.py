@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from transforms.push.push_ledger import BodyResult
+from transforms.push.push_ledger import FINISHED, BodyResult, BodyStatus
 from transforms.zitadel_api.limiter import Limiter, LimiterStats
 from transforms.zitadel_api.transport import CallStats
 
@@ -80,7 +80,7 @@ class PushReport:
 
     @property
     def ok(self) -> bool:
-        sent_all = all(b.status in ("done", "skipped") for b in self.bodies)
+        sent_all = all(b.status in FINISHED for b in self.bodies)
         verified = self.verify is None or self.verify.ok
         synced = self.sync is None or self.sync.ok
         return sent_all and self.failed == 0 and self.fatal is None and verified and synced
@@ -93,7 +93,7 @@ class PushReport:
             return f"stopped: {self.fatal}"
         parts = []
         if self.failed:
-            failed = [b for b in self.bodies if b.failed or b.status not in ("done", "skipped")]
+            failed = [b for b in self.bodies if b.failed or b.status not in FINISHED]
             reasons: dict[str, int] = {}
             for body in self.bodies:
                 for entry in body.failed:
@@ -105,7 +105,7 @@ class PushReport:
                 + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
                 + f"; first: {first.get('message', '')}){where}"
             )
-        blocked = [b for b in self.bodies if b.status in ("blocked", "not-sent")]
+        blocked = [b for b in self.bodies if b.status in (BodyStatus.BLOCKED, BodyStatus.NOT_SENT)]
         if blocked:
             parts.append(f"{len(blocked)} body(ies) not sent")
         if self.verify is not None and not self.verify.ok:

@@ -25,7 +25,7 @@ from transforms.common.durations import parse_duration
 from transforms.output.body_parts import body_user_ids, split_body
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.import_answers import Json, check_present_owners, fail_all, interpret
-from transforms.push.push_ledger import BodyResult, Ledger, now
+from transforms.push.push_ledger import BodyResult, BodyStatus, Ledger, now
 from transforms.push.push_progress import PushProgress
 from transforms.zitadel_api import api_errors as admin_api
 from transforms.zitadel_api.client import AdminClient
@@ -142,7 +142,7 @@ class _BodySender:
     def _stop(self, requests: int, with_seconds: bool) -> None:
         """Save the body as not sent (a re-run sends it again) before the push stops."""
         self.result.requests += requests
-        self.result.status, self.result.finished_at = "not-sent", now()
+        self.result.status, self.result.finished_at = BodyStatus.NOT_SENT, now()
         if with_seconds:
             self.result.seconds = time.monotonic() - self.started
         self.ledger.save(self.result)
@@ -207,7 +207,7 @@ def _read(ref: BodyRef, result: BodyResult) -> tuple[Json, bytes | None] | None:
         raw: bytes | None = read_body(ref)
         return json.loads(raw or b""), raw
     except (OSError, ValueError) as err:
-        result.status = "failed"
+        result.status = BodyStatus.FAILED
         result.failed.append(
             {
                 "userId": "",
@@ -229,7 +229,7 @@ def _finish(result: BodyResult, previous: BodyResult | None, started: float, led
         )
         result.created += [u for u in result.present if u in earlier]
         result.present = [u for u in result.present if u not in earlier]
-    result.status = "failed" if result.failed else "done"
+    result.status = BodyStatus.FAILED if result.failed else BodyStatus.DONE
     result.seconds = round(time.monotonic() - started, 3)
     result.finished_at = now()
     ledger.save(result)
@@ -253,7 +253,7 @@ def send_body(
         ref.name,
         ref.sha256,
         ref.users,
-        status="in-progress",
+        status=BodyStatus.IN_PROGRESS,
         runs=(previous.runs if previous else 0) + 1,
         started_at=now(),
     )

@@ -47,7 +47,7 @@ from transforms.output.body_parts import (
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.grant_calls import grants_of, write_grant
 from transforms.push.import_answers import IN_ANOTHER_ORG, Json
-from transforms.push.push_ledger import BodyResult, Ledger, now
+from transforms.push.push_ledger import BodyResult, BodyStatus, Ledger, now
 from transforms.push.push_progress import PushProgress
 from transforms.push.send_body import Abort
 from transforms.zitadel_api import api_errors as admin_api
@@ -334,7 +334,7 @@ def send_body_v2(
 ) -> BodyResult:
     """Create the users of one body, one call each; never raises except Abort."""
     result = BodyResult(
-        ref.index, ref.name, ref.sha256, ref.users, status="in-progress",
+        ref.index, ref.name, ref.sha256, ref.users, status=BodyStatus.IN_PROGRESS,
         runs=(previous.runs if previous else 0) + 1, started_at=now(),
     )  # fmt: skip
     ledger.save(result)
@@ -372,11 +372,11 @@ def send_body_v2(
     result.seconds = round(time.monotonic() - started, 3)
     result.finished_at = now()
     if sender.auth_failed or sender.stop_reason:
-        result.status = "not-sent"  # a re-run sends the users without a line again
+        result.status = BodyStatus.NOT_SENT  # a re-run sends the users without a line again
         ledger.save(result)
         if sender.auth_failed:
             raise Abort(f"authentication failed: {sender.auth_failed}")
         raise Abort(f"the server stopped answering: {sender.stop_reason}")
-    result.status = "failed" if result.failed else "done"
+    result.status = BodyStatus.FAILED if result.failed else BodyStatus.DONE
     ledger.save(result)
     return result

@@ -48,8 +48,8 @@ import orjson
 from transforms.common.errors import ConfigError
 from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
-from transforms.files.storage import is_remote, read_bytes, resolve
-from transforms.output.manifest import Manifest
+from transforms.files.storage import read_bytes
+from transforms.output.manifest import Manifest, SyncView
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord, StateRecord
 from transforms.sync.state import StatePointer, StateStore
 from transforms.sync.state_records import merge_confirmed, quick_digest, state_record
@@ -74,13 +74,10 @@ CHANGES_LEDGER = "changes-ledger.ndjson"
 CHANGES_DEAD_LETTER = "changes-dead-letter.ndjson"
 
 
-def _change_files(manifest: Manifest) -> list[tuple[str, str, dict]]:
-    """``(resolved path, name, entry)`` of each change file listed in the manifest."""
-    base = manifest.path.rsplit("/", 1)[0] if is_remote(manifest.path) else os.path.dirname(manifest.path)
-    return [
-        (resolve(base, entry["path"]), entry["path"], entry)
-        for entry in manifest.raw["sync"].get("changes", [])
-    ]
+def _sync(manifest: Manifest) -> SyncView:
+    if manifest.sync is None:
+        raise ConfigError(f"{manifest.path}: not a sync manifest (it has no sync section)")
+    return manifest.sync
 
 
 def _read_changes(path: str, name: str, sha256: str) -> list[ChangeRecord]:
@@ -99,14 +96,14 @@ def _read_changes(path: str, name: str, sha256: str) -> list[ChangeRecord]:
 
 def check_base(manifest: Manifest) -> StateStore:
     """Refuse a manifest made against another state generation than the committed one."""
-    sync = manifest.raw["sync"]
-    store = StateStore(sync["state"])
+    sync = _sync(manifest)
+    store = StateStore(sync.state)
     pointer = store.read_pointer()
     current = (pointer or {}).get("generation", 0)
-    if current != sync.get("base_generation", 0):
+    if current != sync.base_generation:
         raise ConfigError(
             f"--state {store.root!r} is at generation {current}, this manifest was made against "
-            f"generation {sync.get('base_generation', 0)} (a push of it already committed, or another "
+            f"generation {sync.base_generation} (a push of it already committed, or another "
             "run did): run migrate again"
         )
     return store
@@ -201,8 +198,8 @@ def _catalogue(manifest: Manifest) -> dict[str, set[str]]:
     from transforms.output.manifest import read_body
 
     roles: dict[str, set[str]] = {}
-    for ref, entry in zip(manifest.bodies, manifest.raw.get("bodies") or [], strict=False):
-        if entry.get("kind") != "authorizations":
+    for ref in manifest.bodies:
+        if ref.kind != "authorizations":
             continue
         body = json.loads(read_body(ref))
         for org in (body.get("dataOrgs") or {}).get("orgs") or []:
@@ -212,9 +209,9 @@ def _catalogue(manifest: Manifest) -> dict[str, set[str]]:
 
 
 def _iter_changes(manifest: Manifest) -> Iterator[_Listed]:
-    for path, name, entry in _change_files(manifest):
-        for change in _read_changes(path, name, entry["sha256"]):
-            yield name, entry["sha256"], change
+    for listed in _sync(manifest).changes:
+        for change in _read_changes(listed.path, listed.name, listed.sha256):
+            yield listed.name, listed.sha256, change
 
 
 def _triage(
@@ -276,11 +273,11 @@ def apply_changes(
     a ``new-blocked`` change (deactivate a user imported blocked) needs to exist."""
     stream = stream or sys.stderr
     started = time.monotonic()
-    ledger = _Ledger(results_dir, int(manifest.raw["sync"].get("base_generation", 0)))
+    ledger = _Ledger(results_dir, _sync(manifest).base_generation)
     changes = list(_iter_changes(manifest))
     results, work = _triage(changes, ledger.load(), created)
     # Earlier nights' unknown outcomes, then this manifest's own (a push stopped half-way).
-    unknown = StateStore(manifest.raw["sync"]["state"]).read_unknown()
+    unknown = StateStore(_sync(manifest).state).read_unknown()
     unknown.update({u: min(at, unknown.get(u, at)) for u, at in ledger.unknown.items()})
     _keep_defined_roles(manifest, changes)
     stop = Stop()
@@ -482,12 +479,8 @@ def commit_state(
                 records[user_id] = record
     changed = {part: shards[part] for part in updates}
     extra: StatePointer = {}
-    roles_digest = manifest.raw["sync"].get("authorizations_sha256")
-    roles_refs = [
-        ref.index
-        for ref, entry in zip(manifest.bodies, manifest.raw.get("bodies") or [], strict=False)
-        if entry.get("kind") == "authorizations"
-    ]
+    roles_digest = _sync(manifest).authorizations_sha256
+    roles_refs = [ref.index for ref in manifest.bodies if ref.kind == "authorizations"]
     if roles_digest and all(i in authorizations_done for i in roles_refs):
         extra["authorizations_sha256"] = roles_digest  # the target holds these projects and roles
     if report.unknown_before is not None:  # the changes were applied (not stopped before)

@@ -78,7 +78,7 @@ class SyncFollowUp:
 def push_night(manifest: Manifest, url: str, credentials: Credentials, **push: Any) -> PushReport:
     """Push a manifest, its changes and state commit with it when it is a sync manifest; the
     keyword arguments are ``push_manifest``'s."""
-    if not isinstance(manifest.raw.get("sync"), dict):
+    if manifest.sync is None:
         return push_manifest(manifest, url, credentials, **push)
     follow = SyncFollowUp(
         manifest,

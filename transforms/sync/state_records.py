@@ -42,6 +42,7 @@ from typing import Any, Final
 
 import orjson
 
+from transforms.common.records import Grants
 from transforms.sync.change_records import Call, ChangeCall, ChangeKind, StateRecord
 
 __all__ = [
@@ -108,9 +109,6 @@ CALL_GROUPS: dict[str, tuple[str, ...]] = {
     Call.SET_USER_GRANT: ("grants",),
     Call.REMOVE_USER_GRANT: ("grants",),
 }
-
-# ``((project id, (sorted role keys)), ...)`` sorted by project: a user's grants (transforms/mapping/roles.py).
-Grants = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 def _digest(value: Any) -> str:

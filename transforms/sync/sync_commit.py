@@ -14,32 +14,23 @@ record and is sent again by the next run::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TextIO
+from typing import TextIO
 
 from transforms.output.manifest import Manifest
+from transforms.push.push_ledger import FINISHED, BodyResult
 from transforms.sync.apply import apply_changes, commit_state, verify_changes
 from transforms.sync.sync_report import SyncReport
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.limiter import Limiter
 
-__all__ = ["apply_and_commit", "LandedBody"]
-
-
-class LandedBody(Protocol):
-    """What the commit reads of a body's push result (push/push_ledger.BodyResult has it): a sync
-    sits below push and does not import it."""
-
-    index: int
-    status: str
-    created: list[str]
-    present: list[str]
+__all__ = ["apply_and_commit"]
 
 
 def apply_and_commit(
     manifest: Manifest,
     client: AdminClient,
     results_dir: str,
-    ordered: Sequence[LandedBody],
+    ordered: Sequence[BodyResult],
     *,
     bodies_stopped: bool,
     concurrency: int = 1,
@@ -73,6 +64,6 @@ def apply_and_commit(
     if verify and sync.fatal is None:
         verify_changes(changes, sync, client)
     # Only what the target confirmed: a failed user keeps its old record (sent again next run).
-    bodies_done = frozenset(r.index for r in ordered if r.status in ("done", "skipped"))
+    bodies_done = frozenset(r.index for r in ordered if r.status in FINISHED)
     commit_state(manifest, confirmed, changes, sync, bodies_done)
     return sync
