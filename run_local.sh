@@ -33,11 +33,11 @@ case "$mode" in
     for arg in "$@"; do [ -e "${arg%%::*}" ] && where=""; done
     # Worker processes (pytest-xdist): most of the suite's time is waiting (sockets, subprocesses,
     # Beam's start-up), so more workers than cores; TEST_WORKERS=0 runs in this one process.
-    # `--dist loadfile` keeps a file's tests in one worker, which builds its module fixtures once.
+    # `--dist loadgroup`: the tests sharing a module fixture stay together (tests/conftest.py).
     # Bytecode is written (the machine's PYTHONDONTWRITEBYTECODE would have each worker and each
     # CLI subprocess recompile the project and re-rewrite every test module's asserts).
     unset PYTHONDONTWRITEBYTECODE
-    exec .venv/bin/python -m pytest -q -n "${TEST_WORKERS:-4}" --dist loadfile $where "$@"
+    exec .venv/bin/python -m pytest -q -n "${TEST_WORKERS:-4}" --dist loadgroup $where "$@"
     ;;
   run)
     mkdir -p out

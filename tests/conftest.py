@@ -107,6 +107,22 @@ def _v2_requests_meet_zitadel_schema():
         )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``-n`` workers with ``--dist loadgroup`` (``run_local.sh``), the tests of a module
+    that share a module-scoped fixture stay in one worker, which builds it once (a 200,000-user
+    export, a portable job service); every other test goes to whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        scopes = {
+            definition.scope
+            for name in getattr(item, "fixturenames", ())
+            for definition in (info.name2fixturedefs.get(name, ()) if info else ())
+        }
+        if scopes & {"module", "class", "package"}:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 def _xdist_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
