@@ -19,6 +19,8 @@ import orjson
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from keycloak_fixtures import DATA, make_user, write_json
+from zitadel_fixtures import PAT
+from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 from transforms.common.records import NAMESPACE, encoded_row
@@ -209,3 +211,56 @@ def test_a_table_counts_forms_and_lists_a_duplicated_user_once(tmp_path, capsys)
     assert manifest["refused_hash_forms"] == {"django-bcrypt-sha256": 1}
     assert [(u["id"], u["email"]) for u in listed] == [("t1", "ann@example.com")]
     assert manifest["passwordless"]["count"] == 1
+
+
+def test_a_state_night_counts_the_users_compared_as_written_ones(tmp_path, capsys):
+    """With --state, users already in ZITADEL are compared instead of written: what their
+    source noted about them still counts (and a duplicate still does not)."""
+    users = tmp_path / "users.json"
+    profiles = [
+        {"user_id": "auth0|1", "email": "ann@example.com", "picture": "a.png"},
+        {"user_id": "auth0|1", "email": "ann.other@example.com", "picture": "b.png"},  # the same user
+        {"user_id": "auth0|2", "email": "bo@example.com"},
+    ]
+    users.write_bytes(b"\n".join(orjson.dumps(p) for p in profiles))
+    token_file = tmp_path / "token"
+    token_file.write_text(PAT)
+    nights = []
+    with ZitadelServer(tokens={PAT}) as server:  # the push commits the state the next night reads
+        for night in ("first", "second"):
+            manifest, _, _ = _migrate(
+                tmp_path / night,
+                "auth0",
+                f"--users={users}",
+                "--passwords=none",
+                f"--state={tmp_path / 'state'}",
+                f"--push-url={server.url}",
+                f"--token-file={token_file}",
+            )
+            nights.append((manifest, capsys.readouterr().out))
+    (first, first_summary), (second, second_summary) = nights
+    assert first["counts"]["users_written"] == 2 and "sync.rows_not_imported" not in first["counts"]
+    assert second["counts"].get("users_written", 0) == 0 and second["counts"]["sync.rows_not_imported"] == 2
+    for manifest, summary in nights:
+        assert manifest["cannot_sign_in_yet"] == 2 == _row_value(summary, CANNOT)
+        assert manifest["fields_not_carried"] == {"auth0.picture": 1}
+
+
+def test_a_zitadel_export_counts_a_duplicated_users_hash_once(tmp_path, capsys):
+    """data_orgsv1 has no 'cannot sign in yet' or passwordless list; its one count about users
+    written, the hashes by verifier, already leaves a duplicate out (its planner drops it first)."""
+    from zitadel_fixtures import make_export
+
+    export = make_export((3,), ghost_grants=0)
+    humans = export["orgs"][0]["humanUsers"]
+    twin = json.loads(json.dumps(humans[0]))
+    twin["user"]["email"] = {"email": "other@example.com", "isEmailVerified": False}
+    humans.append(twin)  # the same user id, another e-mail
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"orgs": export["orgs"]}))
+    out = tmp_path / "out"
+    assert main(["migrate", "zitadel", f"--export={path}", f"--output={out / 'importBody.json'}"]) == 0
+    manifest = json.loads((out / "importBody.manifest.json").read_text())
+    assert manifest["counts"]["human_users_written"] == 3
+    assert sum(manifest["password_hashes"].values()) == 3
+    assert manifest["dead_letters_by_reason"] == {"zitadel-export": {"duplicate-user-id": 1}}

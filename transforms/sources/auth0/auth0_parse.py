@@ -338,6 +338,11 @@ class _ParseUnitFn(beam.DoFn):
                 profile, user_id, derived, fallback
             )
         roles = self._roles(profile, problem)
+        written = self._written_pairs.get(tallies)
+        if written is None:  # one pair per list of names: pickle then writes it once per blob
+            written = (tallies, b"")
+            if len(self._written_pairs) < 10_000:
+                self._written_pairs[tallies] = written
         return (
             sortkey[0],
             sortkey[1],
@@ -347,7 +352,7 @@ class _ParseUnitFn(beam.DoFn):
             problem,
             entry_json,
             meta_json,
-            self._written_pairs.setdefault(tallies, (tallies, b"")),
+            written,
             raw,
             roles,
         )
