@@ -29,8 +29,14 @@ from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 
-USERS = 60  # day 1: 1..60; 55..60 are blocked at the source on day 1
-NEW = range(61, 67)  # day 2's new users
+USERS = 60  # day 1: 1..60; the last tenth (55..60) are blocked at the source on day 1; day 2 adds 6
+
+
+def _blocked_from(users: int) -> int:
+    """The first of day 1's users blocked at the source (the last tenth)."""
+    return users - users // 10 + 1
+
+
 _PATHS = ("/v2/users/*", "/management/v1/*", "/admin/v1/import")
 # Answers that mean "the effect you asked for is already there": a change sent after it landed.
 _ALREADY = re.compile(
@@ -53,25 +59,25 @@ def _uid(n: int) -> str:
     return f"auth0|{n:024d}"
 
 
-def _day1(hashes: list[str]) -> tuple[list[dict], list[dict]]:
+def _day1(hashes: list[str], users: int = USERS) -> tuple[list[dict], list[dict]]:
     profiles = []
-    for n in range(1, USERS + 1):
+    for n in range(1, users + 1):
         extra: dict = {"app_metadata": {"plan": "gold"}}
         if n % 10 == 8:
             extra["phone_number"] = f"+4179123{n:04d}"
             extra["phone_verified"] = True
         if n % 10 == 9:
             extra["email_verified"] = False  # an initial user at ZITADEL
-        if n >= 55:
+        if n >= _blocked_from(users):
             extra["blocked"] = True
         profiles.append(_profile(n, **extra))
-    return profiles, [_password(n, hashes[n % 2]) for n in range(1, USERS + 1)]
+    return profiles, [_password(n, hashes[n % 2]) for n in range(1, users + 1)]
 
 
-def _day2(hashes: list[str]) -> tuple[list[dict], list[dict]]:
+def _day2(hashes: list[str], users: int = USERS) -> tuple[list[dict], list[dict]]:
     """Every kind of change a live source makes in a day, spread over the users."""
     profiles, passwords = [], []
-    for n in [*range(1, USERS + 1), *NEW]:
+    for n in range(1, users + users // 10 + 1):  # a tenth more: day 2's new users
         extra: dict = {"app_metadata": {"plan": "gold"}}
         if n % 10 == 8:
             extra["phone_number"] = f"+4179123{n:04d}"
@@ -79,7 +85,7 @@ def _day2(hashes: list[str]) -> tuple[list[dict], list[dict]]:
         if n % 10 == 9:
             extra["email_verified"] = False
         kind = n % 10
-        if n > USERS or n >= 55:
+        if n >= _blocked_from(users):
             pass  # new users; day 1's blocked users are unblocked
         elif kind == 0:
             continue  # removed from the export
@@ -103,7 +109,7 @@ def _day2(hashes: list[str]) -> tuple[list[dict], list[dict]]:
         if "email" in extra:
             profile["email"] = extra["email"]
         profiles.append(profile)
-        password = hashes[2 + n % 2] if kind in (2, 5) or n > USERS else hashes[n % 2]
+        password = hashes[2 + n % 2] if kind in (2, 5) or n > users else hashes[n % 2]
         if "email" in extra:
             passwords.append({**_password(n, password), "email": extra["email"]})
         else:
@@ -161,7 +167,7 @@ def _assert_holds_day2(server: ZitadelServer, tmp_path) -> None:
     held = _held(server)
     states = server.state.user_states
     blocked = {p["user_id"] for p in profiles if p.get("blocked")}
-    removed = {_uid(n) for n in range(1, 55) if n % 10 == 0}
+    removed = {_uid(n) for n in range(1, _blocked_from(USERS)) if n % 10 == 0}
     kept = [(p, pw) for p, pw in zip(profiles, passwords, strict=True) if p["user_id"] not in blocked]
     fresh = _fresh_import(tmp_path / "fresh", [p for p, _ in kept], [pw for _, pw in kept])
     for uid, expected in fresh.items():
@@ -273,7 +279,7 @@ def test_the_closing_line_names_what_failed_when_only_changes_failed(tmp_path, c
         pws = [_password(1, hashes[0]), _password(2, hashes[1])]
         assert night.run([_profile(1), _profile(2)], pws, "--quiet") == 0
         # Every attempt of user 1's update is refused before it is applied: the change fails.
-        server.faults.inject("503", count=6, path="/v2/users/human/*")
+        server.faults.inject("503", count=12, path="/v2/users/human/*")  # both of the night's tries
         capsys.readouterr()
         assert night.run([_profile(1, family_name="Changed"), _profile(2)], pws, "--quiet") == 1
         captured = capsys.readouterr()

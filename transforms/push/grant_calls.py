@@ -151,6 +151,8 @@ def write_grant(
             return sent[0]
         except admin_api.RetriesExhausted as err:
             if attempt >= client.max_attempts:
+                if err.status == 0:  # the whole write went unanswered: one for the no-answer stop
+                    client.stop.record(False, err.message)
                 raise
             client.backoff(attempt, err.retry_after)
 

@@ -271,6 +271,8 @@ class _UserCalls:
                 if unknown and result.unknown_at is None:
                     result.unknown_at = sent_at
                 if not isinstance(err, admin_api.RetriesExhausted) or attempt >= client.max_attempts:
+                    if err.status == 0:  # the whole write went unanswered: one for the no-answer stop
+                        client.stop.record(False, err.message)
                     raise
                 retry_after = err.retry_after
             client.backoff(attempt, retry_after)

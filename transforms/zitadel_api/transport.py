@@ -149,6 +149,9 @@ class Retrier:
             raise ValueError("max_attempts must be at least 1")
         self.max_attempts, self.base, self.cap = max_attempts, base, cap
         self._sleep, self._rng = sleep, rng
+        # False for one attempt of a caller's own loop: the caller tells the no-answer stop once
+        # its loop is over (NoAnswerStop.record), not after each attempt (a 30% loss would trip it).
+        self.whole_request = True
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         backoff = self._rng() * min(self.cap, self.base * 2 ** (attempt - 1))
@@ -160,7 +163,9 @@ class Retrier:
     def single(self) -> Retrier:
         """One attempt, the same backoff: for a caller that decides itself whether to send again
         (a call whose outcome it reads back first, transforms/sync/sync_calls.py)."""
-        return Retrier(1, self.base, self.cap, self._sleep, self._rng)
+        once = Retrier(1, self.base, self.cap, self._sleep, self._rng)
+        once.whole_request = False
+        return once
 
 
 @dataclasses.dataclass
@@ -275,7 +280,7 @@ def send_with_retries(
             continue
         if failure.kind != "retry" or attempt >= retrier.max_attempts:
             stats.bump("failures")
-            if stop is not None:
+            if stop is not None and (retrier.whole_request or failure.status != 0):
                 stop.record(failure.status != 0, failure.message)
             raise error_for(failure, path, attempt, method)
         if failure.status == 429:
