@@ -31,7 +31,13 @@ case "$mode" in
     # `./run_local.sh test tests/test_x.py` runs that file; other arguments (-k, -x) the whole suite.
     where=tests
     for arg in "$@"; do [ -e "${arg%%::*}" ] && where=""; done
-    exec .venv/bin/python -m pytest -q $where "$@"
+    # Worker processes (pytest-xdist): most of the suite's time is waiting (sockets, subprocesses,
+    # Beam's start-up), so more workers than cores; TEST_WORKERS=0 runs in this one process.
+    # `--dist loadgroup`: the tests sharing a module fixture stay together (tests/conftest.py).
+    # Bytecode is written (the machine's PYTHONDONTWRITEBYTECODE would have each worker and each
+    # CLI subprocess recompile the project and re-rewrite every test module's asserts).
+    unset PYTHONDONTWRITEBYTECODE
+    exec .venv/bin/python -m pytest -q -n "${TEST_WORKERS:-4}" --dist loadgroup $where "$@"
     ;;
   run)
     mkdir -p out

@@ -29,6 +29,9 @@ DATAFLOW = ["apache-beam[gcp]>=2.77,<3"]
 
 TESTS = DATAFLOW + [
     "pytest>=8",
+    # Runs the suite in worker processes (`./run_local.sh test`): most of a test's time is spent
+    # waiting on sockets, subprocesses and Beam's start-up, so workers overlap the waits.
+    "pytest-xdist>=3.6",
     # The packaging test builds a wheel without build isolation (no download per run).
     "setuptools>=61",
     "wheel>=0.40",

@@ -21,7 +21,7 @@ import argparse
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import (
@@ -32,7 +32,7 @@ from pipeline.migrate_options import (
     role_settings,
 )
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import shared_summary_lines, users_lines
+from pipeline.report import SummaryLine, shared_summary_lines, users_lines
 from transforms.common import counters
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
@@ -103,8 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    lines: list[tuple[str, Any]] = [
+def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    lines: list[SummaryLine] = [
         ("profiles read", counts.get(a0.READ_COUNTERS[a0.Kind.PROFILES], 0)),
         ("password records read", counts.get(a0.READ_COUNTERS[a0.Kind.PASSWORDS], 0)),
     ]

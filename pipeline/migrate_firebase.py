@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, common_args
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import shared_summary_lines, users_lines
+from pipeline.report import SummaryLine, shared_summary_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
@@ -71,8 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(on_unsupported_hash="import-without-password")
 
 
-def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, object]]:
-    lines: list[tuple[str, object]] = [
+def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    lines: list[SummaryLine] = [
         ("users read", counts.get(fb.USERS_READ, 0)),
         *users_lines(counts),
     ]
@@ -100,7 +100,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, object]]:
     return lines + shared_summary_lines(counts, fb.PREFIX)
 
 
-def _hash_config_lines(recorded: Mapping[str, object]) -> list[tuple[str, object]]:
+def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
     """The summary's rows for ``--hash-config`` (never a key's value)."""
     keys = [name for name in ("signer_key", "salt_separator") if recorded.get(f"{name}_given")]
     return [
@@ -146,7 +146,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     def add_source(pipeline, tmp_dir: str):
         return pipeline | "ReadFirebase" >> ReadFirebaseUsers(files, options, NUM_PARTITIONS, tmp_dir)
 
-    def lines(counts: Mapping[str, int]) -> list[tuple[str, object]]:
+    def lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         return summary_lines(counts) + (_hash_config_lines(recorded) if recorded is not None else [])
 
     extra: dict[str, object] = {"firebase_files": [_listed(f) for f in files]}

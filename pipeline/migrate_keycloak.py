@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import shared_summary_lines, users_lines
+from pipeline.report import SummaryLine, shared_summary_lines, users_lines
 from transforms.common import counters
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
@@ -76,8 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_role_arguments(parser, "keycloak")
 
 
-def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
-    lines: list[tuple[str, Any]] = [
+def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    lines: list[SummaryLine] = [
         ("users read", counts.get(kc.USERS_READ, 0)),
         *users_lines(counts),
         ("converted, by hash algorithm", ""),

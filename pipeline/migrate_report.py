@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline import signals
 from pipeline.layout import OutputLayout
 from pipeline.preflight import check_written
-from pipeline.report import summary_table
+from pipeline.report import SummaryLine, summary_table
 from transforms.common import counters
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["FinishedRun", "report_and_push", "partial_input_lines"]
 
 # A source's summary rows: counts → (label, value) rows (pipeline/report.py summary_table).
-SummaryLines = Callable[[Mapping[str, int]], list[tuple[str, Any]]]
+SummaryLines = Callable[[Mapping[str, int]], list[SummaryLine]]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

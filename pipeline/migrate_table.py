@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
-from pipeline.report import shared_summary_lines, users_lines
+from pipeline.report import SummaryLine, shared_summary_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
@@ -93,8 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_role_arguments(parser, "table")
 
 
-def summary_lines(counts: Mapping[str, int]) -> list[tuple[str, object]]:
-    lines: list[tuple[str, object]] = [
+def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    lines: list[SummaryLine] = [
         ("records read", counts.get(ta.RECORDS_READ, 0)),
         *users_lines(counts),
         ("converted, by hash", ""),

@@ -205,10 +205,10 @@ class SplitResult:
     seconds: float
 
     def summary(self) -> str:
-        from pipeline.report import summary_table
+        from pipeline.report import SummaryLine, summary_table
 
         c = self.counts
-        lines: list[tuple[str, Any]] = [
+        lines: list[SummaryLine] = [
             ("organizations", c.get("orgs", 0)),
             ("items read", c.get("items_read", 0)),
             ("  human users", c.get("human_users", 0)),

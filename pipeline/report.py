@@ -18,6 +18,7 @@ from transforms.sources.keycloak import keycloak_accounting as kc
 __all__ = [
     "counters_from_result",
     "summary_table",
+    "SummaryLine",
     "users_lines",
     "dead_letter_totals",
     "shared_summary_lines",
@@ -26,6 +27,9 @@ __all__ = [
 ]
 
 # Distinct unknown field names the manifest lists by name; the rest are summed as `other`.
+
+# One row of a summary table: a label and a count, or a label and a text ("" under a heading).
+SummaryLine = tuple[str, int | str]
 
 
 def counters_from_result(result) -> dict[str, int]:
@@ -48,7 +52,7 @@ def dead_letter_totals(counts: Mapping[str, int]) -> dict[str, dict[str, int]]:
     return out
 
 
-def summary_table(title: str, lines: list[tuple[str, Any]]) -> str:
+def summary_table(title: str, lines: list[SummaryLine]) -> str:
     """A two-column table; rows whose label starts with two spaces are indented details."""
     width = max([len(label) for label, _ in lines] + [20])
     out = [title, "-" * (width + 14)]
@@ -61,13 +65,13 @@ def summary_table(title: str, lines: list[tuple[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def users_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
+def users_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     """Users written to import bodies and, with ``--state``, users compared with the state
     instead (already in ZITADEL), each with and without a password: the accounting line's
     ``written`` and ``compared with the state`` (docs/sync.md)."""
     written = counts.get(counters.USERS_WRITTEN, 0)
     with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
-    lines: list[tuple[str, Any]] = [
+    lines: list[SummaryLine] = [
         ("users written", written),
         ("  with password", with_pw),
         ("  without password", written - with_pw),
@@ -83,15 +87,13 @@ def users_lines(counts: Mapping[str, int]) -> list[tuple[str, Any]]:
     return lines
 
 
-def shared_summary_lines(
-    counts: Mapping[str, int], source: str, idp_map: bool = True
-) -> list[tuple[str, Any]]:
+def shared_summary_lines(counts: Mapping[str, int], source: str, idp_map: bool = True) -> list[SummaryLine]:
     """The rows every migrate summary ends with: dropped fields, metadata, dead letters by reason.
 
     ``source`` is the counter prefix of the source's own metadata counters (``auth0``, ``keycloak``).
     ``idp_map``: the command has ``--idp-map`` (the hint for users who cannot sign in names it).
     """
-    lines: list[tuple[str, Any]] = [
+    lines: list[SummaryLine] = [
         ("phones dropped (not +..., or > 50 chars)", counts.get(counters.note(validate.PHONE_DROPPED), 0)),
         (
             "languages dropped (no valid base language)",
@@ -175,11 +177,11 @@ def _renamed(counts: Mapping[str, int], prefixes: Mapping[str, str]) -> dict[str
     return dict(sorted(out.items()))
 
 
-def not_carried_lines(counts: Mapping[str, int], idp_map: bool = True) -> list[tuple[str, Any]]:
+def not_carried_lines(counts: Mapping[str, int], idp_map: bool = True) -> list[SummaryLine]:
     """Summary rows for :func:`not_carried_fields`, with what to do about users who cannot sign in
     (``idp_map``: the command has ``--idp-map``, which the hint then names)."""
     fields = not_carried_fields(counts)
-    lines: list[tuple[str, Any]] = []
+    lines: list[SummaryLine] = []
     cannot = fields["cannot_sign_in_yet"]
     lines.append(("cannot sign in yet (no password, no IdP link)", cannot))
     if cannot and idp_map:

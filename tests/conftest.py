@@ -107,27 +107,75 @@ def _v2_requests_meet_zitadel_schema():
         )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``-n`` workers with ``--dist loadgroup`` (``run_local.sh``), the tests of a module
+    that share a module-scoped fixture stay in one worker, which builds it once (a 200,000-user
+    export, a portable job service); every other test goes to whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        scopes = {
+            definition.scope
+            for name in getattr(item, "fixturenames", ())
+            for definition in (info.name2fixturedefs.get(name, ()) if info else ())
+        }
+        if scopes & {"module", "class", "package"}:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _xdist_controller(config) -> bool:
+    """The process that hands tests to ``-n`` workers (pytest-xdist) and runs none itself."""
+    return not _xdist_worker(config) and getattr(config.option, "dist", "no") != "no"
+
+
+_FROM_WORKERS: dict[str, list] = {"problems": [], "bodies": [], "v2_requests": []}
+
+
 def pytest_sessionfinish(session, exitstatus):
-    base = (
-        session.config._tmp_path_factory.getbasetemp()
-        if hasattr(session.config, "_tmp_path_factory")
-        else None
-    )
-    if base is None or not Path(base).is_dir():
+    config = session.config
+    if _xdist_controller(config):  # each worker checked its own temporary folder (below)
+        if _FROM_WORKERS["problems"]:
+            session.exitstatus = 1
+            print("\nbodies refused by ZITADEL's schema:\n" + "\n".join(_FROM_WORKERS["problems"][:20]))
         return
-    problems = schema_problems(Path(base))
-    if problems:
+    base = config._tmp_path_factory.getbasetemp() if hasattr(config, "_tmp_path_factory") else None
+    problems = schema_problems(Path(base)) if base is not None and Path(base).is_dir() else []
+    if _xdist_worker(config):  # the worker's exit status is not the run's: tell the controller
+        v2 = sys.modules.get("schema_check_v2")
+        config.workeroutput["schema"] = {
+            "problems": problems,
+            "bodies": len(_SCHEMA_CHECKED),
+            "v2_requests": v2.checker().checked if v2 is not None and v2.checker.cache_info().currsize else 0,
+        }
+    elif problems:
         session.exitstatus = 1
         print("\nbodies refused by ZITADEL's schema:\n" + "\n".join(problems[:20]))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A ``-n`` worker's session-end schema check and counts, kept for the summary (xdist hook)."""
+    found = getattr(node, "workeroutput", {}).get("schema")
+    if found:
+        _FROM_WORKERS["problems"] += found["problems"]
+        _FROM_WORKERS["bodies"].append(found["bodies"])
+        _FROM_WORKERS["v2_requests"].append(found["v2_requests"])
+
+
 def pytest_terminal_summary(terminalreporter):
-    terminalreporter.write_line(
-        f"schema: {len(_SCHEMA_CHECKED)} import bodies checked against ZITADEL's published schema"
-    )
-    v2 = sys.modules.get("schema_check_v2")
-    if v2 is not None and v2.checker.cache_info().currsize:
-        terminalreporter.write_line(f"schema: {v2.checker().checked} user service v2 requests checked")
+    if _xdist_controller(terminalreporter.config):
+        bodies, v2_requests = sum(_FROM_WORKERS["bodies"]), sum(_FROM_WORKERS["v2_requests"])
+    else:
+        v2 = sys.modules.get("schema_check_v2")
+        bodies = len(_SCHEMA_CHECKED)
+        v2_requests = v2.checker().checked if v2 is not None and v2.checker.cache_info().currsize else 0
+    terminalreporter.write_line(f"schema: {bodies} import bodies checked against ZITADEL's published schema")
+    if v2_requests:
+        terminalreporter.write_line(f"schema: {v2_requests} user service v2 requests checked")
 
 
 @pytest.fixture(scope="session")

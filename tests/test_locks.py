@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from busy_machine import assert_within_pace, timed
 from test_outputs_guarded import auth0, lay_out, tree
 
 from pipeline.cli import main
@@ -221,9 +222,18 @@ def test_two_concurrent_runs_on_one_output(tmp_path):
         text=True,
         timeout=60,
     )
+    elapsed = time.monotonic() - started
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
     assert f"pid {first.pid}" in second.stderr and "--break-lock" in second.stderr
-    assert time.monotonic() - started < 10  # at once (the CLI's own start-up included)
+
+    def refused_for_a_missing_input() -> None:  # the baseline: the CLI's start-up and a refusal
+        missing = [a if not a.startswith("--users=") else f"--users={tmp_path}/none.json" for a in argv]
+        done = subprocess.run(
+            [sys.executable, "-m", "pipeline", *missing], cwd=tmp_path, env=env, capture_output=True
+        )
+        assert done.returncode == 2, done.stderr
+
+    assert_within_pace(elapsed, 10, lambda: timed(refused_for_a_missing_input), "the refusal")  # at once
     out_text, err_text = first.communicate(timeout=300)
     assert first.returncode == 0, err_text.decode()[-2000:]
     assert b"[ok]" in out_text

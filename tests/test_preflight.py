@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from busy_machine import assert_within_pace
 
 from pipeline import preflight
 from transforms.common.errors import ConfigError
@@ -21,6 +22,14 @@ from transforms.common.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[1]
 DATAFLOW = ["--runner=DataflowRunner", "--project=p", "--region=europe-west1", "--temp_location=gs://b/tmp"]
 BOUND_SECONDS = 20.0  # what the issue asks; the check itself takes well under a second
+
+
+def _help_seconds(args: list[str], tmp_path: Path) -> float:
+    """The baseline on a busy machine: the same command's ``--help`` (the same start-up and
+    imports, no check, no network)."""
+    done, seconds = _run([*args[:2], "--help"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    return seconds
 
 
 def _run(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, float]:
@@ -96,7 +105,7 @@ def test_remote_runner_with_local_path_exits_2_naming_gs(tmp_path, args, flag):
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"zitadel-beam: error: {flag} ")
     assert "gs://" in lines[0] and "DataflowRunner" in lines[0]
-    assert seconds < BOUND_SECONDS
+    assert_within_pace(seconds, BOUND_SECONDS, lambda: _help_seconds(args, tmp_path), "the refusal")
     assert not list(tmp_path.glob("**/*.json")), "nothing may be written"
 
 
@@ -117,7 +126,7 @@ def test_remote_runner_without_temp_location_exits_2(tmp_path):
         "zitadel-beam: error: DataflowRunner needs --temp_location=gs://BUCKET/tmp "
         "(spill files and staging go there; docs/runners.md)"
     )
-    assert seconds < BOUND_SECONDS
+    assert_within_pace(seconds, BOUND_SECONDS, lambda: _help_seconds(args, tmp_path), "the refusal")
 
 
 def test_dataflow_without_its_client_is_one_line(monkeypatch):

@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from busy_machine import assert_within_pace, timed
 from zitadel_fixtures import PAT, fast_client, leaked_secrets, write_manifest, zitadel_fixture  # noqa: F401 - pytest fixtures, used by name
 from zitadel_server import FAULT_KINDS, ZitadelServer
 
@@ -228,9 +229,15 @@ def test_configuration_errors_are_one_line_and_exit_2(zitadel, tmp_path, monkeyp
         base["--manifest"] = str(tmp_path / "missing.manifest.json")
     started = time.monotonic()
     rc = main(["push", *[x for kv in base.items() for x in kv]])
+    elapsed = time.monotonic() - started
     err = capsys.readouterr().err
     assert rc == 2 and expected in err and len(err.strip().splitlines()) == 1
-    assert time.monotonic() - started < 15  # seconds, not the minutes of a full retry budget
+
+    def missing_manifest() -> None:  # the baseline: a refusal before any call
+        assert main(["push", "--url", zitadel.url, "--manifest", str(tmp_path / "none.manifest.json")]) == 2
+
+    # Seconds, not the minutes of a full retry budget.
+    assert_within_pace(elapsed, 15, lambda: timed(missing_manifest), "the refusal")
 
 
 def test_bad_token_fails_fast_at_the_probe(zitadel, tmp_path, monkeypatch, capsys):

@@ -53,10 +53,12 @@ def test_backoff_grows_exponentially_with_full_jitter():
 
 
 def test_client_timeout_is_retried_and_the_lost_work_shows_as_already_existing(zitadel):
-    zitadel.faults.slow_seconds = 1.0
+    # The timeout is far from both the slow answer and a quick one, so that a busy machine, which
+    # slows every answer, turns no quick answer into a second timeout.
+    zitadel.faults.slow_seconds = 6.0
     zitadel.faults.inject("slow")
     client = fast_client(zitadel.url, TOKEN)
-    answer = client.import_data(_body("u1", "u2"), timeout=0.3)
+    answer = client.import_data(_body("u1", "u2"), timeout=2.0)
     # The first call did the work, its answer was lost: the retry reports the users as existing.
     messages = [e["message"] for e in answer["errors"] if e["type"] == "human_user"]
     assert messages == ["ID=COMMAND-ziuna Message=Errors.User.AlreadyExisting"] * 2

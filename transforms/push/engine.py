@@ -139,6 +139,10 @@ def push_manifest(
 ) -> PushReport:
     """Push every body of a loaded manifest; resumable through the ledger in ``results_dir``.
 
+    >>> report = push_manifest("out/importBody.manifest.json", "https://x.zitadel.cloud",
+    ...                        load_credentials(token_file="pat"), concurrency=2)  # doctest: +SKIP
+    >>> report.ok, report.created, report.present, report.failed  # doctest: +SKIP
+
     Raises ConfigError for a bad manifest, URL or credential (the probe call). With
     ``hash_policy`` (the target's verifiers and limits), a warning names the manifest's hashes that
     target would refuse (docs/password-hashes.md). ``then``: what runs after the bodies, on the
