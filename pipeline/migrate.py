@@ -97,26 +97,32 @@ def build_pipeline(
     source = add_source(pipeline, layout.tmp_dir)
     compared = []  # with --state: the users compared with the state count as written ones
     if sync is not None:
-        from transforms.sync.compare import CompareWithState
+        from transforms.sync.compare import CompareWithState, SourceUsers
 
         options, shards = sync
-        synced = source["rows"] | "Sync" >> CompareWithState(
-            options, shards, layout.tmp_dir, dead=source["dead"]
+        synced = SourceUsers(source["rows"], source["dead"]) | "Sync" >> CompareWithState(
+            options, shards, layout.tmp_dir
         )
-        compared = [synced["written"]]
+        compared = [synced.written]
         # Roles come from every user read, new or not: the catalogue stays whole.
-        source = {**synced, **({"roles": source["roles"]} if "roles" in source else {})}
+        source = {
+            "rows": synced.rows,
+            "dead": synced.dead,
+            **({"roles": source["roles"]} if "roles" in source else {}),
+        }
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
-    role_losers = None
+    rows = source["rows"]
     if "roles" in source:
+        from transforms.output.bodies import RowsWithRoles
         from transforms.output.grants import ResolveRoles
 
-        role_losers = source["roles"] | "Roles" >> ResolveRoles(defined_roles or [], layout.tmp_dir)
-    bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir, role_losers)
-    dead = (source["dead"], bodies["dead"]) | "AllDeadLetters" >> beam.Flatten()
+        losers = source["roles"] | "Roles" >> ResolveRoles(defined_roles or [], layout.tmp_dir)
+        rows = RowsWithRoles(rows, losers)
+    bodies = rows | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
+    dead = (source["dead"], bodies.dead) | "AllDeadLetters" >> beam.Flatten()
     _ = dead | "DeadLetters" >> WriteDeadLetterShards(layout.tmp_dir)
     # Counts and lists about users written come from the users kept (after de-duplication).
-    written = (bodies["written"], *compared) | "AllWritten" >> beam.Flatten()
+    written = (bodies.written, *compared) | "AllWritten" >> beam.Flatten()
     _ = written | "CountWritten" >> CountWrittenUsers(layout.tmp_dir)
     return pipeline
 

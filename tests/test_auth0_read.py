@@ -209,7 +209,7 @@ def test_read_then_bodies(tmp_path):
     with pipeline() as p:
         source = p | reader(tmp_path, profile_files, password_files, Auth0Options(), 4)
         out = source["rows"] | UsersToBodies(BodySpec("7", "5m0s", 100), str(body_dir))
-        bodies = out["bodies"] | beam.Map(lambda path: _body_summary(path)[2])
-        dead = (source["dead"], out["dead"]) | beam.Flatten() | beam.Map(_dead_key)
+        bodies = out.bodies | beam.Map(lambda path: _body_summary(path)[2])
+        dead = (source["dead"], out.dead) | beam.Flatten() | beam.Map(_dead_key)
         assert_that(bodies, equal_to([tuple(f"auth0|{i}" for i in range(9))]), label="OneBodyInInputOrder")
         assert_that(dead, equal_to([("auth0-profile", Reason.DUPLICATE_USER_ID, "auth0|3")]), label="Dead")

@@ -63,8 +63,8 @@ def test_users_to_bodies_duplicates_and_batching(tmp_path):
     ]
     with pipeline() as p:
         out = p | beam.Create(elements) | UsersToBodies(BodySpec("42", "5m0s", 2), str(tmp_path))
-        bodies = out["bodies"] | "ReadBodies" >> beam.Map(_body_summary)
-        dead = out["dead"] | "DeadKeys" >> beam.Map(_dead_key)
+        bodies = out.bodies | "ReadBodies" >> beam.Map(_body_summary)
+        dead = out.dead | "DeadKeys" >> beam.Map(_dead_key)
         assert_that(
             bodies,
             equal_to(
@@ -94,10 +94,10 @@ def test_users_to_bodies_full_partitions_and_remainders(tmp_path):
     elements = [(0, encode_rows(rows[:4])), (1, encode_rows(rows[4:]))]
     with pipeline() as p:
         out = p | beam.Create(elements) | UsersToBodies(BodySpec("1", "30m0s", 3), str(tmp_path))
-        bodies = out["bodies"] | beam.Map(lambda path: _body_summary(path)[2])
+        bodies = out.bodies | beam.Map(lambda path: _body_summary(path)[2])
         # partition 0 fills one body (u0-u2) and leaves u3; partition 1 fills one (u4-u6)
         assert_that(bodies, equal_to([("u0", "u1", "u2"), ("u4", "u5", "u6"), ("u3",)]), label="Bodies")
-        assert_that(out["dead"], equal_to([]), label="NoDuplicates")
+        assert_that(out.dead, equal_to([]), label="NoDuplicates")
 
 
 def test_users_to_bodies_rejects_batch_size_zero(tmp_path):
@@ -111,5 +111,5 @@ def test_users_to_bodies_remainders_merge_across_partitions(tmp_path):
     elements = [(part, encode_rows([rows[i] for i in range(5) if i % 3 == part])) for part in range(3)]
     with pipeline() as p:
         out = p | beam.Create(elements) | UsersToBodies(BodySpec("1", "5m0s", 4), str(tmp_path))
-        bodies = out["bodies"] | beam.Map(lambda path: _body_summary(path)[2])
+        bodies = out.bodies | beam.Map(lambda path: _body_summary(path)[2])
         assert_that(bodies, equal_to([("u0", "u1", "u2", "u3"), ("u4",)]), label="InputOrderAcrossPartitions")

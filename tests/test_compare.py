@@ -16,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.common.records import dead_letter, decode_rows, encode_rows
 from transforms.files.spill import read_spill
-from transforms.sync.compare import CompareWithState, SyncOptions, change_shard_name
+from transforms.sync.compare import CompareWithState, SourceUsers, SyncOptions, change_shard_name
 from transforms.sync.state import encode_shard
 from transforms.sync.state_records import INACTIVE, quick_digest, state_record
 
@@ -50,14 +50,11 @@ def test_unchanged_changed_new_gone_and_dead_lettered_users(tmp_path):
     options = SyncOptions(org_id="1", source="auth0", partitions=1, on_removed="deactivate")
     with beam.Pipeline() as p:
         dead = p | "Dead" >> beam.Create([letter])
-        out = (
-            p
-            | beam.Create([(0, encode_rows(rows))])
-            | CompareWithState(options, {0: str(shard)}, str(tmp), dead=dead)
-        )
-        notes = out["dead"] | beam.Map(lambda d: orjson.loads(d[1]).get("sync", "")[:38])
+        rows_in = p | beam.Create([(0, encode_rows(rows))])
+        out = SourceUsers(rows_in, dead) | CompareWithState(options, {0: str(shard)}, str(tmp))
+        notes = out.dead | beam.Map(lambda d: orjson.loads(d[1]).get("sync", "")[:38])
         assert_that(notes, equal_to(["user 'unreadable' is in the sync state"]), label="DeadLetterNoted")
-        assert_that(out["changes"], equal_to([os.path.join(str(tmp), change_shard_name(0))]), label="Changes")
+        assert_that(out.changes, equal_to([os.path.join(str(tmp), change_shard_name(0))]), label="Changes")
     (new_path,) = glob.glob(str(tmp / "sync-new-*.pkl"))
     assert [row[2] for row in decode_rows(read_spill(new_path))] == ["new"]
     changes = [orjson.loads(line) for line in (tmp / change_shard_name(0)).read_bytes().splitlines()]

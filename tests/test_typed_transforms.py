@@ -59,22 +59,22 @@ def test_readers_declare_what_they_emit(tmp_path):
         )
     # And what they emit is what the next steps take: wiring them builds.
     bodies = auth0["rows"] | UsersToBodies(_spec(), str(tmp_path))
-    _ = bodies["dead"] | WriteDeadLetterShards(str(tmp_path))
-    assert bodies["bodies"].element_type is str
+    _ = bodies.dead | WriteDeadLetterShards(str(tmp_path))
+    assert bodies.bodies.element_type is str
 
 
 def test_compare_with_state_takes_rows_and_gives_rows_changes_and_dead_letters(tmp_path):
-    from transforms.sync.compare import CompareWithState, SyncOptions
+    from transforms.sync.compare import CompareWithState, SourceUsers, SyncOptions
 
     options = SyncOptions(org_id="1", source="auth0", partitions=4)
     p = beam.Pipeline()
     source = p | "Auth0" >> ReadAuth0Users([], [], Auth0Options(), 2, str(tmp_path))
-    out = source["rows"] | CompareWithState(options, {}, str(tmp_path), dead=source["dead"])
+    out = SourceUsers(source["rows"], source["dead"]) | CompareWithState(options, {}, str(tmp_path))
     rows_type = beam.typehints.native_type_compatibility.convert_to_beam_type(PartitionRows)
     dead_type = beam.typehints.native_type_compatibility.convert_to_beam_type(DeadLetter)
-    assert out["rows"].element_type == rows_type
-    assert out["dead"].element_type == dead_type and out["changes"].element_type is str
-    _ = out["rows"] | UsersToBodies(_spec(), str(tmp_path))  # new users go on to the bodies
+    assert out.rows.element_type == rows_type
+    assert out.dead.element_type == dead_type and out.changes.element_type is str
+    _ = out.rows | UsersToBodies(_spec(), str(tmp_path))  # new users go on to the bodies
     wrong = p | "Wrong" >> beam.Create(["not rows"])
     with pytest.raises(TypeCheckError):
-        _ = wrong | "WrongSync" >> CompareWithState(options, {}, str(tmp_path), dead=source["dead"])
+        _ = SourceUsers(wrong, source["dead"]) | "WrongSync" >> CompareWithState(options, {}, str(tmp_path))

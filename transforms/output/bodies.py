@@ -33,7 +33,7 @@ import collections
 import hashlib
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 import orjson
@@ -322,30 +322,47 @@ class _ChunkRemaindersFn(_BodyWriterFn):
                 yield self._write(chunk)
 
 
-@beam.typehints.with_input_types(PartitionRows)
+class RowsWithRoles(NamedTuple):
+    """What ``UsersToBodies`` takes when grants are written: the rows, and the singleton
+    frozenset of (project, key) that lost a case collision (``grants.ResolveRoles``)."""
+
+    rows: beam.PCollection[PartitionRows]
+    role_losers: beam.PCollection[Losers]
+
+
+class Bodies(NamedTuple):
+    """What ``UsersToBodies`` returns."""
+
+    bodies: beam.PCollection[str]  # the temporary bodies' paths
+    dead: beam.PCollection[DeadLetter]  # duplicates
+    written: beam.PCollection[Written]  # the written users' tallies (transforms/output/written.py)
+
+
 class UsersToBodies(beam.PTransform):
-    """``(partition, rows)`` → ``{'bodies': temp body paths, 'dead': duplicate dead letters,
-    'written': the written users' tallies}``.
+    """``(partition, rows)`` (or ``RowsWithRoles``) → ``Bodies(bodies, dead, written)``.
 
     ``rows`` is a blob from ``records.encode_rows``/``pack_rows`` or the path of a spill file
     holding one; a partition may arrive as several elements.
+
+    Example::
+
+        bodies = source.rows | "ToBodies" >> UsersToBodies(spec, tmp_dir)
+        bodies = RowsWithRoles(rows, losers) | "ToBodies" >> UsersToBodies(spec, tmp_dir)
+        bodies.bodies, bodies.dead, bodies.written
     """
 
-    def __init__(self, spec: BodySpec, tmp_dir: str, role_losers: beam.PCollection | None = None):
+    def __init__(self, spec: BodySpec, tmp_dir: str):
         super().__init__()
         if spec.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._spec = spec
         self._tmp_dir = tmp_dir
-        # A singleton frozenset of (project, key) that lost a case collision (grants.ResolveRoles).
-        self._role_losers = role_losers
 
-    def expand(self, rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
-        """Returns ``{'bodies': PCollection[str], 'dead': PCollection[DeadLetter],
-        'written': PCollection[Written]}``."""
+    def expand(self, inputs: beam.PCollection[PartitionRows] | RowsWithRoles) -> Bodies:
+        rows, role_losers = inputs if isinstance(inputs, RowsWithRoles) else (inputs, None)
         losers = (
             rows
-            | "Claims" >> beam.ParDo(_ClaimsFn())
+            | "Claims" >> beam.ParDo(_ClaimsFn()).with_input_types(PartitionRows)
             | "GroupClaims" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.ParDo(_FindDuplicatesFn())
         )
@@ -356,11 +373,7 @@ class UsersToBodies(beam.PTransform):
             >> beam.ParDo(
                 _ChunkPartitionFn(self._spec, self._tmp_dir),
                 losers=beam.pvalue.AsDict(losers),
-                **(
-                    {"role_losers": beam.pvalue.AsSingleton(self._role_losers)}
-                    if self._role_losers is not None
-                    else {}
-                ),
+                **({"role_losers": beam.pvalue.AsSingleton(role_losers)} if role_losers is not None else {}),
             )
             .with_output_types(str, **{_DEAD: DeadLetter, _REMAINDER: Any, _WRITTEN: Written})
             .with_outputs(_DEAD, _REMAINDER, _WRITTEN, main="bodies")
@@ -371,4 +384,4 @@ class UsersToBodies(beam.PTransform):
             | "ChunkRemainders" >> beam.ParDo(_ChunkRemaindersFn(self._spec, self._tmp_dir))
         )
         bodies = (chunks.bodies, merged) | "AllBodies" >> beam.Flatten().with_output_types(str)
-        return {"bodies": bodies, "dead": chunks[_DEAD], "written": chunks[_WRITTEN]}
+        return Bodies(bodies, chunks[_DEAD], chunks[_WRITTEN])

@@ -29,11 +29,11 @@ state is never in one process. A user is:
 
 Example::
 
-    out = rows | "Sync" >> CompareWithState(options, pointer_shards, tmp, dead=dead)
-    out["rows"]     # (partition, spill path) of new users, for UsersToBodies
-    out["changes"]  # paths of change shard files in tmp
-    out["dead"]     # dead letters
-    out["written"]  # what the users compared with the state add to the run's counts
+    out = SourceUsers(rows, dead) | "Sync" >> CompareWithState(options, pointer_shards, tmp)
+    out.rows     # (partition, spill path) of new users, for UsersToBodies
+    out.changes  # paths of change shard files in tmp
+    out.dead     # dead letters
+    out.written  # what the users compared with the state add to the run's counts
 """
 
 from __future__ import annotations
@@ -84,7 +84,16 @@ from transforms.sync.state_records import (
     same_as_state,
 )
 
-__all__ = ["SyncOptions", "OnRemoved", "CompareWithState", "change_shard_name", "ON_REMOVED", "CHANGE_PREFIX"]
+__all__ = [
+    "SyncOptions",
+    "OnRemoved",
+    "SourceUsers",
+    "Compared",
+    "CompareWithState",
+    "change_shard_name",
+    "ON_REMOVED",
+    "CHANGE_PREFIX",
+]
 
 
 class OnRemoved(enum.StrEnum):
@@ -419,38 +428,47 @@ class _CompareFn(beam.DoFn):
             )
 
 
-@beam.typehints.with_input_types(PartitionRows)
-class CompareWithState(beam.PTransform):
-    """Source rows ``(partition, rows)`` → ``{'rows': new users' rows, 'changes': change file paths,
-    'dead': dead letters, 'written': the compared users' tallies}``.
+class SourceUsers(NamedTuple):
+    """What ``CompareWithState`` takes: a source's rows and its dead letters."""
 
-    ``dead`` is the source's dead letters (``DeadLetter``): the ones about a user in the state
-    are noted, and one that names no user holds removals back. ``shards`` maps a state partition
-    to the path of its shard (``StateStore.shard_paths``).
+    rows: beam.PCollection[PartitionRows]
+    dead: beam.PCollection[DeadLetter]
+
+
+class Compared(NamedTuple):
+    """What ``CompareWithState`` returns."""
+
+    rows: beam.PCollection[PartitionRows]  # the new users' rows: on to the bodies
+    changes: beam.PCollection[str]  # the change files' paths
+    dead: beam.PCollection[DeadLetter]  # the source's dead letters, noted where a user is in the state
+    written: beam.PCollection[Written]  # the compared users' tallies (they count as written)
+
+
+class CompareWithState(beam.PTransform):
+    """A source's ``SourceUsers(rows, dead)`` → ``Compared(rows, changes, dead, written)``.
+
+    The dead letters about a user in the state are noted, and one that names no user holds
+    removals back. ``shards`` maps a state partition to the path of its shard
+    (``StateStore.shard_paths``). Example::
+
+        compared = SourceUsers(rows, dead) | "Sync" >> CompareWithState(options, shards, tmp_dir)
+        compared.rows | "ToBodies" >> UsersToBodies(spec, tmp_dir)
     """
 
-    def __init__(
-        self,
-        options: SyncOptions,
-        shards: Mapping[int, str],
-        tmp_dir: str,
-        dead: beam.PCollection[DeadLetter],
-    ):
+    def __init__(self, options: SyncOptions, shards: Mapping[int, str], tmp_dir: str):
         super().__init__()
         if options.on_removed not in ON_REMOVED:
             raise ValueError(f"on_removed must be one of {ON_REMOVED}")
         self._options = options
         self._shards = dict(shards)
         self._tmp_dir = tmp_dir
-        self._dead = dead
 
-    def expand(self, source_rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
-        """Returns ``{'rows': PCollection[PartitionRows], 'changes': PCollection[str],
-        'dead': PCollection[DeadLetter], 'written': PCollection[Written]}``."""
+    def expand(self, source: SourceUsers) -> Compared:
         opts = self._options
-        pipeline = source_rows.pipeline
-        rows = source_rows | "RekeyRows" >> beam.ParDo(_RekeyRowsFn(opts.partitions, self._tmp_dir))
-        keyed = self._dead | "KeyDeadLetters" >> beam.ParDo(_KeyDeadLettersFn(opts)).with_outputs(
+        pipeline = source.rows.pipeline
+        rekey = beam.ParDo(_RekeyRowsFn(opts.partitions, self._tmp_dir)).with_input_types(PartitionRows)
+        rows = source.rows | "RekeyRows" >> rekey
+        keyed = source.dead | "KeyDeadLetters" >> beam.ParDo(_KeyDeadLettersFn(opts)).with_outputs(
             _PASS, _UNKNOWN, main="keyed"
         )
         unknown = keyed[_UNKNOWN] | "CountUnknownDead" >> beam.CombineGlobally(sum)
@@ -469,4 +487,4 @@ class CompareWithState(beam.PTransform):
         dead = (keyed[_PASS], compared[_DEAD_OUT]) | "SyncDeadLetters" >> beam.Flatten().with_output_types(
             DeadLetter
         )
-        return dict(rows=compared.rows, changes=compared[_CHANGES], dead=dead, written=compared[_WRITTEN])
+        return Compared(compared.rows, compared[_CHANGES], dead, compared[_WRITTEN])
