@@ -58,6 +58,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "pipeline.copy_instance",
         "copy organizations between instances: export, split, push, verify",
     ),
+    (
+        ("companion",),
+        "pipeline.companion",
+        "serve|setup|status the Actions v2 target that sets legacy passwords at first sign-in",
+    ),
 ]
 
 # Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).
