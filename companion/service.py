@@ -199,7 +199,8 @@ def create_app(
             _LOG.warning("refused call: body larger than %d bytes", max_body)
             return JSONResponse({"error": "body too large"}, status_code=413)
         try:
-            signature.verify(body, request.headers.get(HEADER))
+            # ZITADEL sends ZITADEL-Signature (pkg/actions); its API docs say X-ZITADEL-Signature.
+            signature.verify(body, request.headers.get(HEADER) or request.headers.get("X-" + HEADER))
         except BadSignature as err:
             counters.bump("refused")
             _LOG.warning("refused call: %s", err)

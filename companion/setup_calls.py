@@ -3,8 +3,8 @@
 - The target (a ``restWebhook``, JSON payload signed with ``ZITADEL-Signature``) is found by name;
   it is created when missing, else brought to the given endpoint, timeout and
   ``interruptOnError`` (and made a new signing key with ``rotate_key``).
-- The signing key ZITADEL answers with (only at creation or rotation) is written to one file of
-  mode 0600, never printed.
+- The signing key ZITADEL answers with (at creation or rotation; also the listed target's key
+  when the file is missing) is written to one file of mode 0600, never printed.
 - The request executions of ``SessionService/CreateSession`` and ``SetSession`` get the target
   added to the targets they already call (kept, in order); an execution that has it is left alone.
 
@@ -68,6 +68,8 @@ def set_up(
             target_id = str(target.get("id") or "")
             updated = calls.update_target(target_id, endpoint, timeout, interrupt_on_error, rotate_key)
             key = updated.get("signingKey") if rotate_key else None
+            if key is None and not os.path.exists(key_path):
+                key = target.get("signingKey")  # Target carries it for action.target.read
             lines.append(f"target {name} exists (id {target_id}); endpoint, timeout and interruptOnError set")
         if not target_id:
             raise SetupError("the Actions v2 API answered without a target id")

@@ -90,11 +90,11 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 class Companion:
     """``zitadel-beam companion serve`` as a process of its own; its stderr goes to a file."""
 
-    def __init__(self, tmp: Path, url: str, store: Path, key_file: Path, port: int) -> None:
+    def __init__(self, tmp: Path, url: str, store: Path, key_file: Path, port: int, *extra: str) -> None:
         self.args = [
             sys.executable, "-m", "pipeline", "companion", "serve", f"--url={url}",
             f"--token-file={tmp / 'pat'}", f"--store={store}", f"--signing-key-file={key_file}",
-            f"--listen=127.0.0.1:{port}",
+            f"--listen=127.0.0.1:{port}", *extra,
         ]  # fmt: skip
         self.url = f"http://127.0.0.1:{port}/"
         self.log = tmp / "companion.log"
@@ -359,3 +359,51 @@ def test_setup_is_idempotent_and_keeps_other_targets(setup, tmp_path):
     assert state.executions["request:/zitadel.session.v2.SessionService/CreateSession"] == [ours]
     assert state.executions["request:/zitadel.session.v2.SessionService/SetSession"] == [other["id"], ours]
     assert key_before.strip() not in done.stdout + done.stderr
+
+
+def test_failed_attempts_are_limited_per_user(setup):
+    server, companion, store, key_file, _ = setup
+    companion.stop()
+    limited = Companion(
+        companion.log.parent, server.url, store, key_file, _port(companion), "--max-failures=2"
+    )
+    limited.start()
+    try:
+        for attempt in range(3):
+            assert sign_in(server, "two@example.com", f"wrong-{attempt}")[0] == 400
+        health = limited.health()
+        assert (health["mismatched"], health["limited"]) == (2, 1)
+        # Over the limit even the right password is not checked (ZITADEL answers as without the companion).
+        assert sign_in(server, "two@example.com", "second-secret")[0] == 400
+        assert limited.health()["matched"] == 0
+        assert sign_in(server, "user1@test.com", VECTOR_PASSWORD)[0] == 200  # another user is not held up
+    finally:
+        limited.stop()
+
+
+def _port(companion: Companion) -> int:
+    return int(companion.url.rstrip("/").rsplit(":", 1)[1])
+
+
+def test_a_failed_set_password_keeps_the_user_waiting(setup):
+    server, companion, *_ = setup
+    server.faults.inject("503", count=2, path="/v2/users/fb-2/password")  # both of the companion's attempts
+    status, answer = sign_in(server, "two@example.com", "second-secret")
+    assert (status, "Errors.User.Password.NotSet" in answer["message"]) == (400, True)
+    health = companion.health()
+    assert (health["set_failed"], health["waiting"]) == (1, 2)
+    assert sign_in_two_steps(server, "two@example.com", "second-secret")[0] == 200
+    assert companion.health()["waiting"] == 1
+
+
+def test_a_companion_that_is_down_blocks_no_user_whose_password_zitadel_holds(setup):
+    server, companion, *_ = setup
+    companion.stop()
+    status, answer = sign_in(server, "bcrypt-user@example.com", "pw-0")
+    assert status == 200, answer  # interruptOnError is off (the default of setup)
+    assert zitadel_actions_v2.actions(server).calls[-1][2] == 0  # the call found nobody listening
+    # With interruptOnError on, the same sign-in fails: what that setting costs (docs/companion.md).
+    for target in zitadel_actions_v2.actions(server).targets.values():
+        target.interrupt_on_error = True
+    status, answer = sign_in(server, "bcrypt-user@example.com", "pw-0")
+    assert (status, "Errors.Execution.Failed" in answer["message"]) == (400, True)
