@@ -407,3 +407,87 @@ def test_a_companion_that_is_down_blocks_no_user_whose_password_zitadel_holds(se
         target.interrupt_on_error = True
     status, answer = sign_in(server, "bcrypt-user@example.com", "pw-0")
     assert (status, "Errors.Execution.Failed" in answer["message"]) == (400, True)
+
+
+def _csv_line(user_id: str, email: str, password_hash: str, salt: str) -> str:
+    cols = [""] * 28
+    cols[:6] = [user_id, email, "true", password_hash, salt, "Some One"]
+    cols[23:25] = ["1508893925000", "1508893925000"]
+    return ",".join(cols) + ",\n"
+
+
+def test_a_firebase_export_migrated_with_legacy_hashes_signs_in_with_its_old_passwords(tmp_path, capsys):
+    """Issue 41's whole path: migrate firebase --legacy-hashes on the published vector and more users,
+    push, set up, serve; every user with a kept hash signs in with the old password."""
+    from pipeline.cli import main
+
+    passwords = {"fb-ana": "ana-old-pass", "fb-bo": "bö-pässword ✓"}
+    export = tmp_path / "users.csv"
+    lines = [(DATA / "users.csv").read_text()]
+    lines.append(
+        _csv_line("fb-ana", "ana@example.com", *_made_firebase_hash(passwords["fb-ana"], "YW5hc2FsdA=="))
+    )
+    lines.append(_csv_line("fb-bo", "bo@example.com", *_made_firebase_hash(passwords["fb-bo"], "Ym9zYWx0")))
+    lines.append(_csv_line("fb-cy", "cy@example.com", _made_firebase_hash("cy", "Y3k=")[0], ""))  # no salt
+    lines.append(_csv_line("fb-dee", "dee@example.com", "", ""))  # no password in Firebase
+    export.write_text("".join(lines))
+    (tmp_path / "pat").write_text(PAT)
+    os.chmod(tmp_path / "pat", 0o600)
+    store = tmp_path / "out" / "legacy-hashes.ndjson"
+    server = ZitadelServer(tokens={PAT}).start()
+    companion = None
+    try:
+        code = main(
+            [
+                "migrate", "firebase", "--org=o1", f"--users={export}", f"--output={tmp_path / 'out' / 'importBody.json'}",
+                f"--hash-config={DATA / 'hash_config.txt'}", f"--legacy-hashes={store}",
+                f"--push-url={server.url}", f"--token-file={tmp_path / 'pat'}",
+            ]
+        )  # fmt: skip
+        migrate_out, migrate_err = capsys.readouterr()
+        assert code == 0, migrate_out + migrate_err
+        assert f"kept for sign-in verification: 3 (zitadel-beam companion; mode 0600): {store}" in migrate_out
+        assert oct(store.stat().st_mode & 0o777) == "0o600"
+        kept = [json.loads(line) for line in store.read_text().splitlines()]
+        assert sorted(r["id"] for r in kept) == sorted([VECTOR_ID, "fb-ana", "fb-bo"])
+        assert next(r for r in kept if r["id"] == VECTOR_ID) == vector_record() | {
+            "login_names": ["user1@test.com"]
+        }
+        reset = tmp_path / "out" / "importBody.passwordless.ndjson"
+        assert [json.loads(line)["id"] for line in reset.read_text().splitlines()] == ["fb-cy"]
+        manifest = json.loads((tmp_path / "out" / "importBody.manifest.json").read_text())
+        assert manifest["legacy_hashes"]["count"] == 3
+        assert manifest["passwordless"]["count"] == 1
+        assert server.user_ids("o1") == {VECTOR_ID, "fb-ana", "fb-bo", "fb-cy", "fb-dee"}
+
+        port = _free_port()
+        key_file = tmp_path / "signing-key"
+        done = _cli(
+            "companion", "setup", f"--url={server.url}", f"--token-file={tmp_path / 'pat'}",
+            f"--endpoint=http://127.0.0.1:{port}/", f"--signing-key-file={key_file}",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        companion = Companion(tmp_path, server.url, store, key_file, port).start()
+        assert companion.health()["waiting"] == 3
+        assert sign_in_two_steps(server, "user1@test.com", VECTOR_PASSWORD)[0] == 200
+        assert sign_in(server, "ana@example.com", passwords["fb-ana"])[0] == 200
+        assert sign_in(server, "bo@example.com", "wrong")[0] == 400
+        assert sign_in_two_steps(server, "bo@example.com", passwords["fb-bo"])[0] == 200
+        assert sign_in(server, "cy@example.com", "cy")[0] == 400  # no salt, not kept: a reset mail
+        health = companion.health()
+        assert (health["waiting"], health["matched"], health["mismatched"]) == (0, 3, 1)
+        # Every one of them signs in again through ZITADEL's own check, the companion passing through.
+        assert sign_in_two_steps(server, "ana@example.com", passwords["fb-ana"])[0] == 200
+        assert companion.health()["checked"] == health["checked"]
+        status = _cli("companion", "status", f"--store={store}")
+        assert "waiting for their first sign-in: 0" in status.stdout
+        assert "migrated (password set in ZITADEL): 3" in status.stdout
+        companion.stop()
+        secrets = _secrets(store, key_file) + list(passwords.values())
+        _assert_no_secrets(
+            [companion.log.read_text(), migrate_out, migrate_err, done.stdout, done.stderr], secrets
+        )
+    finally:
+        if companion is not None:
+            companion.stop()
+        server.stop()
