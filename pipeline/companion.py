@@ -26,6 +26,7 @@ from transforms.common.errors import ConfigError
 __all__ = ["add_arguments", "run"]
 
 DEFAULT_NAME = "zitadel-beam-companion"
+KEY_ENV = "ZITADEL_COMPANION_SIGNING_KEY"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--signing-key-file",
         action="append",
-        help="serve: the target's signing key (give twice during a rotation); setup: where it is written (0600)",
+        help="serve: the target's signing key (give twice during a rotation; else env "
+        "ZITADEL_COMPANION_SIGNING_KEY); setup: where it is written (0600)",
     )
     parser.add_argument("--url", help="serve/setup: the ZITADEL instance's base URL")
     parser.add_argument(
@@ -101,8 +103,13 @@ def _serve(args: argparse.Namespace) -> int:
     from companion.store import Store, StoreError
     from companion.zitadel import ZitadelCalls, client_for
 
-    _need(args, "store", "signing-key-file", "url")
-    keys = [_read_key(path) for path in args.signing_key_file]
+    _need(args, "store", "url")
+    keys = [_read_key(path) for path in args.signing_key_file or []]
+    if not keys:  # a platform's secret as an environment variable (Cloud Run --set-secrets)
+        key = os.environ.get(KEY_ENV, "").strip().encode()
+        if not key or b"\n" in key or len(key) > 4096:
+            raise ConfigError(f"companion serve needs --signing-key-file (or env {KEY_ENV})")
+        keys = [key]
     try:
         store = Store.open(args.store)
     except (StoreError, OSError) as err:
