@@ -94,6 +94,10 @@ class Counters:
             return dict(self.values)
 
 
+_INITIAL = (
+    "ZITADEL holds the user in state initial (the admin import makes a user without password so) "
+    "and refuses to set its password: push with --api=user-v2 (docs/companion.md#users-must-be-active)"
+)
 _OK: dict[str, str] = {}  # the answer to every signed call: ZITADEL ignores a webhook's body
 
 
@@ -188,11 +192,11 @@ def create_app(
         except Exception as err:
             counters.bump("set_failed")
             status = getattr(err, "status", None)
+            # The answer's text is never logged; only whether it names the one cause an operator
+            # must act on: a user the admin import created without password is "initial".
+            why = _INITIAL if "NotInitialised" in str(getattr(err, "message", "")) else "kept in the store"
             _LOG.warning(
-                "user %s: SetPassword failed (%s, HTTP %s); kept in the store",
-                user_id,
-                type(err).__name__,
-                status,
+                "user %s: SetPassword failed (%s, HTTP %s); %s", user_id, type(err).__name__, status, why
             )
             return
         store.remove(user_id)

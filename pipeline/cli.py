@@ -250,6 +250,7 @@ _RESUME = {
     "verify": "nothing was written; run the same command again",
     "export": "no export was written; run the same command again",
     "copy": "the export, bodies and ledger finished so far are kept; run the same command again to resume",
+    "companion": "the store and its removals are kept; start it again to go on",
 }
 
 

@@ -7,6 +7,7 @@ Examples::
     zitadel-beam companion serve --url=https://x.zitadel.cloud --key-file=user-manager.json \\
         --store=out/legacy-hashes.ndjson --signing-key-file=companion-signing-key --listen=0.0.0.0:8080
     zitadel-beam companion status --store=out/legacy-hashes.ndjson
+    python -m pipeline.companion serve ...   # the same, without loading the other commands
 
 The code is the ``companion`` package; this module only reads the flags.
 """
@@ -19,6 +20,7 @@ import os
 import socket
 import stat
 import sys
+from collections.abc import Sequence
 
 from pipeline.options import add_credential_arguments, credentials_from_args
 from transforms.common.errors import ConfigError
@@ -178,3 +180,28 @@ def _status(args: argparse.Namespace) -> int:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args
     return {"serve": _serve, "setup": _setup, "status": _status}[known_args.action](known_args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pipeline.companion serve|setup|status``: this command alone. The same flags and
+    one-line errors as ``zitadel-beam companion``, without loading the migration commands (and
+    Apache Beam with them): a service starts in about a second; what the container runs."""
+    from pipeline.cli import _Parser, unknown_flags
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = _Parser(prog="zitadel-beam companion", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    try:
+        known_args, rest = parser.parse_known_args(argv)
+        if rest:
+            raise ConfigError(
+                unknown_flags(rest, [f for f in parser._option_string_actions if f.startswith("--")])
+            )
+        return run(known_args, [])
+    except ConfigError as err:
+        print(f"zitadel-beam: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,7 +9,9 @@ leave the reset list (``<stem>.passwordless.ndjson``): they will sign in with th
 through ``zitadel-beam companion``. A user whose export record has no salt stays on the list.
 
 The store is never replaced: a companion may be serving it and its ``.removed`` list. The manifest
-lists it as ``legacy_hashes`` (path, count, sha256), the summary names it.
+lists it as ``legacy_hashes`` (path, count, sha256), the summary names it. The users must go in
+through the user service (``--api=user-v2``): the admin import makes a user without password
+*initial*, and ZITADEL refuses to set an initial user's password (docs/companion.md).
 
 Example::
 
@@ -98,12 +100,25 @@ def _users(files: Sequence[FirebaseFile]) -> Iterator[Mapping[str, object]]:
 
 
 def firebase_keeper(
-    path: str | None, files: Sequence[FirebaseFile], hash_config: str | None, inputs: Sequence[str]
+    path: str | None,
+    files: Sequence[FirebaseFile],
+    hash_config: str | None,
+    inputs: Sequence[str],
+    push_api: str | None,
 ) -> KeepLegacy | None:
     """What ``run_migration`` calls when the run is finished; None without ``--legacy-hashes``.
-    The flags are checked here, before the pipeline runs (ConfigError, one line, no value)."""
+    The flags are checked here, before the pipeline runs (ConfigError, one line, no value).
+    ``push_api``: the path ``--push-url`` takes (None without it)."""
     if not path:
         return None
+    if push_api == "admin-import":
+        # ZITADEL's canUpdatePassword refuses a user in state initial, which is what the admin
+        # import makes of a user without password: the companion could never set one.
+        raise ConfigError(
+            "--legacy-hashes: the admin import creates these users (no password) in state initial, and "
+            "ZITADEL refuses to set an initial user's password; push with --api=user-v2 "
+            "(docs/companion.md#users-must-be-active)"
+        )
     if not hash_config:
         raise ConfigError("--legacy-hashes needs --hash-config (the project's scrypt parameters)")
     if path in inputs or path == hash_config:

@@ -135,7 +135,11 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     except FirebaseInputError as err:
         raise ConfigError(str(err)) from None
     keep_legacy = legacy_hashes.firebase_keeper(
-        known_args.legacy_hashes, files, known_args.hash_config, [known_args.users]
+        known_args.legacy_hashes,
+        files,
+        known_args.hash_config,
+        [known_args.users],
+        common.push_api if common.push_url else None,
     )
     options = FirebaseOptions(
         # With --state, disabled users are read so that those in ZITADEL can be deactivated; the

@@ -148,7 +148,7 @@ def _print_summary(done: FinishedRun, summary_lines: SummaryLines) -> None:
     if done.legacy_hashes is not None:
         print(
             f"kept for sign-in verification: {done.legacy_hashes.count} "
-            f"(zitadel-beam companion; mode 0600): {done.legacy_hashes.path}"
+            f"(zitadel-beam companion; mode 0600; push with --api=user-v2): {done.legacy_hashes.path}"
         )
     if done.passwordless_count:
         print(

@@ -81,18 +81,33 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
+# `python -m pipeline.companion` is the command alone (about a second to start); the migrate test
+# runs `python -m pipeline companion` (zitadel-beam's whole command line) to show both are one.
+ALONE = ["-m", "pipeline.companion"]
+WHOLE = ["-m", "pipeline", "companion"]
+
+
+def _cli(*args: str, entry: list[str] = ALONE) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, *entry, *args], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
 
 
 class Companion:
     """``zitadel-beam companion serve`` as a process of its own; its stderr goes to a file."""
 
-    def __init__(self, tmp: Path, url: str, store: Path, key_file: Path, port: int, *extra: str) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        url: str,
+        store: Path,
+        key_file: Path,
+        port: int,
+        *extra: str,
+        entry: list[str] = ALONE,
+    ) -> None:
         self.args = [
-            sys.executable, "-m", "pipeline", "companion", "serve", f"--url={url}",
+            sys.executable, *entry, "serve", f"--url={url}",
             f"--token-file={tmp / 'pat'}", f"--store={store}", f"--signing-key-file={key_file}",
             f"--listen=127.0.0.1:{port}", *extra,
         ]  # fmt: skip
@@ -158,6 +173,19 @@ def sign_in_two_steps(server: ZitadelServer, login_name: str, password: str) -> 
     )
 
 
+def create_user(server: ZitadelServer, user_id: str, email: str) -> None:
+    """AddHumanUser without a password, as push --api=user-v2 sends a Firebase user."""
+    body = {
+        "userId": user_id,
+        "organization": {"orgId": "o1"},
+        "username": email,
+        "profile": {"givenName": "Some", "familyName": "One"},
+        "email": {"email": email, "returnCode": {}},
+    }
+    status, answer = _call(server, "POST", "/v2/users/human", body)
+    assert status == 200, answer
+
+
 def _import(server: ZitadelServer, entries: list[dict]) -> None:
     server.import_data({"dataOrgs": {"orgs": [{"orgId": "o1", "humanUsers": entries}]}, "timeout": "1m"})
 
@@ -171,16 +199,19 @@ def setup_fixture(tmp_path):
     os.chmod(tmp_path / "pat", 0o600)
     vector = vector_record()
     second = firebase_record("fb-2", *_made_firebase_hash("second-secret", "c2FsdHNhbHQ="), "two@example.com")
-    imported = make_user("bcrypt-user", hash_pool()[0])
-    users = [make_user(VECTOR_ID), make_user("fb-2"), imported]
-    users[0]["user"]["userName"] = users[0]["user"]["email"]["email"] = "user1@test.com"
-    users[1]["user"]["userName"] = users[1]["user"]["email"]["email"] = "two@example.com"
-    _import(server, users)
-    store = write_store(tmp_path / "legacy.ndjson", [vector, second])
+    # The admin import: a user ZITADEL can verify (active), and one without password (initial).
+    _import(server, [make_user("bcrypt-user", hash_pool()[0]), make_user("fb-initial")])
+    # The user service, as migrate --legacy-hashes --api=user-v2 pushes them: active, no password.
+    create_user(server, VECTOR_ID, "user1@test.com")
+    create_user(server, "fb-2", "two@example.com")
+    initial = firebase_record(
+        "fb-initial", *_made_firebase_hash("initial-secret", "aW5pdA=="), "fb-initial@example.com"
+    )
+    store = write_store(tmp_path / "legacy.ndjson", [vector, second, initial])
     port = _free_port()
     key_file = tmp_path / "signing-key"
     done = _cli(
-        "companion", "setup", f"--url={server.url}", f"--token-file={tmp_path / 'pat'}",
+        "setup", f"--url={server.url}", f"--token-file={tmp_path / 'pat'}",
         f"--endpoint=http://127.0.0.1:{port}/", f"--signing-key-file={key_file}",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -232,7 +263,7 @@ def test_the_vector_user_signs_in_with_the_old_password_and_then_without_the_com
     assert status == 200, answer
     assert answer["sessionId"]
     health = companion.health()
-    assert (health["matched"], health["waiting"]) == (1, 1)
+    assert (health["matched"], health["waiting"]) == (1, 2)
     removed = [json.loads(line) for line in Path(str(store) + ".removed").read_text().splitlines()]
     assert [r["id"] for r in removed] == [VECTOR_ID]
     # The second sign-in (as the login UI does it: user, then password): ZITADEL holds the password;
@@ -263,7 +294,7 @@ def test_a_wrong_password_changes_nothing_and_the_right_one_then_works(setup):
     status, answer = sign_in_two_steps(server, "two@example.com", "second-secret")
     assert status == 200, answer
     assert server.state.users["fb-2"][1]["password"] == "second-secret"
-    assert companion.health()["waiting"] == 1
+    assert companion.health()["waiting"] == 2
     companion.stop()
     _assert_no_secrets([companion.log.read_text(), *outputs], _secrets(store, key_file))
 
@@ -324,12 +355,12 @@ def test_removals_survive_a_restart_and_status_counts_them(setup, tmp_path):
     assert sign_in(server, "user1@test.com", VECTOR_PASSWORD)[0] == 200
     companion.stop()
     companion.start()
-    assert companion.health()["waiting"] == 1
+    assert companion.health()["waiting"] == 2
     assert sign_in(server, "user1@test.com", VECTOR_PASSWORD)[0] == 200
     assert companion.health()["checked"] == 0  # not verified again after the restart
-    done = _cli("companion", "status", f"--store={store}")
+    done = _cli("status", f"--store={store}")
     assert done.returncode == 0, done.stderr
-    assert "waiting for their first sign-in: 1" in done.stdout
+    assert "waiting for their first sign-in: 2" in done.stdout
     assert "migrated (password set in ZITADEL): 1" in done.stdout
     assert time.strftime("%Y-%m-%d", time.gmtime()) + ": 1" in done.stdout
 
@@ -348,7 +379,7 @@ def test_setup_is_idempotent_and_keeps_other_targets(setup, tmp_path):
     )
     key_before = key_file.read_text()
     done = _cli(
-        "companion", "setup", f"--url={server.url}", f"--token-file={tmp_path / 'pat'}",
+        "setup", f"--url={server.url}", f"--token-file={tmp_path / 'pat'}",
         f"--endpoint={companion.url}", f"--signing-key-file={key_file}",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -391,9 +422,9 @@ def test_a_failed_set_password_keeps_the_user_waiting(setup):
     status, answer = sign_in(server, "two@example.com", "second-secret")
     assert (status, "Errors.User.Password.NotSet" in answer["message"]) == (400, True)
     health = companion.health()
-    assert (health["set_failed"], health["waiting"]) == (1, 2)
+    assert (health["set_failed"], health["waiting"]) == (1, 3)
     assert sign_in_two_steps(server, "two@example.com", "second-secret")[0] == 200
-    assert companion.health()["waiting"] == 1
+    assert companion.health()["waiting"] == 2
 
 
 def test_a_companion_that_is_down_blocks_no_user_whose_password_zitadel_holds(setup):
@@ -435,18 +466,22 @@ def test_a_firebase_export_migrated_with_legacy_hashes_signs_in_with_its_old_pas
     os.chmod(tmp_path / "pat", 0o600)
     store = tmp_path / "out" / "legacy-hashes.ndjson"
     server = ZitadelServer(tokens={PAT}).start()
+    _import(server, [])  # the organization exists
     companion = None
     try:
         code = main(
             [
                 "migrate", "firebase", "--org=o1", f"--users={export}", f"--output={tmp_path / 'out' / 'importBody.json'}",
                 f"--hash-config={DATA / 'hash_config.txt'}", f"--legacy-hashes={store}",
-                f"--push-url={server.url}", f"--token-file={tmp_path / 'pat'}",
+                f"--push-url={server.url}", f"--token-file={tmp_path / 'pat'}", "--api=user-v2",
             ]
         )  # fmt: skip
         migrate_out, migrate_err = capsys.readouterr()
         assert code == 0, migrate_out + migrate_err
-        assert f"kept for sign-in verification: 3 (zitadel-beam companion; mode 0600): {store}" in migrate_out
+        assert (
+            f"kept for sign-in verification: 3 (zitadel-beam companion; mode 0600; push with --api=user-v2): {store}"
+            in migrate_out
+        )
         assert oct(store.stat().st_mode & 0o777) == "0o600"
         kept = [json.loads(line) for line in store.read_text().splitlines()]
         assert sorted(r["id"] for r in kept) == sorted([VECTOR_ID, "fb-ana", "fb-bo"])
@@ -463,11 +498,11 @@ def test_a_firebase_export_migrated_with_legacy_hashes_signs_in_with_its_old_pas
         port = _free_port()
         key_file = tmp_path / "signing-key"
         done = _cli(
-            "companion", "setup", f"--url={server.url}", f"--token-file={tmp_path / 'pat'}",
-            f"--endpoint=http://127.0.0.1:{port}/", f"--signing-key-file={key_file}",
+            "setup", f"--url={server.url}", f"--token-file={tmp_path / 'pat'}",
+            f"--endpoint=http://127.0.0.1:{port}/", f"--signing-key-file={key_file}", entry=WHOLE,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        companion = Companion(tmp_path, server.url, store, key_file, port).start()
+        companion = Companion(tmp_path, server.url, store, key_file, port, entry=WHOLE).start()
         assert companion.health()["waiting"] == 3
         assert sign_in_two_steps(server, "user1@test.com", VECTOR_PASSWORD)[0] == 200
         assert sign_in(server, "ana@example.com", passwords["fb-ana"])[0] == 200
@@ -479,7 +514,7 @@ def test_a_firebase_export_migrated_with_legacy_hashes_signs_in_with_its_old_pas
         # Every one of them signs in again through ZITADEL's own check, the companion passing through.
         assert sign_in_two_steps(server, "ana@example.com", passwords["fb-ana"])[0] == 200
         assert companion.health()["checked"] == health["checked"]
-        status = _cli("companion", "status", f"--store={store}")
+        status = _cli("status", f"--store={store}")
         assert "waiting for their first sign-in: 0" in status.stdout
         assert "migrated (password set in ZITADEL): 3" in status.stdout
         companion.stop()
@@ -491,3 +526,16 @@ def test_a_firebase_export_migrated_with_legacy_hashes_signs_in_with_its_old_pas
         if companion is not None:
             companion.stop()
         server.stop()
+
+
+def test_a_user_the_admin_import_left_initial_cannot_be_given_a_password_and_the_log_says_why(setup):
+    server, companion, *_ = setup
+    status, answer = sign_in(server, "fb-initial@example.com", "initial-secret")
+    assert (status, "Errors.User.Password.NotSet" in answer["message"]) == (400, True)
+    health = companion.health()
+    assert (health["matched"], health["set_failed"], health["waiting"]) == (1, 1, 3)
+    companion.stop()
+    log = companion.log.read_text()
+    assert "user fb-initial: SetPassword failed (" in log
+    assert "HTTP 400); ZITADEL holds the user in state initial" in log
+    assert "--api=user-v2" in log and "initial-secret" not in log

@@ -79,3 +79,20 @@ def test_the_store_holds_the_vector_and_the_reset_list_is_gone(tmp_path, capsys)
          f"--hash-config={VECTOR / 'hash_config.txt'}", f"--legacy-hashes={store}"]
     )  # fmt: skip
     assert code == 2 and store.read_bytes() == before
+
+
+def test_the_admin_import_is_refused_because_zitadel_cannot_set_an_initial_users_password(tmp_path, capsys):
+    from zitadel_fixtures import PAT
+    from zitadel_server import ZitadelServer
+
+    token = tmp_path / "pat"
+    token.write_text(PAT)
+    with ZitadelServer(tokens={PAT}) as server:
+        code = _migrate(
+            tmp_path, f"--hash-config={VECTOR / 'hash_config.txt'}", f"--legacy-hashes={tmp_path / 's.ndjson'}",
+            f"--push-url={server.url}", f"--token-file={token}", "--api=admin-import",
+        )  # fmt: skip
+        assert server.state.import_calls == 0
+    err = capsys.readouterr().err
+    assert code == 2 and "push with --api=user-v2" in err and "Errors" not in err
+    assert not (tmp_path / "s.ndjson").exists()

@@ -19,8 +19,11 @@
   ``GET /v2/sessions/{id}`` (GetSession); a password check on a user without a password fails
   with ``Errors.User.Password.NotSet`` (COMMAND-WEf3t, PreconditionFailed), a wrong one with
   ``Errors.User.Password.Invalid`` (InvalidArgument); internal/command/session.go;
-- ``POST /v2/users/{id}/password`` (SetPassword): the password is kept the way this server keeps a
-  plain password an update gave (the real server hashes it with its own hasher).
+- ``POST /v2/users/{id}/password`` (SetPassword): refused for a user in state *initial*
+  (``Errors.User.NotInitialised``, COMMAND-M9dse, ``canUpdatePassword`` in
+  internal/command/user_human_password.go): what the admin import makes of a user without
+  password; else the password is kept the way this server keeps a plain password an update gave
+  (the real server hashes it with its own hasher).
 
 What a test reads: ``actions(server).calls`` (every call to a target: target id, method, status).
 """
@@ -394,6 +397,8 @@ class ActionsV2:
         with state.lock:
             if user_id not in state.users or state.user_states.get(user_id) == "removed":
                 raise V2Error(404, 5, "ID=COMMAND-4M0fs Message=Errors.User.NotFound")
+            if state.user_states.get(user_id) == "initial":  # canUpdatePassword
+                raise V2Error(400, 9, "ID=COMMAND-M9dse Message=Errors.User.NotInitialised")
             org_id, user = state.users[user_id]
             user.pop("hashedPassword", None)
             user["password"] = password
