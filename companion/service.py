@@ -79,7 +79,7 @@ class Attempts:
 class Counters:
     """What the service did, for /healthz and tests: counts only, never values."""
 
-    NAMES = ("refused", "passed", "checked", "matched", "mismatched", "limited", "set_failed")
+    NAMES = ("refused", "passed", "checked", "matched", "mismatched", "limited", "set_failed", "errors")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -226,7 +226,11 @@ def create_app(
         if found is None:
             counters.bump("passed")
             return JSONResponse(_OK)
-        await run_in_threadpool(handle, *found)
+        try:
+            await run_in_threadpool(handle, *found)
+        except Exception as err:  # a bug: its type only (a traceback could quote what it held)
+            counters.bump("errors")
+            _LOG.error("internal error (%s); passed through", type(err).__name__)
         return JSONResponse(_OK)
 
     async def healthz(request: Request) -> JSONResponse:

@@ -52,7 +52,9 @@ def _b64(value: Any) -> bytes:
 def firebase_scrypt(record: Mapping[str, Any], password: bytes) -> bool:
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    params = record.get("params") or {}
+    params = record.get("params")
+    if not isinstance(params, Mapping):
+        return False
     rounds, mem_cost = params.get("rounds"), params.get("mem_cost")
     if not isinstance(rounds, int) or not isinstance(mem_cost, int):
         return False

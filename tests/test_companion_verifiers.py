@@ -79,6 +79,8 @@ def test_refused_bcrypt_forms_verify_with_their_source_algorithm(form):
         {"form": "wordpress-bcrypt", "hash": "$2y$10$abc"},
         {"form": "wordpress-bcrypt", "hash": "$wp$not-bcrypt"},
         {"form": "firebase-scrypt"},
+        {"form": "firebase-scrypt", "hash": "AAAA", "params": ["not", "an", "object"]},
+        {"form": "django-bcrypt-sha256", "hash": 12},
     ],
 )
 def test_unknown_forms_and_broken_records_answer_false(record):
