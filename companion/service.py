@@ -29,7 +29,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 from starlette.applications import Starlette
@@ -40,7 +39,7 @@ from starlette.routing import Route
 
 from companion import verifiers
 from companion.signature import HEADER, BadSignature, SignatureCheck
-from companion.store import Store
+from companion.store import Record, Store
 from companion.zitadel import SESSION_METHODS, ZitadelCalls
 
 __all__ = ["Attempts", "Counters", "create_app"]
@@ -115,7 +114,7 @@ async def _body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _password_check(payload: dict[str, Any]) -> tuple[str, dict[str, Any], str] | None:
+def _password_check(payload: dict[str, object]) -> tuple[str, dict[str, object], str] | None:
     """(method, request, password) of a session call with a password check, else None."""
     method = payload.get("fullMethod")
     request = payload.get("request")
@@ -128,8 +127,9 @@ def _password_check(payload: dict[str, Any]) -> tuple[str, dict[str, Any], str] 
     return method, request, password
 
 
-def _user_check(request: dict[str, Any]) -> tuple[str | None, str | None]:
-    user = (request.get("checks") or {}).get("user") or {}
+def _user_check(request: dict[str, object]) -> tuple[str | None, str | None]:
+    checks = request.get("checks")
+    user = checks.get("user") if isinstance(checks, dict) else None
     if not isinstance(user, dict):
         return None, None
     user_id, login_name = user.get("userId"), user.get("loginName")
@@ -137,6 +137,74 @@ def _user_check(request: dict[str, Any]) -> tuple[str | None, str | None]:
         user_id if isinstance(user_id, str) and user_id else None,
         login_name if isinstance(login_name, str) and login_name else None,
     )
+
+
+class _Migration:
+    """The blocking part of a call, run in a worker thread: who the call is for, the attempt
+    limit, the legacy check, SetPassword and the removal."""
+
+    def __init__(
+        self,
+        store: Store,
+        zitadel: ZitadelCalls,
+        attempts: Attempts,
+        counters: Counters,
+        concurrent_checks: int,
+    ) -> None:
+        self.store, self.zitadel, self.attempts, self.counters = store, zitadel, attempts, counters
+        # A Firebase check holds 128 * r * N bytes (16 MiB at r = 8, N = 2^14) for ~0.1 s: a burst
+        # of sign-ins waits here instead of taking the memory of every worker thread at once.
+        self.checking = threading.BoundedSemaphore(concurrent_checks)
+
+    def resolve(self, method: str, request: dict[str, object]) -> Record | None:
+        user_id, login_name = _user_check(request)
+        if user_id is None and login_name is None and method.endswith("/SetSession"):
+            session_id = request.get("sessionId")
+            if not isinstance(session_id, str) or not session_id or len(self.store) == 0:
+                return None
+            user_id = self.zitadel.session_user(session_id)
+        return self.store.find(user_id=user_id, login_name=None if user_id else login_name)
+
+    def __call__(self, method: str, request: dict[str, object], password: str) -> None:
+        counters = self.counters
+        try:
+            record = self.resolve(method, request)
+        except Exception as err:  # a failed GetSession: pass through, ZITADEL decides
+            _LOG.warning("session lookup failed (%s); passed through", type(err).__name__)
+            counters.bump("passed")
+            return
+        if record is None:
+            counters.bump("passed")
+            return
+        user_id = str(record["id"])
+        if not self.attempts.allowed(user_id):
+            counters.bump("limited")
+            _LOG.warning("user %s: failed-attempt limit reached; not checked", user_id)
+            return
+        counters.bump("checked")
+        with self.checking:
+            matched = verifiers.verify(record, password)
+        if not matched:
+            counters.bump("mismatched")
+            _LOG.info(
+                "user %s: legacy password did not match (%d recent)", user_id, self.attempts.failed(user_id)
+            )
+            return
+        counters.bump("matched")
+        try:
+            self.zitadel.set_password(user_id, password)
+        except Exception as err:
+            counters.bump("set_failed")
+            status = getattr(err, "status", None)
+            # The answer's text is never logged; only whether it names the one cause an operator
+            # must act on: a user the admin import created without password is "initial".
+            why = _INITIAL if "NotInitialised" in str(getattr(err, "message", "")) else "kept in the store"
+            _LOG.warning(
+                "user %s: SetPassword failed (%s, HTTP %s); %s", user_id, type(err).__name__, status, why
+            )
+            return
+        self.store.remove(user_id)
+        _LOG.info("user %s: password set in ZITADEL; removed from the store", user_id)
 
 
 def create_app(
@@ -148,59 +216,8 @@ def create_app(
     attempts: Attempts | None = None,
     concurrent_checks: int = 4,
 ) -> Starlette:
-    attempts = attempts or Attempts()
     counters = Counters()
-    # A Firebase check holds 128 * r * N bytes (16 MiB at r = 8, N = 2^14) for ~0.1 s: a burst of
-    # sign-ins waits here instead of taking the memory of every worker thread at once.
-    checking = threading.BoundedSemaphore(concurrent_checks)
-
-    def resolve(method: str, request: dict[str, Any]) -> dict[str, Any] | None:
-        user_id, login_name = _user_check(request)
-        if user_id is None and login_name is None and method.endswith("/SetSession"):
-            session_id = request.get("sessionId")
-            if not isinstance(session_id, str) or not session_id or len(store) == 0:
-                return None
-            user_id = zitadel.session_user(session_id)
-        return store.find(user_id=user_id, login_name=None if user_id else login_name)
-
-    def handle(method: str, request: dict[str, Any], password: str) -> None:
-        """The blocking part (GetSession, the hash check, SetPassword, the removal)."""
-        try:
-            record = resolve(method, request)
-        except Exception as err:  # a failed GetSession: pass through, ZITADEL decides
-            _LOG.warning("session lookup failed (%s); passed through", type(err).__name__)
-            counters.bump("passed")
-            return
-        if record is None:
-            counters.bump("passed")
-            return
-        user_id = record["id"]
-        if not attempts.allowed(user_id):
-            counters.bump("limited")
-            _LOG.warning("user %s: failed-attempt limit reached; not checked", user_id)
-            return
-        counters.bump("checked")
-        with checking:
-            matched = verifiers.verify(record, password)
-        if not matched:
-            counters.bump("mismatched")
-            _LOG.info("user %s: legacy password did not match (%d recent)", user_id, attempts.failed(user_id))
-            return
-        counters.bump("matched")
-        try:
-            zitadel.set_password(user_id, password)
-        except Exception as err:
-            counters.bump("set_failed")
-            status = getattr(err, "status", None)
-            # The answer's text is never logged; only whether it names the one cause an operator
-            # must act on: a user the admin import created without password is "initial".
-            why = _INITIAL if "NotInitialised" in str(getattr(err, "message", "")) else "kept in the store"
-            _LOG.warning(
-                "user %s: SetPassword failed (%s, HTTP %s); %s", user_id, type(err).__name__, status, why
-            )
-            return
-        store.remove(user_id)
-        _LOG.info("user %s: password set in ZITADEL; removed from the store", user_id)
+    migrate = _Migration(store, zitadel, attempts or Attempts(), counters, concurrent_checks)
 
     async def session_check(request: Request) -> JSONResponse:
         body = await _body(request, max_body)
@@ -227,7 +244,7 @@ def create_app(
             counters.bump("passed")
             return JSONResponse(_OK)
         try:
-            await run_in_threadpool(handle, *found)
+            await run_in_threadpool(migrate, *found)
         except Exception as err:  # a bug: its type only (a traceback could quote what it held)
             counters.bump("errors")
             _LOG.error("internal error (%s); passed through", type(err).__name__)

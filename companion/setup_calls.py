@@ -47,6 +47,14 @@ def write_private(path: str, data: bytes) -> None:
         raise
 
 
+def _method(execution: dict[str, object]) -> str | None:
+    """The method of an execution's request condition (None for other conditions)."""
+    condition = execution.get("condition")
+    request = condition.get("request") if isinstance(condition, dict) else None
+    method = request.get("method") if isinstance(request, dict) else None
+    return method if isinstance(method, str) else None
+
+
 def set_up(
     calls: ZitadelCalls,
     *,
@@ -82,12 +90,10 @@ def set_up(
             )
         else:
             raise SetupError("the Actions v2 API answered without a signing key")
-        existing = {
-            str(((e.get("condition") or {}).get("request") or {}).get("method")): list(e.get("targets") or [])
-            for e in calls.executions()
-        }
+        existing = {_method(e): e.get("targets") for e in calls.executions()}
         for method in SESSION_METHODS:
-            targets = [t for t in existing.get(method, []) if isinstance(t, str)]
+            held = existing.get(method)
+            targets = [t for t in held if isinstance(t, str)] if isinstance(held, list) else []
             if target_id in targets:
                 lines.append(f"execution request {method}: already calls the target")
                 continue

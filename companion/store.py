@@ -26,16 +26,18 @@ Example::
 from __future__ import annotations
 
 import collections
+import dataclasses
 import datetime
 import os
 import stat
 import threading
 from collections.abc import Mapping
-from typing import Any
 
 import orjson
 
-__all__ = ["Store", "StoreError"]
+__all__ = ["Record", "Store", "StoreError", "StoreStatus"]
+
+Record = dict[str, object]  # one line of the store (or of the removals), as JSON gives it
 
 _MAX_LINE = 64 * 1024
 
@@ -54,8 +56,8 @@ def _check_private(path: str) -> None:
         raise StoreError(f"{path}: mode {mode:04o} lets others read it; it holds hashes: chmod 600 {path}")
 
 
-def _read_lines(path: str) -> list[tuple[int, dict[str, Any]]]:
-    records: list[tuple[int, dict[str, Any]]] = []
+def _read_lines(path: str) -> list[tuple[int, Record]]:
+    records: list[tuple[int, Record]] = []
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -75,13 +77,14 @@ def _read_lines(path: str) -> list[tuple[int, dict[str, Any]]]:
 class Store:
     """The records still waiting, indexed by user id and by login name (lower-cased)."""
 
-    def __init__(self, path: str, records: Mapping[str, dict[str, Any]], removed: list[dict[str, Any]]):
+    def __init__(self, path: str, records: Mapping[str, Record], removed: list[Record]):
         self.path = path
         self._records = dict(records)
         self._removed = removed
         self._by_name: dict[str, str | None] = {}
         for user_id, record in self._records.items():
-            for name in record.get("login_names") or []:
+            names = record.get("login_names")
+            for name in names if isinstance(names, list) else []:
                 if isinstance(name, str) and name:
                     key = name.casefold()
                     # A name two users share is ambiguous: neither is found by it.
@@ -94,25 +97,26 @@ class Store:
         if not os.path.isfile(path):
             raise StoreError(f"{path}: no such file (the store migrate --legacy-hashes writes)")
         _check_private(path)
-        records: dict[str, dict[str, Any]] = {}
+        records: dict[str, Record] = {}
         for number, record in _read_lines(path):
-            if record["id"] in records:
+            user_id = str(record["id"])  # _read_lines checked it is a non-empty string
+            if user_id in records:
                 raise StoreError(f"{path}:{number}: user id listed twice")
-            records[record["id"]] = record
-        removed: list[dict[str, Any]] = []
+            records[user_id] = record
+        removed: list[Record] = []
         removed_path = _removed_path(path)
         if os.path.exists(removed_path):
             _check_private(removed_path)
             removed = [line for _, line in _read_lines(removed_path)]
         for line in removed:
-            records.pop(line["id"], None)
+            records.pop(str(line["id"]), None)
         return cls(path, records, removed)
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._records)
 
-    def find(self, user_id: str | None = None, login_name: str | None = None) -> dict[str, Any] | None:
+    def find(self, user_id: str | None = None, login_name: str | None = None) -> Record | None:
         """The waiting record of the user named by id or by login name, or None."""
         with self._lock:
             if user_id:
@@ -125,7 +129,7 @@ class Store:
     def remove(self, user_id: str, outcome: str = "migrated") -> None:
         """Record that ``user_id`` needs no more checks; durable before it returns."""
         at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        line = {"id": user_id, "at": at, "outcome": outcome}
+        line: Record = {"id": user_id, "at": at, "outcome": outcome}
         with self._lock:
             if user_id not in self._records:
                 return
@@ -138,12 +142,15 @@ class Store:
             del self._records[user_id]
             self._removed.append(line)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StoreStatus:
         """Users waiting, users removed, and removals per day (UTC)."""
         with self._lock:
             per_day = collections.Counter(str(line.get("at", ""))[:10] for line in self._removed)
-            return {
-                "waiting": len(self._records),
-                "migrated": len(self._removed),
-                "per_day": dict(sorted(per_day.items())),
-            }
+            return StoreStatus(len(self._records), len(self._removed), dict(sorted(per_day.items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreStatus:
+    waiting: int
+    migrated: int
+    per_day: dict[str, int]  # "2026-11-27" -> users removed that day

@@ -27,7 +27,6 @@ import binascii
 import hashlib
 import hmac
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import bcrypt
 
@@ -40,7 +39,7 @@ _MAX_ROUNDS = 32
 _MAX_PASSWORD = 1024
 
 
-def _b64(value: Any) -> bytes:
+def _b64(value: object) -> bytes:
     if not isinstance(value, str):
         raise ValueError("not base64 text")
     try:
@@ -49,7 +48,7 @@ def _b64(value: Any) -> bytes:
         raise ValueError("not base64 text") from None
 
 
-def firebase_scrypt(record: Mapping[str, Any], password: bytes) -> bool:
+def firebase_scrypt(record: Mapping[str, object], password: bytes) -> bool:
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
     params = record.get("params")
@@ -82,7 +81,7 @@ def _bcrypt_check(secret: bytes, encoded: str) -> bool:
         return False
 
 
-def django_bcrypt_sha256(record: Mapping[str, Any], password: bytes) -> bool:
+def django_bcrypt_sha256(record: Mapping[str, object], password: bytes) -> bool:
     encoded = record.get("hash")
     if not isinstance(encoded, str) or not encoded.startswith("bcrypt_sha256$"):
         return False
@@ -90,7 +89,7 @@ def django_bcrypt_sha256(record: Mapping[str, Any], password: bytes) -> bool:
     return _bcrypt_check(digest, encoded[len("bcrypt_sha256$") :])
 
 
-def wordpress_bcrypt(record: Mapping[str, Any], password: bytes) -> bool:
+def wordpress_bcrypt(record: Mapping[str, object], password: bytes) -> bool:
     encoded = record.get("hash")
     if not isinstance(encoded, str) or not encoded.startswith("$wp$"):
         return False
@@ -98,14 +97,14 @@ def wordpress_bcrypt(record: Mapping[str, Any], password: bytes) -> bool:
     return _bcrypt_check(pre, encoded[3:])
 
 
-FORMS: dict[str, Callable[[Mapping[str, Any], bytes], bool]] = {
+FORMS: dict[str, Callable[[Mapping[str, object], bytes], bool]] = {
     "firebase-scrypt": firebase_scrypt,
     "django-bcrypt-sha256": django_bcrypt_sha256,
     "wordpress-bcrypt": wordpress_bcrypt,
 }
 
 
-def verify(record: Mapping[str, Any], password: str) -> bool:
+def verify(record: Mapping[str, object], password: str) -> bool:
     """True when ``password`` matches the record's legacy hash; False otherwise (also for a form
     the companion does not know or a record it cannot read)."""
     check = FORMS.get(str(record.get("form")))

@@ -18,7 +18,6 @@ Example::
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
 
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
@@ -62,7 +61,7 @@ class ZitadelCalls:
         return user_id if isinstance(user_id, str) and user_id else None
 
     # --- what `companion setup` calls -------------------------------------------------------------
-    def find_target(self, name: str) -> dict[str, Any] | None:
+    def find_target(self, name: str) -> dict[str, object] | None:
         answer = self.client.request(
             "POST",
             "/v2/actions/targets/search",
@@ -75,7 +74,7 @@ class ZitadelCalls:
 
     def create_target(
         self, name: str, endpoint: str, timeout: str, interrupt_on_error: bool
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         return self.client.request(
             "POST",
             "/v2/actions/targets",
@@ -90,8 +89,8 @@ class ZitadelCalls:
 
     def update_target(
         self, target_id: str, endpoint: str, timeout: str, interrupt_on_error: bool, rotate_key: bool
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    ) -> dict[str, object]:
+        body: dict[str, object] = {
             "restWebhook": {"interruptOnError": interrupt_on_error},
             "timeout": timeout,
             "endpoint": endpoint,
@@ -100,7 +99,7 @@ class ZitadelCalls:
             body["expirationSigningKey"] = "0s"
         return self.client.request("POST", f"/v2/actions/targets/{_quote(target_id)}", body)
 
-    def executions(self) -> list[dict[str, Any]]:
+    def executions(self) -> list[dict[str, object]]:
         answer = self.client.request("POST", "/v2/actions/executions/search", {})
         return [e for e in answer.get("executions") or [] if isinstance(e, dict)]
 

@@ -170,9 +170,9 @@ def _status(args: argparse.Namespace) -> int:
         status = Store.open(args.store).status()
     except (StoreError, OSError) as err:
         raise ConfigError(f"--store: {err}") from None
-    print(f"waiting for their first sign-in: {status['waiting']}")
-    print(f"migrated (password set in ZITADEL): {status['migrated']}")
-    for day, count in status["per_day"].items():
+    print(f"waiting for their first sign-in: {status.waiting}")
+    print(f"migrated (password set in ZITADEL): {status.migrated}")
+    for day, count in status.per_day.items():
         print(f"  {day}: {count}")
     return 0
 

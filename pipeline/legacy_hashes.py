@@ -136,54 +136,75 @@ def firebase_keeper(
         raise ConfigError(f"--hash-config {hash_config}: {err}") from None
 
     def keep(run: RunOutputs, passwordless: ListedFile) -> tuple[ListedFile, ListedFile]:
-        import orjson
-
-        from transforms.files.storage import open_private
-
+        del run  # the outputs are already final: the store is one more, the list is rewritten
         if _exists(path):  # written meanwhile by someone else: still never replaced
             raise ConfigError(f"--legacy-hashes {path!r} appeared during the run; it is not replaced")
-        listed: list[tuple[bytes, dict]] = []
-        if passwordless.count:
-            from apache_beam.io.filesystems import FileSystems
-
-            with FileSystems.open(passwordless.path) as handle:
-                listed = [(line, orjson.loads(line)) for line in handle if line.strip()]
+        listed = _listed(passwordless)
         wanted = {str(entry["id"]): entry for _, entry in listed if entry.get("reason") == UNSUPPORTED}
-        kept: set[str] = set()
-        store_digest = hashlib.sha256()
-        with open_private(path, fsync=True) as out:
-            for user in _users(files) if wanted else ():
-                user_id, hash_value, salt = user.get("localId"), user.get("passwordHash"), user.get("salt")
-                if not isinstance(user_id, str) or user_id not in wanted or user_id in kept:
-                    continue
-                if not isinstance(hash_value, str) or not isinstance(salt, str) or not hash_value or not salt:
-                    continue  # no salt: cannot be checked, the user stays on the reset list
-                entry = wanted[user_id]
-                names = [n for n in (entry.get("email"), user.get("email")) if isinstance(n, str) and n]
-                record = {
-                    "id": user_id,
-                    "form": "firebase-scrypt",
-                    "hash": hash_value,
-                    "params": {"salt": salt, **params},
-                    "login_names": sorted(set(names)),
-                }
-                line = orjson.dumps(record) + b"\n"
-                out.write(line)
-                store_digest.update(line)
-                kept.add(user_id)
-        rest = [line for line, entry in listed if str(entry.get("id")) not in kept]
-        if kept and not rest:  # as finalize_passwordless leaves it: no list, no file
-            from apache_beam.io.filesystems import FileSystems
-
-            FileSystems.delete([passwordless.path])
-            passwordless = ListedFile(passwordless.path, 0, None)
-        elif len(rest) != len(listed):
-            rest_digest = hashlib.sha256()
-            with open_private(passwordless.path, fsync=True) as out:
-                for line in rest:
-                    out.write(line)
-                    rest_digest.update(line)
-            passwordless = ListedFile(passwordless.path, len(rest), rest_digest.hexdigest() if rest else None)
-        return passwordless, ListedFile(path, len(kept), store_digest.hexdigest())
+        kept, digest = _write_store(path, files if wanted else [], wanted, params)
+        return _without(passwordless, listed, kept), ListedFile(path, len(kept), digest)
 
     return keep
+
+
+def _listed(passwordless: ListedFile) -> list[tuple[bytes, dict]]:
+    """The reset list's lines, each with its JSON."""
+    if not passwordless.count:
+        return []
+    import orjson
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(passwordless.path) as handle:
+        return [(line, orjson.loads(line)) for line in handle if line.strip()]
+
+
+def _write_store(
+    path: str, files: Sequence[FirebaseFile], wanted: Mapping[str, dict], params: Mapping[str, object]
+) -> tuple[set[str], str]:
+    """One store line per wanted user the export holds a hash and a salt for; (ids, sha256)."""
+    import orjson
+
+    from transforms.files.storage import open_private
+
+    kept: set[str] = set()
+    digest = hashlib.sha256()
+    with open_private(path, fsync=True) as out:
+        for user in _users(files):
+            user_id, hash_value, salt = user.get("localId"), user.get("passwordHash"), user.get("salt")
+            if not isinstance(user_id, str) or user_id not in wanted or user_id in kept:
+                continue
+            if not isinstance(hash_value, str) or not isinstance(salt, str) or not hash_value or not salt:
+                continue  # no salt: cannot be checked, the user stays on the reset list
+            names = [n for n in (wanted[user_id].get("email"), user.get("email")) if isinstance(n, str) and n]
+            record = {
+                "id": user_id,
+                "form": "firebase-scrypt",
+                "hash": hash_value,
+                "params": {"salt": salt, **params},
+                "login_names": sorted(set(names)),
+            }
+            line = orjson.dumps(record) + b"\n"
+            out.write(line)
+            digest.update(line)
+            kept.add(user_id)
+    return kept, digest.hexdigest()
+
+
+def _without(passwordless: ListedFile, listed: list[tuple[bytes, dict]], kept: set[str]) -> ListedFile:
+    """The reset list without the kept users (no file when none is left, as finalize_passwordless)."""
+    rest = [line for line, entry in listed if str(entry.get("id")) not in kept]
+    if len(rest) == len(listed):
+        return passwordless
+    if not rest:
+        from apache_beam.io.filesystems import FileSystems
+
+        FileSystems.delete([passwordless.path])
+        return ListedFile(passwordless.path, 0, None)
+    from transforms.files.storage import open_private
+
+    digest = hashlib.sha256()
+    with open_private(passwordless.path, fsync=True) as out:
+        for line in rest:
+            out.write(line)
+            digest.update(line)
+    return ListedFile(passwordless.path, len(rest), digest.hexdigest())

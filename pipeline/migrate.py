@@ -381,17 +381,14 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
     )
 
 
-def _kept_fields(manifest_path: str, kept: ListedFile | None) -> dict[str, Any]:
+def _kept_fields(manifest_path: str, kept: ListedFile | None) -> dict[str, object]:
     """The manifest's ``legacy_hashes`` (docs/companion.md#store); nothing without the flag."""
     if kept is None:
         return {}
     from transforms.files.storage import relative_path
 
-    listed: dict[str, Any] = {
-        "path": relative_path(posixpath.dirname(manifest_path), kept.path),
-        "count": kept.count,
-    }
-    return {"legacy_hashes": {**listed, "sha256": kept.sha256}}
+    path = relative_path(posixpath.dirname(manifest_path), kept.path)
+    return {"legacy_hashes": {"path": path, "count": kept.count, "sha256": kept.sha256}}
 
 
 def _user_fields(counts: Mapping[str, int], passwordless: ListedFile) -> UserFields:

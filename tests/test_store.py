@@ -45,7 +45,7 @@ def test_removals_are_appended_durably_and_skip_the_user_after_a_reopen(tmp_path
     again = Store.open(str(path))
     assert (len(again), again.find(user_id="1")) == (1, None)
     status = again.status()
-    assert (status["waiting"], status["migrated"], sum(status["per_day"].values())) == (1, 1, 1)
+    assert (status.waiting, status.migrated, sum(status.per_day.values())) == (1, 1, 1)
     assert path.read_text().count('"id"') == 2  # the store itself is never written
 
 
