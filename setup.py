@@ -27,36 +27,46 @@ REQUIRED = [
 # (docs/runners.md#dataflow); local runs do not need it.
 DATAFLOW = ["apache-beam[gcp]>=2.77,<3"]
 
-TESTS = DATAFLOW + [
-    "pytest>=8",
-    # Runs the suite in worker processes (`./run_local.sh test`): most of a test's time is spent
-    # waiting on sockets, subprocesses and Beam's start-up, so workers overlap the waits.
-    "pytest-xdist>=3.6",
-    # The packaging test builds a wheel without build isolation (no download per run).
-    "setuptools>=61",
-    "wheel>=0.40",
-    "gcp-storage-emulator>=2024.8.3",
-    "argon2-cffi>=23.1",
-    # The schema test reads ZITADEL's published descriptors (tests/data/zitadel-admin-v1.binpb)
-    # with protobuf's own JSON parser; apache-beam already pulls it in, named here because the
-    # tests use it directly.
-    "protobuf>=4.25",
-    # Static checks that `./run_local.sh test` runs before pytest (pyproject.toml configures both).
-    # Pinned to a minor release: a newer ruff may format differently and turn CI red on its own.
-    # Property-based tests (tests/test_hostile_inputs.py): mutated real-world exports.
-    "hypothesis>=6.100",
-    "ruff>=0.17.6,<0.18",
-    "mypy>=2.4,<2.5",
-    "types-PyYAML>=6",
-]
+# `zitadel-beam companion serve` (docs/companion.md#framework): the trickle-migration service that
+# ZITADEL calls as an Actions v2 target. Starlette (ASGI) and uvicorn: small, maintained, typed.
+COMPANION = ["starlette>=0.47,<2", "uvicorn>=0.35,<1"]
+
+TESTS = (
+    DATAFLOW
+    + COMPANION
+    + [
+        "pytest>=8",
+        # Runs the suite in worker processes (`./run_local.sh test`): most of a test's time is spent
+        # waiting on sockets, subprocesses and Beam's start-up, so workers overlap the waits.
+        "pytest-xdist>=3.6",
+        # The packaging test builds a wheel without build isolation (no download per run).
+        "setuptools>=61",
+        "wheel>=0.40",
+        "gcp-storage-emulator>=2024.8.3",
+        "argon2-cffi>=23.1",
+        # The schema test reads ZITADEL's published descriptors (tests/data/zitadel-admin-v1.binpb)
+        # with protobuf's own JSON parser; apache-beam already pulls it in, named here because the
+        # tests use it directly.
+        "protobuf>=4.25",
+        # Static checks that `./run_local.sh test` runs before pytest (pyproject.toml configures both).
+        # Pinned to a minor release: a newer ruff may format differently and turn CI red on its own.
+        # Property-based tests (tests/test_hostile_inputs.py): mutated real-world exports.
+        "hypothesis>=6.100",
+        "ruff>=0.17.6,<0.18",
+        "mypy>=2.4,<2.5",
+        "types-PyYAML>=6",
+    ]
+)
 
 setuptools.setup(
     name="zitadel-beam",
     version="0.1.0",
     description="Bulk user migration into ZITADEL with Apache Beam",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["pipeline", "pipeline.*", "transforms", "transforms.*"]),
+    packages=setuptools.find_packages(
+        include=["pipeline", "pipeline.*", "transforms", "transforms.*", "companion", "companion.*"]
+    ),
     install_requires=REQUIRED,
-    extras_require={"dataflow": DATAFLOW, "test": TESTS},
+    extras_require={"dataflow": DATAFLOW, "companion": COMPANION, "test": TESTS},
     entry_points={"console_scripts": ["zitadel-beam=pipeline.cli:main"]},
 )

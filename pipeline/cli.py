@@ -58,6 +58,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "pipeline.copy_instance",
         "copy organizations between instances: export, split, push, verify",
     ),
+    (
+        ("companion",),
+        "pipeline.companion",
+        "serve|setup|status the Actions v2 target that sets legacy passwords at first sign-in",
+    ),
 ]
 
 # Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).
@@ -245,6 +250,7 @@ _RESUME = {
     "verify": "nothing was written; run the same command again",
     "export": "no export was written; run the same command again",
     "copy": "the export, bodies and ledger finished so far are kept; run the same command again to resume",
+    "companion": "the store and its removals are kept; start it again to go on",
 }
 
 

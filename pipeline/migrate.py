@@ -50,6 +50,7 @@ from transforms.output.manifest import ListedFile, UserFields, build_manifest
 if TYPE_CHECKING:
     import apache_beam as beam
 
+    from pipeline.legacy_hashes import KeepLegacy
     from transforms.mapping.roles import RoleEntry, RoleSettings
     from transforms.sync.change_files import SyncSection
     from transforms.sync.compare import SyncOptions
@@ -150,6 +151,7 @@ class _Job:
     input_names: Mapping[int, str]
     roles: RoleSettings | None
     defined_roles: list[RoleEntry] | None
+    keep_legacy: KeepLegacy | None = None
 
 
 def run_migration(
@@ -166,6 +168,7 @@ def run_migration(
     input_names: Mapping[int, str] | None = None,
     roles: RoleSettings | None = None,
     defined_roles: list[RoleEntry] | None = None,
+    keep_legacy: KeepLegacy | None = None,
 ) -> int:
     """Run the pipeline, finalize the outputs, write the manifest, print the summary; the exit status.
 
@@ -179,6 +182,8 @@ def run_migration(
     written or dead-lettered). A broken invariant is reported and exits 3: it is a bug.
     ``input_names`` (file index → path) names the input files the readers counted as cut
     (``inputs.partial.<index>``): without ``--allow-partial`` the run exits 1 and pushes nothing.
+    ``keep_legacy`` (``--legacy-hashes``, pipeline/legacy_hashes.py) writes the companion's store
+    and takes its users off the passwordless list before the manifest is written.
     """
     job = _Job(
         source_name=source_name,
@@ -193,6 +198,7 @@ def run_migration(
         input_names=input_names or {},
         roles=roles,
         defined_roles=defined_roles,
+        keep_legacy=keep_legacy,
     )
     if not common.state:
         return _run_migration(job)
@@ -355,6 +361,9 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
             counts, sync.root, sync.pointer, common.on_removed, sync.max_removals, changes
         )
     passwordless = ListedFile(*finalize_passwordless(run))
+    kept: ListedFile | None = None
+    if job.keep_legacy is not None:  # --legacy-hashes: those users leave the reset list
+        passwordless, kept = job.keep_legacy(run, passwordless)
     catalogue: list[RoleEntry] = []
     if job.roles is not None:  # the authorizations body, first in the manifest (docs/roles.md)
         from transforms.output.grants import read_catalogue
@@ -389,7 +398,7 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
         seconds=ran.elapsed,
         hash_fields=ran.hash_fields,
         users=_user_fields(counts, passwordless),
-        extra=job.extra_manifest,
+        extra={**(job.extra_manifest or {}), **_kept_fields(layout.manifest, kept)},
         sync=sync_fields,
         authorizations=authorizations,
     )
@@ -409,7 +418,18 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
         passwordless_count=passwordless.count,
         sync=sync_fields,
         roles=job.roles,
+        legacy_hashes=kept,
     )
+
+
+def _kept_fields(manifest_path: str, kept: ListedFile | None) -> dict[str, object]:
+    """The manifest's ``legacy_hashes`` (docs/companion.md#store); nothing without the flag."""
+    if kept is None:
+        return {}
+    from transforms.files.storage import relative_path
+
+    path = relative_path(posixpath.dirname(manifest_path), kept.path)
+    return {"legacy_hashes": {"path": path, "count": kept.count, "sha256": kept.sha256}}
 
 
 def _user_fields(counts: Mapping[str, int], passwordless: ListedFile) -> UserFields:

@@ -20,6 +20,7 @@ import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pipeline import legacy_hashes
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, common_args
 from pipeline.options import add_idp_map_argument, parse_idp_map
@@ -65,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default being import-without-password)",
     )
     add_idp_map_argument(parser, "providerUserInfo entries of providerId ALIAS (e.g. google.com, apple.com)")
+    legacy_hashes.add_argument(parser)
     add_common_arguments(parser)
     # Firebase's hashes can never be verified by ZITADEL: by default such users come without a
     # password and are listed for a reset; --on-unsupported-hash=dead-letter refuses them.
@@ -132,6 +134,13 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         files = plan_firebase_files([known_args.users])
     except FirebaseInputError as err:
         raise ConfigError(str(err)) from None
+    keep_legacy = legacy_hashes.firebase_keeper(
+        known_args.legacy_hashes,
+        files,
+        known_args.hash_config,
+        [known_args.users],
+        common.push_api if common.push_url else None,
+    )
     options = FirebaseOptions(
         # With --state, disabled users are read so that those in ZITADEL can be deactivated; the
         # sync step still dead-letters disabled users who are new unless --include-disabled.
@@ -163,6 +172,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         extra_manifest=extra,
         sync_source={"include_blocked": known_args.include_disabled, "realm": None},
         input_names={f.index: f.path for f in files},
+        keep_legacy=keep_legacy,
     )
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pipeline.migrate_options import CommonArgs
     from pipeline.push_entry import Target
     from transforms.mapping.roles import RoleSettings
+    from transforms.output.manifest import ListedFile
     from transforms.sync.change_files import SyncSection
 
 __all__ = ["FinishedRun", "report_and_push", "partial_input_lines"]
@@ -56,6 +57,7 @@ class FinishedRun:
     passwordless_count: int
     sync: SyncSection | None
     roles: RoleSettings | None  # with --project-id
+    legacy_hashes: ListedFile | None = None  # with --legacy-hashes (pipeline/legacy_hashes.py)
 
 
 def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> list[str]:
@@ -150,6 +152,11 @@ def _print_summary(done: FinishedRun, summary_lines: SummaryLines) -> None:
         print(f"dead letters: {layout.dead_letter}")
     for change in done.sync["changes"] if done.sync is not None else []:
         print(f"changes: {change['path']} ({change['users']} users, {change['calls']} calls)")
+    if done.legacy_hashes is not None:
+        print(
+            f"kept for sign-in verification: {done.legacy_hashes.count} "
+            f"(zitadel-beam companion; mode 0600; push with --api=user-v2): {done.legacy_hashes.path}"
+        )
     if done.passwordless_count:
         print(
             f"imported without password ({done.passwordless_count}, for password-reset mails): "

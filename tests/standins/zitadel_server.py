@@ -47,6 +47,7 @@ from typing import Any
 # imported here: PyJWT, protobuf and argon2-cffi come with the requests that need them
 # (optional_deps.py), so the server runs after `./run_local.sh`, which installs no test extras.
 import passwap_rules
+import zitadel_actions_v2 as actions_v2
 import zitadel_user_v2_create as user_v2_create
 from capacity import Capacity, add_capacity, add_capacity_arguments, print_summary
 from optional_deps import MissingDependency, optional
@@ -1126,6 +1127,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 - stdlib naming
             self._guarded(lambda: self._v2("GET"))
 
+        def do_PATCH(self) -> None:  # noqa: N802 - stdlib naming (SetSession)
+            self._guarded(lambda: self._v2("PATCH"))
+
         def _guarded(self, handle) -> None:
             """Run ``handle``; a package the request needs but is not installed (optional_deps.py)
             is one line on stderr and a 500 naming it, before anything else was answered."""
@@ -1188,6 +1192,12 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                     self._error(err.status, err.code, err.message)
                     return
                 self._send(200, answer)
+                return
+            if actions_v2.owns(method, self.path):  # Actions v2, sessions (zitadel_actions_v2.py)
+                try:
+                    self._send(200, actions_v2.handle(server, method, self.path, body))
+                except V2Error as err:
+                    self._error(err.status, err.code, err.message)
                 return
             server.v2_requests.append((method, self.path, body))
             refusal = server.check_v2_schema(method, self.path, body)

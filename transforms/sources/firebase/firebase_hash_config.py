@@ -30,7 +30,7 @@ import re
 
 import orjson
 
-__all__ = ["HashConfigError", "parse_hash_config", "read_hash_config"]
+__all__ = ["HashConfigError", "parse_hash_config", "read_hash_config", "read_hash_config_values"]
 
 _PAIR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*,?\s*$")
 _SECRETS = {"base64_signer_key": "signer_key_given", "base64_salt_separator": "salt_separator_given"}
@@ -87,6 +87,19 @@ def parse_hash_config(text: str) -> dict[str, object]:
 
 def read_hash_config(path: str) -> dict[str, object]:
     """:func:`parse_hash_config` of a file (local or gs://)."""
+    return parse_hash_config(_read_text(path))
+
+
+def read_hash_config_values(path: str) -> dict[str, str]:
+    """The block's keys and values as text, secrets included: only for ``--legacy-hashes``, which
+    keeps them in its 0600 store for the companion (docs/companion.md#store); checked as
+    :func:`read_hash_config` checks them first."""
+    text = _read_text(path)
+    parse_hash_config(text)
+    return _pairs(text)
+
+
+def _read_text(path: str) -> str:
     from apache_beam.io.filesystems import FileSystems
 
     try:
@@ -97,7 +110,6 @@ def read_hash_config(path: str) -> dict[str, object]:
     if len(data) > _MAX_BYTES:
         raise HashConfigError("larger than 64 KiB: not a hash_config block")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise HashConfigError("not UTF-8 text") from None
-    return parse_hash_config(text)

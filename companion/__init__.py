@@ -1,0 +1,1 @@
+"""The trickle-migration companion (docs/companion.md)."""

@@ -1,0 +1,156 @@
+"""The companion's store: the users whose legacy hash waits for their next sign-in.
+
+Two local files (docs/companion.md#store), both mode 0600:
+
+- the **store** (``--store PATH``), NDJSON written by ``migrate --legacy-hashes`` or by hand, one
+  user a line::
+
+      {"id": "<ZITADEL user id>", "form": "firebase-scrypt", "hash": "<as exported>",
+       "params": {"salt": "...", "signer_key": "...", "salt_separator": "...", "rounds": 8,
+                  "mem_cost": 14},
+       "login_names": ["user1@test.com"]}
+
+  The service only reads it.
+- the **removals** (``PATH.removed``), NDJSON the service appends to, one line a user it no longer
+  needs to verify: ``{"id": "...", "at": "2026-11-27T07:00:00Z", "outcome": "migrated"}``. Every line
+  is flushed and fsync'd before the answer that follows it, so a removal survives a restart; a
+  user listed there is not loaded again.
+
+Example::
+
+    store = Store.open("legacy.ndjson")
+    record = store.find(user_id="1234") or store.find(login_name="user1@test.com")
+    store.remove(record["id"])
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import os
+import stat
+import threading
+from collections.abc import Mapping
+
+import orjson
+
+__all__ = ["Record", "Store", "StoreError", "StoreStatus"]
+
+Record = dict[str, object]  # one line of the store (or of the removals), as JSON gives it
+
+_MAX_LINE = 64 * 1024
+
+
+class StoreError(ValueError):
+    """The store cannot be used; one line naming the file and line, never a value."""
+
+
+def _removed_path(path: str) -> str:
+    return path + ".removed"
+
+
+def _check_private(path: str) -> None:
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode & 0o077:
+        raise StoreError(f"{path}: mode {mode:04o} lets others read it; it holds hashes: chmod 600 {path}")
+
+
+def _read_lines(path: str) -> list[tuple[int, Record]]:
+    records: list[tuple[int, Record]] = []
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            if len(line) > _MAX_LINE:
+                raise StoreError(f"{path}:{number}: line longer than {_MAX_LINE} bytes")
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raise StoreError(f"{path}:{number}: not a JSON object") from None
+            if not isinstance(value, dict) or not isinstance(value.get("id"), str) or not value["id"]:
+                raise StoreError(f'{path}:{number}: not a JSON object with an "id"')
+            records.append((number, value))
+    return records
+
+
+class Store:
+    """The records still waiting, indexed by user id and by login name (lower-cased)."""
+
+    def __init__(self, path: str, records: Mapping[str, Record], removed: list[Record]):
+        self.path = path
+        self._records = dict(records)
+        self._removed = removed
+        self._by_name: dict[str, str | None] = {}
+        for user_id, record in self._records.items():
+            names = record.get("login_names")
+            for name in names if isinstance(names, list) else []:
+                if isinstance(name, str) and name:
+                    key = name.casefold()
+                    # A name two users share is ambiguous: neither is found by it.
+                    self._by_name[key] = None if key in self._by_name else user_id
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str) -> Store:
+        """Load the store and its removals; StoreError when it is missing, unreadable or not 0600."""
+        if not os.path.isfile(path):
+            raise StoreError(f"{path}: no such file (the store migrate --legacy-hashes writes)")
+        _check_private(path)
+        records: dict[str, Record] = {}
+        for number, record in _read_lines(path):
+            user_id = str(record["id"])  # _read_lines checked it is a non-empty string
+            if user_id in records:
+                raise StoreError(f"{path}:{number}: user id listed twice")
+            records[user_id] = record
+        removed: list[Record] = []
+        removed_path = _removed_path(path)
+        if os.path.exists(removed_path):
+            _check_private(removed_path)
+            removed = [line for _, line in _read_lines(removed_path)]
+        for line in removed:
+            records.pop(str(line["id"]), None)
+        return cls(path, records, removed)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    def find(self, user_id: str | None = None, login_name: str | None = None) -> Record | None:
+        """The waiting record of the user named by id or by login name, or None."""
+        with self._lock:
+            if user_id:
+                return self._records.get(user_id)
+            if login_name:
+                found = self._by_name.get(login_name.casefold())
+                return self._records.get(found) if found else None
+            return None
+
+    def remove(self, user_id: str, outcome: str = "migrated") -> None:
+        """Record that ``user_id`` needs no more checks; durable before it returns."""
+        at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        line: Record = {"id": user_id, "at": at, "outcome": outcome}
+        with self._lock:
+            if user_id not in self._records:
+                return
+            fd = os.open(_removed_path(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, orjson.dumps(line) + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            del self._records[user_id]
+            self._removed.append(line)
+
+    def status(self) -> StoreStatus:
+        """Users waiting, users removed, and removals per day (UTC)."""
+        with self._lock:
+            per_day = collections.Counter(str(line.get("at", ""))[:10] for line in self._removed)
+            return StoreStatus(len(self._records), len(self._removed), dict(sorted(per_day.items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreStatus:
+    waiting: int
+    migrated: int
+    per_day: dict[str, int]  # "2026-11-27" -> users removed that day

@@ -1,0 +1,207 @@
+"""``zitadel-beam companion serve|setup|status``: the trickle-migration companion (docs/companion.md).
+
+Examples::
+
+    zitadel-beam companion setup --url=https://x.zitadel.cloud --token-file=admin-pat \\
+        --endpoint=https://companion.example.com/ --signing-key-file=companion-signing-key
+    zitadel-beam companion serve --url=https://x.zitadel.cloud --key-file=user-manager.json \\
+        --store=out/legacy-hashes.ndjson --signing-key-file=companion-signing-key --listen=0.0.0.0:8080
+    zitadel-beam companion status --store=out/legacy-hashes.ndjson
+    python -m pipeline.companion serve ...   # the same, without loading the other commands
+
+The code is the ``companion`` package; this module only reads the flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import stat
+import sys
+from collections.abc import Sequence
+
+from pipeline.options import add_credential_arguments, credentials_from_args
+from transforms.common.errors import ConfigError
+
+__all__ = ["add_arguments", "run"]
+
+DEFAULT_NAME = "zitadel-beam-companion"
+KEY_ENV = "ZITADEL_COMPANION_SIGNING_KEY"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("serve", "setup", "status"), help="what to do")
+    parser.add_argument("--store", help="serve/status: the store migrate --legacy-hashes wrote (mode 0600)")
+    parser.add_argument(
+        "--signing-key-file",
+        action="append",
+        help="serve: the target's signing key (give twice during a rotation; else env "
+        "ZITADEL_COMPANION_SIGNING_KEY); setup: where it is written (0600)",
+    )
+    parser.add_argument("--url", help="serve/setup: the ZITADEL instance's base URL")
+    parser.add_argument(
+        "--listen", default="127.0.0.1:8080", help="serve: HOST:PORT (default 127.0.0.1:8080)"
+    )
+    parser.add_argument(
+        "--max-failures",
+        type=int,
+        default=10,
+        help="serve: failed legacy checks per user in 15 minutes before the user is no longer checked",
+    )
+    parser.add_argument("--endpoint", help="setup: the companion's public URL ZITADEL calls")
+    parser.add_argument(
+        "--name", default=DEFAULT_NAME, help=f"setup: the target's name (default {DEFAULT_NAME})"
+    )
+    parser.add_argument(
+        "--timeout", default="10s", help="setup: the target's timeout, a Go duration (default 10s)"
+    )
+    parser.add_argument(
+        "--interrupt-on-error",
+        action="store_true",
+        help="setup: fail the sign-in when the companion fails (default: ZITADEL goes on; docs/companion.md)",
+    )
+    parser.add_argument("--rotate-key", action="store_true", help="setup: make the existing target a new key")
+    add_credential_arguments(parser)
+
+
+def _need(args: argparse.Namespace, *names: str) -> None:
+    for name in names:
+        if not getattr(args, name.replace("-", "_")):
+            raise ConfigError(f"companion {args.action} needs --{name}")
+
+
+def _read_key(path: str) -> bytes:
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        with open(path, "rb") as handle:
+            key = handle.read(4097).strip()
+    except OSError as err:
+        raise ConfigError(f"--signing-key-file {path}: cannot be read ({type(err).__name__})") from None
+    if mode & 0o077:
+        raise ConfigError(f"--signing-key-file {path}: mode {mode:04o} lets others read it: chmod 600 {path}")
+    if not key or len(key) > 4096 or b"\n" in key:
+        raise ConfigError(f"--signing-key-file {path}: not one signing key (not shown)")
+    return key
+
+
+def _listen(text: str) -> socket.socket:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--listen {text!r}: expected HOST:PORT")
+    try:
+        sock = socket.create_server((host.strip("[]"), int(port)))
+    except OSError as err:
+        raise ConfigError(f"--listen {text}: cannot listen ({err.strerror})") from None
+    return sock
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from companion.service import Attempts, create_app
+    from companion.signature import SignatureCheck
+    from companion.store import Store, StoreError
+    from companion.zitadel import ZitadelCalls, client_for
+
+    _need(args, "store", "url")
+    keys = [_read_key(path) for path in args.signing_key_file or []]
+    if not keys:  # a platform's secret as an environment variable (Cloud Run --set-secrets)
+        key = os.environ.get(KEY_ENV, "").strip().encode()
+        if not key or b"\n" in key or len(key) > 4096:
+            raise ConfigError(f"companion serve needs --signing-key-file (or env {KEY_ENV})")
+        keys = [key]
+    try:
+        store = Store.open(args.store)
+    except (StoreError, OSError) as err:
+        raise ConfigError(f"--store: {err}") from None
+    try:
+        client = client_for(args.url, credentials_from_args(args))
+    except ValueError as err:
+        raise ConfigError(f"--url: {err}") from None
+    app = create_app(store, SignatureCheck(*keys), ZitadelCalls(client), attempts=Attempts(args.max_failures))
+    sock = _listen(args.listen)
+    host, port = sock.getsockname()[:2]
+    logging.getLogger("companion").setLevel(logging.INFO)
+    print(
+        f"companion: {len(store)} users waiting; listening on http://{host}:{port}/",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(app, log_config=None, access_log=False, server_header=False, date_header=False)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from companion.setup_calls import SetupError, set_up
+    from companion.zitadel import ZitadelCalls, client_for
+
+    _need(args, "url", "endpoint", "signing-key-file")
+    if len(args.signing_key_file) != 1:
+        raise ConfigError("companion setup writes one --signing-key-file")
+    try:
+        client = client_for(args.url, credentials_from_args(args), timeout=30.0)
+    except ValueError as err:
+        raise ConfigError(f"--url: {err}") from None
+    try:
+        lines = set_up(
+            ZitadelCalls(client),
+            name=args.name,
+            endpoint=args.endpoint,
+            timeout=args.timeout,
+            interrupt_on_error=args.interrupt_on_error,
+            rotate_key=args.rotate_key,
+            key_path=args.signing_key_file[0],
+        )
+    except SetupError as err:
+        raise ConfigError(str(err)) from None
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from companion.store import Store, StoreError
+
+    _need(args, "store")
+    try:
+        status = Store.open(args.store).status()
+    except (StoreError, OSError) as err:
+        raise ConfigError(f"--store: {err}") from None
+    print(f"waiting for their first sign-in: {status.waiting}")
+    print(f"migrated (password set in ZITADEL): {status.migrated}")
+    for day, count in status.per_day.items():
+        print(f"  {day}: {count}")
+    return 0
+
+
+def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+    del pipeline_args
+    return {"serve": _serve, "setup": _setup, "status": _status}[known_args.action](known_args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pipeline.companion serve|setup|status``: this command alone. The same flags and
+    one-line errors as ``zitadel-beam companion``, without loading the migration commands (and
+    Apache Beam with them): a service starts in about a second; what the container runs."""
+    from pipeline.cli import _Parser, unknown_flags
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = _Parser(prog="zitadel-beam companion", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    try:
+        known_args, rest = parser.parse_known_args(argv)
+        if rest:
+            raise ConfigError(
+                unknown_flags(rest, [f for f in parser._option_string_actions if f.startswith("--")])
+            )
+        return run(known_args, [])
+    except ConfigError as err:
+        print(f"zitadel-beam: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""companion/store.py: the store's format, its 0600 rule, lookups and durable removals."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from companion.store import Store, StoreError
+
+
+def _write(path, lines, mode=0o600):
+    path.write_text("".join(line if isinstance(line, str) else json.dumps(line) + "\n" for line in lines))
+    os.chmod(path, mode)
+    return path
+
+
+def test_finds_by_id_and_by_login_name_without_case(tmp_path):
+    store = Store.open(
+        str(_write(tmp_path / "s", [{"id": "1", "form": "f", "login_names": ["Ana@Example.com"]}]))
+    )
+    assert store.find(user_id="1")["id"] == "1"
+    assert store.find(login_name="ana@example.COM")["id"] == "1"
+    assert store.find(login_name="other") is None
+    assert store.find() is None
+
+
+def test_a_login_name_two_users_share_finds_neither(tmp_path):
+    lines = [{"id": "1", "login_names": ["same"]}, {"id": "2", "login_names": ["same"]}]
+    store = Store.open(str(_write(tmp_path / "s", lines)))
+    assert store.find(login_name="same") is None
+    assert store.find(user_id="2")["id"] == "2"
+
+
+def test_removals_are_appended_durably_and_skip_the_user_after_a_reopen(tmp_path):
+    path = _write(tmp_path / "s", [{"id": "1"}, {"id": "2"}, "\n"])
+    store = Store.open(str(path))
+    store.remove("1")
+    store.remove("1")  # once only
+    store.remove("unknown")
+    removed = (tmp_path / "s.removed").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in removed] == ["1"]
+    assert oct((tmp_path / "s.removed").stat().st_mode & 0o777) == "0o600"
+    again = Store.open(str(path))
+    assert (len(again), again.find(user_id="1")) == (1, None)
+    status = again.status()
+    assert (status.waiting, status.migrated, sum(status.per_day.values())) == (1, 1, 1)
+    assert path.read_text().count('"id"') == 2  # the store itself is never written
+
+
+@pytest.mark.parametrize(
+    ("lines", "mode", "message"),
+    [
+        ([{"id": "1"}], 0o644, "chmod 600"),
+        (["not json\n"], 0o600, "s:1: not a JSON object"),
+        ([{"form": "x"}], 0o600, 's:1: not a JSON object with an "id"'),
+        ([{"id": "1"}, {"id": "1"}], 0o600, "s:2: user id listed twice"),
+    ],
+)
+def test_bad_stores_fail_with_one_line_naming_no_value(tmp_path, lines, mode, message):
+    path = _write(tmp_path / "s", lines, mode)
+    with pytest.raises(StoreError, match=message):
+        Store.open(str(path))
+
+
+def test_a_missing_store_says_what_writes_it(tmp_path):
+    with pytest.raises(StoreError, match="legacy-hashes"):
+        Store.open(str(tmp_path / "none"))
