@@ -108,10 +108,11 @@ def firebase_keeper(
 ) -> KeepLegacy | None:
     """What ``run_migration`` calls when the run is finished; None without ``--legacy-hashes``.
     The flags are checked here, before the pipeline runs (ConfigError, one line, no value).
-    ``push_api``: the path ``--push-url`` takes (None without it)."""
+    ``push_api``: the ``--api`` of ``--push-url`` (None without it): the path is chosen by one
+    probe before the pipeline runs, so only ``user-v2`` is certain to create active users."""
     if not path:
         return None
-    if push_api == "admin-import":
+    if push_api is not None and push_api != "user-v2":
         # ZITADEL's canUpdatePassword refuses a user in state initial, which is what the admin
         # import makes of a user without password: the companion could never set one.
         raise ConfigError(

@@ -139,7 +139,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         files,
         known_args.hash_config,
         [known_args.users],
-        common.push_api if common.push_url else None,
+        common.push.api if common.push is not None else None,
     )
     options = FirebaseOptions(
         # With --state, disabled users are read so that those in ZITADEL can be deactivated; the
