@@ -5,6 +5,7 @@ input files, and hands ``run_migration`` a function that adds its source transfo
 pipeline. Everything after the source is shared:
 
     source ─► rows ─ UsersToBodies ─► temporary bodies ─┐
+          │              └─► written users ─ CountWrittenUsers ─┤
           └─► dead letters ──────────── WriteDeadLetterShards ─┤
                                                         └─ finalize (launcher): final names,
                                                            dead-letter file, manifest, summary
@@ -90,9 +91,11 @@ def build_pipeline(
 
     from transforms.files.sinks import WriteDeadLetterShards
     from transforms.output.bodies import BodySpec, UsersToBodies
+    from transforms.output.written import CountWrittenUsers
 
     pipeline = make_pipeline(pipeline_args)
     source = add_source(pipeline, layout.tmp_dir)
+    compared = []  # with --state: the users compared with the state count as written ones
     if sync is not None:
         from transforms.sync.compare import CompareWithState
 
@@ -100,6 +103,7 @@ def build_pipeline(
         synced = source["rows"] | "Sync" >> CompareWithState(
             options, shards, layout.tmp_dir, dead=source["dead"]
         )
+        compared = [synced["written"]]
         # Roles come from every user read, new or not: the catalogue stays whole.
         source = {**synced, **({"roles": source["roles"]} if "roles" in source else {})}
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
@@ -111,6 +115,9 @@ def build_pipeline(
     bodies = source["rows"] | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir, role_losers)
     dead = (source["dead"], bodies["dead"]) | "AllDeadLetters" >> beam.Flatten()
     _ = dead | "DeadLetters" >> WriteDeadLetterShards(layout.tmp_dir)
+    # Counts and lists about users written come from the users kept (after de-duplication).
+    written = (bodies["written"], *compared) | "AllWritten" >> beam.Flatten()
+    _ = written | "CountWritten" >> CountWrittenUsers(layout.tmp_dir)
     return pipeline
 
 

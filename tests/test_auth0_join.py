@@ -36,7 +36,7 @@ def test_with_otp_appends_the_secret_as_the_last_user_field():
 def _profile_item(file_index, position, email, user_id):
     entry = orjson.dumps(map_profile({"user_id": user_id, "email": email}, None, False))
     raw = orjson.dumps({"user_id": user_id, "email": email})
-    return (file_index, position, email, user_id, email, None, entry, b"", (), raw, ())
+    return (file_index, position, email, user_id, email, None, entry, b"", ((), b""), raw, ())
 
 
 def _password_item(file_index, position, email, oid, date, password_hash):
@@ -64,7 +64,7 @@ def test_one_partition_newest_password_wins_and_orphans_are_dead_letters(tmp_pat
         ("auth0-password", "password-superseded"),
     ]
     ((part, spilled),) = [o for o in out if not isinstance(o, pvalue.TaggedOutput)]
-    ((file_index, position, user_id, _, entry_json, _, password, source, _, companions, grants),) = (
+    ((file_index, position, user_id, _, entry_json, _, password, source, _, companions, grants, _, _),) = (
         decode_rows(load_blob(spilled))
     )
     assert (part, file_index, position, user_id, password, source, grants) == (

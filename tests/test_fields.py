@@ -50,30 +50,44 @@ def test_unknown_fields_are_counter_safe_names_of_extra_keys():
     )
 
 
-def test_field_tally_counts_users_per_field_and_unknown_names():
-    tally = FieldTally("auth0", frozenset({"email", "picture"}), frozenset({"picture", "nickname"}))
+def _counted(tally: FieldTally, records: list[tuple[dict, tuple[str, ...]]]) -> collections.Counter[str]:
+    """What the users of ``records`` add once written (each counter name of a user counts one)."""
     counts: collections.Counter[str] = collections.Counter()
-    tally.count({"email": "a@b.co", "picture": "p.png", "shoe": 4})
-    tally.count({"email": "c@b.co", "picture": "", "shoe": 5})  # an empty picture is not had
-    tally.count({"email": "d@b.co", "nickname": "d"}, extra=("identities",))
-    tally.count({"shoe": 1, "email": "e@b.co", "picture": "q.png"})  # another key order
-    tally.flush(counts)
+    for record, extra in records:
+        counts.update(tally.names(record, extra))
+    return counts
+
+
+def test_field_tally_names_each_users_fields_not_carried_and_unknown_names():
+    tally = FieldTally("auth0", frozenset({"email", "picture"}), frozenset({"picture", "nickname"}))
+    counts = _counted(
+        tally,
+        [
+            ({"email": "a@b.co", "picture": "p.png", "shoe": 4}, ()),
+            ({"email": "c@b.co", "picture": "", "shoe": 5}, ()),  # an empty picture is not had
+            ({"email": "d@b.co", "nickname": "d"}, ("identities",)),
+            ({"shoe": 1, "email": "e@b.co", "picture": "q.png"}, ()),  # another key order
+        ],
+    )
     assert dict(counts) == {
         "not_carried.auth0.picture": 2,
         "not_carried.auth0.nickname": 1,
         "not_carried.auth0.identities": 1,
         "unknown_field.auth0.shoe": 3,
     }
-    tally.flush(counts)  # flushed counts are not added twice
-    assert counts["unknown_field.auth0.shoe"] == 3
+
+
+def test_field_tally_gives_one_shared_tuple_per_outcome():
+    """Rows with the same names carry the same tuple (a rows blob pickles it once)."""
+    tally = FieldTally("auth0", frozenset({"email"}), frozenset({"picture"}))
+    first = tally.names({"email": "a@b.co", "picture": "p.png"})
+    assert tally.names({"picture": "q.png", "email": "c@b.co"}) is first
+    assert tally.names({"email": "d@b.co"}) == ()
 
 
 def test_field_tally_names_at_most_the_limit_then_other():
     tally = FieldTally("keycloak", frozenset(), frozenset())
-    counts: collections.Counter[str] = collections.Counter()
-    for i in range(MAX_UNKNOWN_FIELD_NAMES + 5):
-        tally.count({f"f{i:04d}": 1})
-    tally.flush(counts)
+    counts = _counted(tally, [({f"f{i:04d}": 1}, ()) for i in range(MAX_UNKNOWN_FIELD_NAMES + 5)])
     named = [k for k in counts if k != "unknown_field.keycloak.other"]
     assert len(named) == MAX_UNKNOWN_FIELD_NAMES
     assert counts["unknown_field.keycloak.other"] == 5

@@ -13,6 +13,7 @@ from transforms.common.records import (
     encode_row,
     encode_rows,
     encoded_row,
+    intern_tallies,
     pack_rows,
     partition_of,
 )
@@ -50,11 +51,22 @@ def test_encode_row_fills_the_optional_tail():
         record,
         companions,
         grants,
+        tallies,
+        passwordless,
     ) = encode_row([[2, 9], ENTRY, [{"key": "k", "value": "dg=="}], {"id": 1}, "keycloak"])
     assert (file_index, position, user_id, name_key, source) == (2, 9, "u1", "ann", "keycloak")
     assert orjson.loads(entry_json) == ENTRY and orjson.loads(record) == {"id": 1}
     assert meta == b'{"id":"u1","key":"k","value":"dg=="}'
-    assert (password, companions, grants) == ("", b"", ())
+    assert (password, companions, grants, tallies, passwordless) == ("", b"", (), (), b"")
+
+
+def test_intern_tallies_shares_one_tuple_per_list_of_names():
+    first = intern_tallies(["cannot_sign_in.x", "notes.email-fallback"])
+    assert intern_tallies(("cannot_sign_in.x", "notes.email-fallback")) is first
+    assert intern_tallies([]) == ()
+    blob = pack_rows([_row(tallies=first), _row(position=8, tallies=intern_tallies(list(first)))])
+    one, two = decode_rows(blob)
+    assert one[11] is two[11]  # pickled once, one object again after the round trip
 
 
 @pytest.mark.parametrize(
@@ -70,14 +82,14 @@ def test_encode_row_fills_the_optional_tail():
 def test_encode_row_password_slot(user, given, expected):
     entry = {"userId": "u1", "user": {"userName": "a", **user}}
     row = [[0, 0], entry, [], {}, "s", [], given] if given is not None else [[0, 0], entry, [], {}, "s"]
-    (_, _, _, _, _, _, password, _, _, _, _) = encode_row(row)
+    (_, _, _, _, _, _, password, _, _, _, _, _, _) = encode_row(row)
     assert password == expected
 
 
 def test_encode_row_keeps_companions_and_grants():
     grants = (("p1", ("a",)),)
     row = [[0, 0], ENTRY, [], {}, "s", [[[1, 2], "auth0-password", {"e": 1}]], "bcrypt", grants]
-    (_, _, _, _, _, _, _, _, _, companions, row_grants) = encode_row(row)
+    (_, _, _, _, _, _, _, _, _, companions, row_grants, _, _) = encode_row(row)
     assert orjson.loads(companions) == [[[1, 2], "auth0-password", {"e": 1}]] and row_grants == grants
 
 

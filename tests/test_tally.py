@@ -1,11 +1,7 @@
 """transforms/hashing/tally.py: per-bundle hash counts and parameter ranges as Beam metrics, and the
-passwordless listing files."""
+counter name and list line of a user written without password."""
 
 from __future__ import annotations
-
-import os
-import stat
-from pathlib import Path
 
 import apache_beam as beam
 import orjson
@@ -14,7 +10,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from transforms.common.records import NAMESPACE
 from transforms.hashing.convert import ConvertedHash
-from transforms.hashing.tally import PASSWORDLESS_PREFIX, HashTally
+from transforms.hashing.tally import HashTally, passwordless
 
 BCRYPT_10 = ConvertedHash("bcrypt", "$2b$10$x", "bcrypt", (("cost", 10),))
 BCRYPT_12 = ConvertedHash("bcrypt", "$2b$12$x", "bcrypt", (("cost", 12),))
@@ -29,55 +25,53 @@ def test_add_keeps_the_lowest_and_highest_of_each_parameter():
     assert not tally.counts  # users are counted where bodies are written, not here
 
 
-def test_without_password_counts_and_lists_only_with_a_tmp_dir(tmp_path):
-    quiet = HashTally()
-    quiet.without_password("unsupported-hash-md4", "u1", "a@example.com")
-    assert quiet.counts == {"without_password.unsupported-hash-md4": 1}
-    assert quiet.passwordless == []
-    listing = HashTally(str(tmp_path))
-    listing.without_password("unsupported-hash-md4", "u1", "a@example.com")
-    listing.without_password("unsupported-hash-md4", "u2", None)
-    assert [orjson.loads(line) for line in listing.passwordless] == [
-        {"id": "u1", "email": "a@example.com", "reason": "unsupported-hash-md4"},
-        {"id": "u2", "email": None, "reason": "unsupported-hash-md4"},
-    ]
+def test_passwordless_gives_the_counter_name_and_the_list_line():
+    name, line = passwordless("unsupported-hash-md4", "u1", "a@example.com")
+    assert name == "without_password.unsupported-hash-md4"
+    assert orjson.loads(line) == {"id": "u1", "email": "a@example.com", "reason": "unsupported-hash-md4"}
+    assert orjson.loads(passwordless("unsupported-hash-md4", "u2", None)[1])["email"] is None
 
 
 class _TallyFn(beam.DoFn):
-    """Adds what the element names to a HashTally and publishes it, as a writer DoFn does."""
-
-    def __init__(self, tmp_dir: str):
-        self._tmp_dir = tmp_dir
+    """Adds what the element names to a HashTally and publishes it, as a reader DoFn does."""
 
     def process(self, element):
-        tally = HashTally(self._tmp_dir)
+        tally = HashTally()
         for converted in element["hashes"]:
             tally.add(converted)
-        for user in element["without"]:
-            tally.without_password("unsupported-hash-md4", user, f"{user}@example.com")
+        for converted in element["refused"]:
+            tally.refused(converted)
         tally.publish()
-        assert not tally.counts and not tally.ranges and not tally.passwordless  # ready for the next bundle
+        assert not tally.counts and not tally.ranges  # ready for the next bundle
         yield element
 
 
-def test_publish_writes_counters_distributions_and_one_private_file_per_bundle(tmp_path):
+def test_publish_writes_counters_and_distributions(tmp_path):
     bundles = [
-        {"hashes": [BCRYPT_10, BCRYPT_12], "without": ["u1", "u2"]},
-        {"hashes": [PBKDF2], "without": []},
+        {"hashes": [BCRYPT_10, BCRYPT_12], "refused": [PBKDF2]},
+        {"hashes": [PBKDF2], "refused": []},
     ]
     pipeline = beam.Pipeline(runner=FnApiRunner())
-    _ = pipeline | beam.Create(bundles) | beam.ParDo(_TallyFn(str(tmp_path)))
+    _ = pipeline | beam.Create(bundles) | beam.ParDo(_TallyFn())
     result = pipeline.run()
     result.wait_until_finish()
     query = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
     counters = {c.key.metric.name: c.committed for c in query["counters"]}
-    assert counters == {"without_password.unsupported-hash-md4": 2}
+    assert counters == {"refused_hashes.pbkdf2": 1}
     dists = {d.key.metric.name: (d.committed.min, d.committed.max) for d in query["distributions"]}
-    assert dists == {"hash_param.bcrypt.cost": (10, 12), "hash_param.pbkdf2.rounds": (27500, 27500)}
-    (listing,) = [p for p in Path(tmp_path).iterdir() if p.name.startswith(PASSWORDLESS_PREFIX)]
-    assert listing.name.endswith(".ndjson")
-    assert stat.S_IMODE(os.stat(listing).st_mode) == 0o600
-    assert [orjson.loads(line)["id"] for line in listing.read_bytes().splitlines()] == ["u1", "u2"]
+    assert dists == {
+        "hash_param.bcrypt.cost": (10, 12),
+        "hash_param.pbkdf2.rounds": (27500, 27500),
+        "refused_hash_param.pbkdf2.rounds": (27500, 27500),
+    }
+
+
+def test_refused_name_spreads_the_ranges_and_leaves_the_count_to_the_written_user():
+    tally = HashTally()
+    assert tally.refused_name(PBKDF2) == "refused_hashes.pbkdf2"
+    assert tally.refused_name(None) is None
+    assert not tally.counts
+    assert tally.refused_ranges == {"pbkdf2.rounds": (27500, 27500)}
 
 
 def test_refused_hashes_are_counted_by_verifier_with_their_own_ranges():

@@ -30,6 +30,7 @@ from __future__ import annotations
 import gc
 import pickle
 import zlib
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import orjson
@@ -52,6 +53,7 @@ __all__ = [
     "encoded_row",
     "EncodedRow",
     "user_name_key",
+    "intern_tallies",
     "no_gc",
 ]
 
@@ -97,7 +99,7 @@ def dead_letter(
 
 # One user, encoded (built by ``encoded_row``; read by unpacking it into locals of these names):
 #   (file_index, position, user_id, name_key, entry_json, metadata_json, password, source,
-#    record_json, companions_json, grants)
+#    record_json, companions_json, grants, tallies, passwordless)
 # - ``name_key``: the user name as ZITADEL compares it (``user_name_key``);
 # - ``metadata_json``: the org-level ``userMetadata`` items of this user without brackets, b"" for none;
 # - ``password``: the ZITADEL verifier of the user's hash, "password" for a plaintext password, ""
@@ -106,10 +108,15 @@ def dead_letter(
 # - ``grants``: ``((project id, (sorted unique role keys)), ...)`` sorted by project
 #   (transforms/mapping/roles.py ``Grants``), () for none; the bodies render them as ``userGrants``
 #   (transforms/output/grants.py). Sources give them as the row's 8th item.
+# - ``tallies``: the counter names this user adds one to once it is written (cannot sign in yet,
+#   notes, fields not carried, hash forms, ...), () for none; ``passwordless``: its line of the
+#   passwordless list (``{"id", "email", "reason"}``), b"" for none. They travel with the row so
+#   that only users written are counted and listed, after de-duplication
+#   (transforms/output/written.py counts them).
 # A plain tuple, not a NamedTuple: every row is pickled and unpickled at least twice per run, and a
 # NamedTuple pickles through Python-level calls per row (measured here on 11-field rows: 2.6x the
 # pickling and 1.5x the unpickling time of a plain tuple).
-EncodedRow = tuple[int, int, str, str, bytes, bytes, str, str, bytes, bytes, "Grants"]
+EncodedRow = tuple[int, int, str, str, bytes, bytes, str, str, bytes, bytes, "Grants", tuple[str, ...], bytes]
 
 
 def encoded_row(
@@ -125,6 +132,8 @@ def encoded_row(
     record_json: bytes,
     companions_json: bytes,
     grants: Grants,
+    tallies: tuple[str, ...] = (),
+    passwordless: bytes = b"",
 ) -> EncodedRow:
     """The one place a row is built, by field name (see ``EncodedRow``)."""
     return (
@@ -139,11 +148,31 @@ def encoded_row(
         record_json,
         companions_json,
         grants,
+        tallies,
+        passwordless,
     )
 
 
 # The optional tail of a source row: companions, password, grants.
 _SOURCE_ROW_DEFAULTS: tuple[Any, ...] = ((), None, ())
+
+
+_INTERNED: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def intern_tallies(names: Iterable[str]) -> tuple[str, ...]:
+    """A row's ``tallies`` as a tuple shared by every row with the same names: a rows blob pickles
+    it once (pickle refers back to an object it has already written), and counting them at the
+    bodies keys on a few distinct tuples."""
+    key = tuple(names)
+    if not key:
+        return ()
+    shared = _INTERNED.get(key)
+    if shared is None:
+        shared = key
+        if len(_INTERNED) < 100_000:
+            _INTERNED[key] = key
+    return shared
 
 
 def user_name_key(user_name: Any) -> str:
@@ -197,7 +226,7 @@ def pack_rows(rows: list[EncodedRow]) -> bytes:
     claims = pickle.dumps(
         [
             (user_id, name_key, file_index, position)
-            for (file_index, position, user_id, name_key, _, _, _, _, _, _, _) in rows
+            for (file_index, position, user_id, name_key, _, _, _, _, _, _, _, _, _) in rows
         ],
         protocol=pickle.HIGHEST_PROTOCOL,
     )

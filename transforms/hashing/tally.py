@@ -1,24 +1,27 @@
 """Per-run tallies of imported password hashes (Beam metrics) and the passwordless listing.
 
 A DoFn keeps one :class:`HashTally`, ``add``s each hash it writes (or, for a value rewritten by
-transforms/hashing/hash_forms.py, passes its ``rewritten`` outcome), each hash the target's
-configuration ``refused`` and each user it imports without password, and ``publish``es once per
-bundle: counters ``password_hashes.<verifier>``, ``refused_hashes.<verifier>`` and
-``without_password.<reason>``, ``hash_forms.<form>`` and ``refused_hash_forms.<form>``, and distributions ``hash_param.<verifier>.<param>`` (and
-``refused_hash_param.``...) whose min and max are what the target's limits must cover
-(pipeline/report.py reads them back; the manifest and the summary's config snippet come from
-them, docs/password-hashes.md).
+transforms/hashing/hash_forms.py, passes its outcome to ``form_name``), each hash the target's
+configuration refused (``refused``, or ``refused_name`` for a user still written), and
+``publish``es once per bundle: counters ``refused_hashes.<verifier>`` and
+``refused_hash_forms.<form>`` of users dead-lettered, and distributions
+``hash_param.<verifier>.<param>`` (and ``refused_hash_param.``...) whose min and max are what the
+target's limits must cover (pipeline/report.py reads them back; the manifest and the summary's
+config snippet come from them, docs/password-hashes.md).
 
-Users imported without password (``--on-unsupported-hash=import-without-password``) are also
-listed as ``{"id", "email", "reason"}`` lines in ``<tmp_dir>/passwordless-<n>.ndjson`` files,
-which the launcher joins into ``<stem>.passwordless.ndjson`` (mode 0600) for reset mails.
+What is counted about a user that is written (``hash_forms.<form>``, ``without_password.<reason>``,
+its refused hash) is not counted here: ``form_name``, ``refused_name`` and :func:`passwordless`
+give the counter names (and the passwordless list's line, ``{"id", "email", "reason"}``) that
+travel in its row and are counted once it is written (transforms/output/written.py), so a user
+dropped later as a duplicate is neither counted nor listed for reset mails.
 """
 
 from __future__ import annotations
 
 import collections
-import uuid
 from typing import TYPE_CHECKING
+
+import orjson
 
 from transforms.common import counters
 from transforms.common.records import NAMESPACE
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HashTally",
     "PASSWORDLESS_PREFIX",
+    "passwordless",
 ]
 
 PASSWORDLESS_PREFIX = "passwordless-"
@@ -38,12 +42,10 @@ PASSWORDLESS_PREFIX = "passwordless-"
 class HashTally:
     """Counts and parameter ranges of one bundle; cheap per user (no metric calls until publish)."""
 
-    def __init__(self, tmp_dir: str | None = None) -> None:
+    def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
         self.ranges: dict[str, tuple[int, int]] = {}  # "<verifier>.<param>" → (min, max) written
         self.refused_ranges: dict[str, tuple[int, int]] = {}  # the same, of hashes refused
-        self.tmp_dir = tmp_dir
-        self.passwordless: list[bytes] = []
 
     def add(self, converted: ConvertedHash) -> None:
         # Users are counted by verifier where bodies are written (transforms/output/bodies.py), so that
@@ -57,32 +59,34 @@ class HashTally:
             elif value < low_high[0] or value > low_high[1]:
                 self.ranges[key] = (min(low_high[0], value), max(low_high[1], value))
 
-    def rewritten(self, outcome: Rewritten) -> None:
-        """A value of a source form (hash_forms.to_passwap): its form counted, and when written its
-        verifier's parameters spread as :meth:`add` does; a refusal is counted by form only (the
-        caller dead-letters the user or imports it without password, and counts that as usual)."""
+    def form_name(self, outcome: Rewritten) -> str:
+        """A value of a source form (hash_forms.to_passwap) of a user written: the counter name of
+        its form (``hash_forms.<form>``, or ``refused_hash_forms.<form>`` when the user comes
+        without it), and when written its verifier's parameters spread as :meth:`add` does."""
         if outcome.converted is not None:
-            self.counts[counters.HASH_FORMS + str(outcome.form)] += 1
             self.add(outcome.converted)
-        else:
-            self.counts[
-                counters.REFUSED_HASH_FORMS + (str(outcome.form) if outcome.form else "unrecognised")
-            ] += 1
+            return counters.HASH_FORMS + str(outcome.form)
+        return counters.REFUSED_HASH_FORMS + (str(outcome.form) if outcome.form else "unrecognised")
+
+    def rewritten(self, outcome: Rewritten) -> None:
+        """The source form of the hash of a user dead-lettered, counted (see :meth:`form_name`)."""
+        self.counts[self.form_name(outcome)] += 1
+
+    def refused_name(self, converted: ConvertedHash | None) -> str | None:
+        """A user imported without password because the target's configuration does not admit
+        ``converted`` (HashFailure.refused): its parameters spread, the counter name returned
+        (None: nothing to count)."""
+        if converted is None:
+            return None
+        _spread(self.refused_ranges, converted)
+        return counters.REFUSED_HASHES + converted.verifier
 
     def refused(self, converted: ConvertedHash | None) -> None:
-        """A user dead-lettered or imported without password because the target's configuration
-        does not admit ``converted`` (HashFailure.refused; None: nothing to count)."""
-        if converted is None:
-            return
-        self.counts[counters.REFUSED_HASHES + converted.verifier] += 1
-        _spread(self.refused_ranges, converted)
-
-    def without_password(self, reason: str, user_id: object = None, email: object = None) -> None:
-        self.counts[counters.WITHOUT_PASSWORD + reason] += 1
-        if self.tmp_dir is not None:
-            import orjson
-
-            self.passwordless.append(orjson.dumps({"id": user_id, "email": email, "reason": reason}) + b"\n")
+        """A user dead-lettered because the target's configuration does not admit ``converted``
+        (HashFailure.refused; None: nothing to count)."""
+        name = self.refused_name(converted)
+        if name is not None:
+            self.counts[name] += 1
 
     def publish(self) -> None:
         from apache_beam.metrics import Metrics  # here: push imports this module without Beam
@@ -99,17 +103,13 @@ class HashTally:
                 distribution.update(high)
             ranges.clear()
         self.counts.clear()
-        if self.passwordless and self.tmp_dir is not None:
-            from apache_beam.io.filesystems import FileSystems
 
-            from transforms.files.storage import open_private
 
-            # One file per bundle (unique name); the launcher joins them and drops repeats that
-            # a retried bundle may have written.
-            path = FileSystems.join(self.tmp_dir, f"{PASSWORDLESS_PREFIX}{uuid.uuid4().hex}.ndjson")
-            with open_private(path) as handle:
-                handle.write(b"".join(self.passwordless))
-            self.passwordless.clear()
+def passwordless(reason: str, user_id: object, email: object) -> tuple[str, bytes]:
+    """A user written without its password: the counter name (``without_password.<reason>``) and
+    its line of the passwordless list, both for its row (transforms/common/records.py)."""
+    line = orjson.dumps({"id": user_id, "email": email, "reason": reason})
+    return counters.WITHOUT_PASSWORD + reason, line
 
 
 def _spread(ranges: dict[str, tuple[int, int]], converted: ConvertedHash) -> None:

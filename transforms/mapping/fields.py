@@ -1,6 +1,6 @@
 """Accounting for the source fields an import does not carry (docs/fields-not-carried.md).
 
-Both sources count, per worker, the users who had a field the import cannot take
+Every source counts the users written who had a field the import cannot take
 (``not_carried.<source>.<field>``) and the fields the tool does not know at all
 (``unknown_field.<source>.<field>``, at most :data:`MAX_UNKNOWN_FIELD_NAMES` names per worker, the
 rest as ``other``); the launcher reads the counters into the manifest (pipeline/report.py).
@@ -9,11 +9,11 @@ The work per record is one key-set difference, so it stays cheap at millions of 
 
 from __future__ import annotations
 
-import collections
 import re
 from collections.abc import Mapping
 
 from transforms.common import counters
+from transforms.common.records import intern_tallies
 
 __all__ = ["MAX_UNKNOWN_FIELD_NAMES", "present", "counter_safe", "unknown_fields", "FieldTally"]
 
@@ -49,18 +49,19 @@ def unknown_fields(record: Mapping[str, object], known: frozenset[str]) -> list[
 
 
 class FieldTally:
-    """One worker's counts of fields not carried and of unknown fields, for one source.
+    """One worker's names of the fields not carried and of unknown fields, for one source.
 
     ``not_carried`` names the fields the import cannot take (with this run's flags); a record
-    counts for one of them when its value is :func:`present`. Work per record is small because
-    exports repeat a handful of key layouts: the key-set arithmetic is done once per layout (the
-    keys in their order), and counts are kept per outcome and only turned into counter names by
-    :meth:`flush` (per-record set operations and counter names cost ~4 s per million users).
+    counts for one of them when its value is :func:`present`. :meth:`names` gives the counter
+    names a record's user adds one to once it is written (they travel in its row's ``tallies``,
+    transforms/common/records.py, and are counted after de-duplication). Work per record is small
+    because exports repeat a handful of key layouts: the key-set arithmetic is done once per
+    layout (the keys in their order), and the names once per outcome (per-record set operations
+    and counter names cost ~4 s per million users).
 
-    >>> tally, counts = FieldTally("auth0", frozenset({"email", "picture"}), frozenset({"picture"})), collections.Counter()
-    >>> tally.count({"email": "a@b.co", "picture": "p.png", "shoe": 4}); tally.flush(counts)
-    >>> sorted(counts.items())
-    [('not_carried.auth0.picture', 1), ('unknown_field.auth0.shoe', 1)]
+    >>> tally = FieldTally("auth0", frozenset({"email", "picture"}), frozenset({"picture"}))
+    >>> tally.names({"email": "a@b.co", "picture": "p.png", "shoe": 4})
+    ('not_carried.auth0.picture', 'unknown_field.auth0.shoe')
     """
 
     _MAX_LAYOUTS = 10_000
@@ -71,10 +72,11 @@ class FieldTally:
         self._not_carried = not_carried
         self._names: set[str] = set()
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
-        self._seen: collections.Counter[tuple[tuple[str, ...], tuple[str, ...]]] = collections.Counter()
+        self._outcomes: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
 
-    def count(self, record: Mapping[str, object], extra: tuple[str, ...] = ()) -> None:
-        """Count ``record`` (and ``extra``, more names not carried that the caller found)."""
+    def names(self, record: Mapping[str, object], extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """``not_carried.<source>.<field>`` and ``unknown_field.<source>.<name>`` of ``record`` (and
+        of ``extra``, more names not carried that the caller found)."""
         layout = tuple(record)
         cached = self._layouts.get(layout)
         if cached is None:
@@ -83,7 +85,16 @@ class FieldTally:
                 self._layouts[layout] = cached
         candidates, unknown = cached
         had = tuple([k for k in candidates if present(record[k])]) if candidates else ()
-        self._seen[(had + extra if extra else had, unknown)] += 1
+        outcome = (had + extra if extra else had, unknown)
+        names = self._outcomes.get(outcome)
+        if names is None:
+            names = intern_tallies(
+                [f"{counters.NOT_CARRIED}{self._source}.{field}" for field in outcome[0]]
+                + [f"{counters.UNKNOWN_FIELD}{self._source}.{field}" for field in unknown]
+            )
+            if len(self._outcomes) < self._MAX_LAYOUTS:
+                self._outcomes[outcome] = names
+        return names
 
     def _layout(self, record: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         keys = record.keys()
@@ -96,13 +107,3 @@ class FieldTally:
                     self._names.add(field)
             names.append(field)
         return tuple(sorted(self._not_carried.intersection(keys))), tuple(names)
-
-    def flush(self, counts: collections.Counter[str]) -> None:
-        """Add the counts so far to ``counts`` as ``not_carried.<source>.<field>`` and
-        ``unknown_field.<source>.<name>``, and start again."""
-        for (not_carried, unknown), users in self._seen.items():
-            for field in not_carried:
-                counts[f"{counters.NOT_CARRIED}{self._source}.{field}"] += users
-            for field in unknown:
-                counts[f"{counters.UNKNOWN_FIELD}{self._source}.{field}"] += users
-        self._seen.clear()

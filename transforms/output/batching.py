@@ -55,13 +55,13 @@ Fragment = tuple[int, int, bytes, bytes, str, bytes]
 def to_fragment(row: list[Any]) -> Fragment:
     """A source row (see ``records``) → the fragment a body is built from."""
     encoded = encode_row(row)
-    (_, _, user_id, _, _, _, _, _, _, _, grants) = encoded
+    (_, _, user_id, _, _, _, _, _, _, _, grants, _, _) = encoded
     return fragment_of(encoded, grant_items(user_id, grants))
 
 
 def fragment_of(encoded: EncodedRow, grants: bytes = b"") -> Fragment:
     """``grants``: the user's ``userGrants`` items (``grants.grant_items``), b"" for none."""
-    (file_index, position, _, _, entry_json, metadata_json, password, _, _, _, _) = encoded
+    (file_index, position, _, _, entry_json, metadata_json, password, _, _, _, _, _, _) = encoded
     return (file_index, position, entry_json, metadata_json, password, grants)
 
 

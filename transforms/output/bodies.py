@@ -4,7 +4,8 @@ Shape of the work::
 
     rows (partition, blob) ─┬─ Claims ─ GroupByKey ─ FindDuplicates ─────────────┐ (side input)
                             └─ GroupByKey ─ ChunkPartitions ─► full bodies written │
-                                               │    └─► remainder ─ GroupByKey(0) ─ ChunkRemainders ─► bodies written
+                                               │    ├─► remainder ─ GroupByKey(0) ─ ChunkRemainders ─► bodies written
+                                               │    └─► the kept users' tallies (written.py)
                                                └─► dead letters (duplicates) ◄────┘
 
 A user id or user name (case-folded) claimed by several rows is kept for the first row in input
@@ -23,6 +24,7 @@ Example::
     out = rows | 'ToBodies' >> UsersToBodies(BodySpec('123', '5m0s', 5000), tmp_dir)
     out['bodies']  # PCollection of temporary body paths
     out['dead']    # duplicates as dead letters
+    out['written'] # what the users written add to the run's counts (transforms/output/written.py)
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from transforms.output.batching import (
     to_fragment,
 )
 from transforms.output.grants import Losers, filter_grants
+from transforms.output.written import Written, WrittenTally
 
 __all__ = [
     "BodySpec",
@@ -80,6 +83,7 @@ __all__ = [
 _LOGGER = logging.getLogger(__name__)
 _DEAD = "dead"
 _REMAINDER = "remainder"
+_WRITTEN = "written"
 _ID, _NAME = 0, 1
 
 
@@ -250,6 +254,7 @@ class _ChunkPartitionFn(_BodyWriterFn):
             live_tally.add(live_tally.BATCHED, len(rows))
             kept: list[Fragment] = []
             grants = _GrantTally()
+            written = WrittenTally()
             for row in rows:
                 (
                     file_index,
@@ -263,9 +268,12 @@ class _ChunkPartitionFn(_BodyWriterFn):
                     record_json,
                     companions_json,
                     row_grants,
+                    _,
+                    _,
                 ) = row
                 lost = losers.get((file_index, position))
                 if lost is None:
+                    written.add(row)
                     kept.append(
                         fragment_of(
                             row, grants.items(user_id, row_grants, role_losers) if row_grants else b""
@@ -294,6 +302,7 @@ class _ChunkPartitionFn(_BodyWriterFn):
                     )
             del rows
             grants.publish()
+            yield from written.tagged(_WRITTEN)
             full, rest = plan_chunks(kept, self._spec.batch_size)
             for chunk in full:
                 yield self._write(chunk)
@@ -315,7 +324,8 @@ class _ChunkRemaindersFn(_BodyWriterFn):
 
 @beam.typehints.with_input_types(PartitionRows)
 class UsersToBodies(beam.PTransform):
-    """``(partition, rows)`` → ``{'bodies': temp body paths, 'dead': duplicate dead letters}``.
+    """``(partition, rows)`` → ``{'bodies': temp body paths, 'dead': duplicate dead letters,
+    'written': the written users' tallies}``.
 
     ``rows`` is a blob from ``records.encode_rows``/``pack_rows`` or the path of a spill file
     holding one; a partition may arrive as several elements.
@@ -331,7 +341,8 @@ class UsersToBodies(beam.PTransform):
         self._role_losers = role_losers
 
     def expand(self, rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
-        """Returns ``{'bodies': PCollection[str], 'dead': PCollection[DeadLetter]}``."""
+        """Returns ``{'bodies': PCollection[str], 'dead': PCollection[DeadLetter],
+        'written': PCollection[Written]}``."""
         losers = (
             rows
             | "Claims" >> beam.ParDo(_ClaimsFn())
@@ -351,8 +362,8 @@ class UsersToBodies(beam.PTransform):
                     else {}
                 ),
             )
-            .with_output_types(str, **{_DEAD: DeadLetter, _REMAINDER: Any})
-            .with_outputs(_DEAD, _REMAINDER, main="bodies")
+            .with_output_types(str, **{_DEAD: DeadLetter, _REMAINDER: Any, _WRITTEN: Written})
+            .with_outputs(_DEAD, _REMAINDER, _WRITTEN, main="bodies")
         )
         merged = (
             chunks[_REMAINDER]
@@ -360,4 +371,4 @@ class UsersToBodies(beam.PTransform):
             | "ChunkRemainders" >> beam.ParDo(_ChunkRemaindersFn(self._spec, self._tmp_dir))
         )
         bodies = (chunks.bodies, merged) | "AllBodies" >> beam.Flatten().with_output_types(str)
-        return {"bodies": bodies, "dead": chunks[_DEAD]}
+        return {"bodies": bodies, "dead": chunks[_DEAD], "written": chunks[_WRITTEN]}

@@ -10,6 +10,7 @@ Shape of the work (docs/sync.md)::
                                                                   GroupByKey ─ Compare
                                                  ├─► new users' rows ─► UsersToBodies
                                                  ├─► change shard files (tmp_dir)
+                                                 ├─► the compared users' tallies (output/written.py)
                                                  └─► dead letters (noted when the user is kept)
 
 Each partition's state shard is read by the one worker that compares that partition, so the whole
@@ -32,6 +33,7 @@ Example::
     out["rows"]     # (partition, spill path) of new users, for UsersToBodies
     out["changes"]  # paths of change shard files in tmp
     out["dead"]     # dead letters
+    out["written"]  # what the users compared with the state add to the run's counts
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from transforms.common.records import (
     partition_of,
 )
 from transforms.files.spill import load_blob, read_spill, write_spill
+from transforms.output.written import Written, WrittenTally
 from transforms.sync.change_records import Call, ChangeCall, ChangeKind, change_line
 from transforms.sync.planned_counts import Why, count_calls, count_change
 from transforms.sync.source_records import USER_SOURCES, candidate_ids, is_blocked, refusal
@@ -94,7 +97,7 @@ class OnRemoved(enum.StrEnum):
 
 ON_REMOVED = tuple(policy.value for policy in OnRemoved)
 CHANGE_PREFIX = "changes-p"
-_CHANGES, _DEAD_OUT, _PASS, _UNKNOWN = "changes", "dead", "pass", "unknown"
+_CHANGES, _DEAD_OUT, _PASS, _UNKNOWN, _WRITTEN = "changes", "dead", "pass", "unknown", "written"
 # Change records of removed users sort after every row's (rows sort by their input position).
 _AFTER_EVERY_ROW: SortKey = (1 << 62, 0)
 
@@ -111,6 +114,9 @@ class _Tag(enum.StrEnum):
 # row, named once; C-level getters, as they run for every user.
 _row_order = operator.itemgetter(0, 1)  # (file index, position): the input order
 _user_id_of = operator.itemgetter(2)
+# The one place a compared row's slots are read: (file index, position, user id, entry JSON,
+# metadata JSON, password, source, record JSON, grants).
+_slots = operator.itemgetter(0, 1, 2, 4, 5, 6, 7, 8, 10)
 
 
 class _UserLetter(NamedTuple):
@@ -209,6 +215,7 @@ class _Partition:
         self.new_rows: list[EncodedRow] = []
         self.changes: list[tuple[SortKey, bytes]] = []
         self.counts: collections.Counter[str] = collections.Counter()
+        self.written = WrittenTally()  # the users compared count as written ones (output/written.py)
         self.kept_by_dead: set[str] = set()  # in the state, not read today, dead-lettered today
 
 
@@ -241,24 +248,14 @@ class _CompareFn(beam.DoFn):
         self._removals(work, hold_removals)
         for name, value in work.counts.items():
             self._inc(name, value)
+        yield from work.written.tagged(_WRITTEN)
         yield from self._write(part, work)
 
     def _compare_row(self, work: _Partition, row: EncodedRow):
         """One user read today: dead-lettered, new, unchanged or changed."""
-        # The one place a row's slots are read (transforms/common/records.py EncodedRow).
-        (
-            file_index,
-            position,
-            user_id,
-            _,
-            entry_json,
-            meta_json,
-            password,
-            source,
-            record_json,
-            _,
-            grants,
-        ) = row
+        file_index, position, user_id, entry_json, meta_json, password, source, record_json, grants = _slots(
+            row
+        )
         count = work.counts
         if user_id in work.seen:
             yield from self._reject(
@@ -281,6 +278,7 @@ class _CompareFn(beam.DoFn):
         if old is not None and same_as_state(old, quick, blocked):  # before any parsing
             count[counters.SYNC_UNCHANGED] += 1
             self._kept(count, entry_json, password, grants)
+            work.written.add(row)
             return
         entry = orjson.loads(entry_json)
         metadata = orjson.loads(b"[" + meta_json + b"]") if meta_json else []
@@ -299,6 +297,7 @@ class _CompareFn(beam.DoFn):
                 work.changes.append(((file_index, position), line))
             return
         self._kept(count, entry_json, password, grants)
+        work.written.add(row)
         if kind == ChangeKind.UNCHANGED:
             count[counters.SYNC_UNCHANGED] += 1
             return
@@ -400,7 +399,7 @@ class _CompareFn(beam.DoFn):
             count[counters.AUTHORIZATIONS_KEYS_CARRIED] += sum(len(keys) for _, keys in grants)
 
     def _reject(self, row: EncodedRow, reason: str, detail: str):
-        (file_index, position, _, _, _, _, _, source, record_json, companions_json, grants) = row
+        (file_index, position, _, _, _, _, _, source, record_json, companions_json, grants, _, _) = row
         if grants:
             self._inc(counters.ROLES_SKIPPED_DEAD_LETTERED, sum(len(keys) for _, keys in grants))
         yield beam.pvalue.TaggedOutput(
@@ -423,7 +422,7 @@ class _CompareFn(beam.DoFn):
 @beam.typehints.with_input_types(PartitionRows)
 class CompareWithState(beam.PTransform):
     """Source rows ``(partition, rows)`` → ``{'rows': new users' rows, 'changes': change file paths,
-    'dead': dead letters}``.
+    'dead': dead letters, 'written': the compared users' tallies}``.
 
     ``dead`` is the source's dead letters (``DeadLetter``): the ones about a user in the state
     are noted, and one that names no user holds removals back. ``shards`` maps a state partition
@@ -447,7 +446,7 @@ class CompareWithState(beam.PTransform):
 
     def expand(self, source_rows: beam.PCollection[PartitionRows]) -> dict[str, beam.PCollection]:
         """Returns ``{'rows': PCollection[PartitionRows], 'changes': PCollection[str],
-        'dead': PCollection[DeadLetter]}``."""
+        'dead': PCollection[DeadLetter], 'written': PCollection[Written]}``."""
         opts = self._options
         pipeline = source_rows.pipeline
         rows = source_rows | "RekeyRows" >> beam.ParDo(_RekeyRowsFn(opts.partitions, self._tmp_dir))
@@ -464,10 +463,10 @@ class CompareWithState(beam.PTransform):
             | "GroupByPartition" >> beam.GroupByKey()
             | "Compare"
             >> beam.ParDo(_CompareFn(opts, self._tmp_dir), unknown_dead=beam.pvalue.AsSingleton(unknown))
-            .with_output_types(PartitionRows, **{_CHANGES: str, _DEAD_OUT: DeadLetter})
-            .with_outputs(_CHANGES, _DEAD_OUT, main="rows")
+            .with_output_types(PartitionRows, **{_CHANGES: str, _DEAD_OUT: DeadLetter, _WRITTEN: Written})
+            .with_outputs(_CHANGES, _DEAD_OUT, _WRITTEN, main="rows")
         )
         dead = (keyed[_PASS], compared[_DEAD_OUT]) | "SyncDeadLetters" >> beam.Flatten().with_output_types(
             DeadLetter
         )
-        return {"rows": compared.rows, "changes": compared[_CHANGES], "dead": dead}
+        return dict(rows=compared.rows, changes=compared[_CHANGES], dead=dead, written=compared[_WRITTEN])

@@ -21,6 +21,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from transforms.common.records import intern_tallies
+
 __all__ = [
     "Kind",
     "SOURCES",
@@ -40,6 +42,7 @@ __all__ = [
     "RouteItem",
     "OtpItem",
     "RoleItem",
+    "with_written",
 ]
 
 
@@ -102,14 +105,25 @@ Problem = tuple[str, str]
 JsonObject = dict[str, Any]
 
 # A profile (built by ``_ParseUnitFn._profile``):
-#   (file_index, position, email_key, user_id, name_key, problem, entry_json, meta_json, notes, raw,
+#   (file_index, position, email_key, user_id, name_key, problem, entry_json, meta_json, written, raw,
 #    roles)
 # ``problem`` is None or a Problem; a rejected profile is dead-lettered by the parse step and
 # still sent (without entry) so that its password records are accounted for as
 # ``profile-rejected`` instead of ``orphan-password``. ``roles``: its --roles-from role names
-# (sorted, unique; () without --project-id).
+# (sorted, unique; () without --project-id). ``written``: ``(tallies, passwordless line)``, what its
+# user adds to the counts and the passwordless list once written (``records.EncodedRow``).
 ProfileItem = tuple[
-    int, int, str, str, str, Problem | None, bytes, bytes, tuple[str, ...], bytes, tuple[str, ...]
+    int,
+    int,
+    str,
+    str,
+    str,
+    Problem | None,
+    bytes,
+    bytes,
+    tuple[tuple[str, ...], bytes],
+    bytes,
+    tuple[str, ...],
 ]
 
 # A password record or a profile's custom hash (built by ``_ParseUnitFn._password`` and
@@ -135,3 +149,39 @@ RouteItem = tuple[str, int, int, int]
 #   (file_index, position, target_file_index, target_position, role_names, raw)
 OtpItem = tuple[int, int, int, int, str, bytes]
 RoleItem = tuple[int, int, int, int, tuple[str, ...], bytes]
+
+
+def with_written(item: ProfileItem, names: list[str], dropped: tuple[str, bytes] | None) -> ProfileItem:
+    """``item`` with more counter names for its user once written (``names``; ``dropped``: its own
+    hash dropped, the name and passwordless line from ``hashing.tally.passwordless``)."""
+    (
+        file_index,
+        position,
+        email_key,
+        user_id,
+        name_key,
+        problem,
+        entry_json,
+        meta_json,
+        written,
+        raw,
+        roles,
+    ) = item
+    tallies, line = written
+    if dropped is not None:
+        name, line = dropped
+        names = [*names, IMPORTED_WITHOUT_PASSWORD, name]
+    written = (intern_tallies((*tallies, *names)), line)
+    return (
+        file_index,
+        position,
+        email_key,
+        user_id,
+        name_key,
+        problem,
+        entry_json,
+        meta_json,
+        written,
+        raw,
+        roles,
+    )

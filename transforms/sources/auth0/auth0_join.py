@@ -25,12 +25,12 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from transforms.common import counters, live_tally
-from transforms.common.records import NAMESPACE, EncodedRow, encoded_row, no_gc, pack_rows
+from transforms.common.records import NAMESPACE, EncodedRow, encoded_row, intern_tallies, no_gc, pack_rows
 from transforms.common.records import dead_letter as _dead_letter
 from transforms.files.spill import load_blob, write_spill
 from transforms.hashing.convert import ConvertedHash, parse_hash
 from transforms.hashing.policy import CONFIG_REASONS, DROPPABLE_REASONS
-from transforms.hashing.tally import HashTally
+from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.validate import Reason, check_hash
 from transforms.sources.auth0 import auth0_items as a0
 from transforms.sources.auth0.auth0_items import (
@@ -135,9 +135,7 @@ class _JoinPartitionFn(beam.DoFn):
 
     def setup(self):
         self._conflicts = _counter(a0.PASSWORD_CONFLICTS)
-        self._cannot_sign_in = _counter(counters.CANNOT_SIGN_IN + a0.PREFIX)
-        self._dropped = _counter(a0.IMPORTED_WITHOUT_PASSWORD)
-        self._tally = HashTally(self._tmp_dir)
+        self._tally = HashTally()
         self._notes: dict[str, Any] = {}
 
     def process(self, element: tuple[int, Iterable[tuple[int, str]]]):
@@ -152,11 +150,6 @@ class _JoinPartitionFn(beam.DoFn):
         if name not in self._notes:
             self._notes[name] = _counter(name)
         self._notes[name].inc()
-
-    def _note(self, note: str) -> None:
-        if note not in self._notes:
-            self._notes[note] = _counter(counters.note(note))
-        self._notes[note].inc()
 
     def _join(self, part: int, blobs: Iterable[tuple[int, str]]):
         items = _PartitionItems(blobs)
@@ -214,12 +207,19 @@ class _JoinPartitionFn(beam.DoFn):
         letters: _Letters,
     ) -> EncodedRow | None:
         """One profile with its records → its row, or None (then its records are dead letters)."""
-        (file_index, position, _, user_id, name_key, problem, entry_json, meta_json, notes, raw, names) = item
+        (file_index, position, _, user_id, name_key, problem, entry_json, meta_json, written, raw, names) = (
+            item
+        )
+        tallies, line = written
         chosen = self._newest_password(passwords, letters) if passwords else None
         otp = self._latest_otp(otps, letters) if otps else None
         verifier = ""
+        extra: list[str] = []  # counter names of the user once written, beyond the parse step's
         if problem is None and chosen is not None:
-            chosen, problem, verifier = self._check_hash(item, chosen, letters)
+            chosen, problem, verifier, dropped = self._check_hash(item, chosen, letters)
+            if dropped is not None:
+                more, line = dropped
+                extra += more
             if chosen is not None and problem is None:
                 (_, _, _, _, _, password_hash, _, _, _) = chosen
                 entry_json = with_password(entry_json, password_hash)
@@ -227,8 +227,6 @@ class _JoinPartitionFn(beam.DoFn):
         if problem is not None:
             self._reject(problem, chosen, otp, held, letters)
             return None
-        for note in notes:
-            self._note(note)
         companions = []
         if chosen is not None:
             (pw_file, pw_position, _, _, _, _, pw_raw, kind, _) = chosen
@@ -238,7 +236,7 @@ class _JoinPartitionFn(beam.DoFn):
             entry_json = with_otp(entry_json, secret)
             companions.append([[otp_file, otp_position], MFA_SOURCE, orjson.Fragment(otp_raw)])
         if chosen is None and b'"hashedPassword":' not in entry_json and b'"idps":[' not in entry_json:
-            self._cannot_sign_in.inc()  # neither a password nor a linked IdP
+            extra.append(counters.CANNOT_SIGN_IN + a0.PREFIX)  # neither a password nor a linked IdP
         return encoded_row(
             file_index=file_index,
             position=position,
@@ -251,6 +249,8 @@ class _JoinPartitionFn(beam.DoFn):
             record_json=raw,
             companions_json=orjson.dumps(companions) if companions else b"",
             grants=grants,
+            tallies=intern_tallies((*tallies, *extra)) if extra else tallies,
+            passwordless=line,
         )
 
     def _newest_password(self, passwords: list[PasswordItem], letters: _Letters) -> PasswordItem:
@@ -293,32 +293,38 @@ class _JoinPartitionFn(beam.DoFn):
 
     def _check_hash(
         self, item: ProfileItem, chosen: PasswordItem, letters: _Letters
-    ) -> tuple[PasswordItem | None, Problem | None, str]:
-        """``(password item, problem, verifier)`` after checking the chosen hash: a hash the
-        target cannot verify rejects the user, or with --on-unsupported-hash=import-without-password
-        is dropped (the user comes without it)."""
+    ) -> tuple[PasswordItem | None, Problem | None, str, tuple[list[str], bytes] | None]:
+        """``(password item, problem, verifier, dropped)`` after checking the chosen hash: a hash
+        the target cannot verify rejects the user, or with --on-unsupported-hash=import-without-password
+        is dropped (the user comes without it; ``dropped``: the counter names and passwordless
+        line of the user once written)."""
         (file_index, position, _, user_id, _, _, entry_json, _, _, raw, _) = item
         (pw_file, pw_position, _, _, _, password_hash, pw_raw, kind, _) = chosen
         checked = check_hash(password_hash, self._options.validation)
         if isinstance(checked, ConvertedHash):
             self._tally.add(checked)
-            return chosen, None, checked.verifier
+            return chosen, None, checked.verifier, None
         reason, detail = checked
+        refused: ConvertedHash | None = None
         if reason in CONFIG_REASONS:  # the summary prints the config that admits it
-            refused = parse_hash(password_hash)
-            self._tally.refused(refused if isinstance(refused, ConvertedHash) else None)
+            parsed = parse_hash(password_hash)
+            refused = parsed if isinstance(parsed, ConvertedHash) else None
         if self._options.drop_bad_hashes and reason in DROPPABLE_REASONS:
-            self._dropped.inc()
-            self._tally.without_password(reason, user_id or None, _email_of(entry_json))
+            name, line = passwordless(reason, user_id or None, _email_of(entry_json))
+            names = [a0.IMPORTED_WITHOUT_PASSWORD, name]
+            refused_name = self._tally.refused_name(refused)
+            if refused_name is not None:
+                names.append(refused_name)
             letters.append(
                 _dl(
                     (pw_file, pw_position), reason, f"{detail} (user imported without password)", kind, pw_raw
                 )
             )
-            return None, None, ""
+            return None, None, "", (names, line)
+        self._tally.refused(refused)
         # The profile was fine; the hash is not: reject both.
         letters.append(_dl((file_index, position), reason, detail, Kind.PROFILES, raw))
-        return chosen, checked, ""
+        return chosen, checked, "", None
 
     def _reject(
         self,

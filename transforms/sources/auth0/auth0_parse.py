@@ -22,10 +22,18 @@ import orjson
 from apache_beam.metrics import Metrics
 
 from transforms.common import counters, live_tally
-from transforms.common.records import NAMESPACE, DeadLetter, dead_letter, no_gc, partition_of, user_name_key
+from transforms.common.records import (
+    NAMESPACE,
+    DeadLetter,
+    dead_letter,
+    intern_tallies,
+    no_gc,
+    partition_of,
+    user_name_key,
+)
 from transforms.files.spill import write_spill
 from transforms.hashing.policy import DROPPABLE_REASONS
-from transforms.hashing.tally import HashTally
+from transforms.hashing.tally import passwordless
 from transforms.mapping.fields import FieldTally, counter_safe
 from transforms.mapping.ids import auth0_user_id, fallback_email
 from transforms.mapping.otp import auth0_mfa_factors
@@ -53,6 +61,7 @@ from transforms.sources.auth0.auth0_items import (
     PasswordItem,
     Problem,
     ProfileItem,
+    with_written,
 )
 from transforms.sources.auth0.auth0_mapping import (
     KNOWN_FIELDS,
@@ -76,7 +85,7 @@ ROUTES = "routes"
 
 # Items of one unit, by (kind, partition): pickled into one spill file each.
 _Parts = dict[tuple[int, int], list[ProfileItem | PasswordItem | OtpItem]]
-# A mapped profile: (problem, entry_json, meta_json, name_key, notes).
+# A mapped profile: (problem, entry_json, meta_json, name_key, tallies).
 _Mapped = tuple[Problem | None, bytes, bytes, str, tuple[str, ...]]
 
 
@@ -111,8 +120,7 @@ class _ParseUnitFn(beam.DoFn):
     def setup(self):
         self._read = {k: _counter(name) for k, name in READ_COUNTERS.items()}
         self._metadata_dropped = _counter(a0.METADATA_DROPPED)
-        self._dropped = _counter(a0.IMPORTED_WITHOUT_PASSWORD)
-        self._tally = HashTally(self._tmp_dir)
+        self._written_pairs: dict[tuple[str, ...], tuple[tuple[str, ...], bytes]] = {}
         self._idp_map = dict(self._options.idp_map)
         self._counts: collections.Counter[Any] = collections.Counter()
         self._fields = FieldTally("auth0", KNOWN_FIELDS, not_carried_keys(self._options.metadata))
@@ -150,12 +158,10 @@ class _ParseUnitFn(beam.DoFn):
         self._read[kind].inc(count)
         if kind == Kind.PROFILES:
             live_tally.add(live_tally.PARSED, count & 4095)
-        self._tally.publish()
         self._publish_counts()
         yield from self._spill(unit, parts, routes)
 
     def _publish_counts(self) -> None:
-        self._fields.flush(self._counts)
         for key, value in self._counts.items():
             if isinstance(key, tuple):  # an identity: (outcome, provider)
                 outcome, provider = key
@@ -193,11 +199,14 @@ class _ParseUnitFn(beam.DoFn):
             reason, detail = problem
             letter = dead_letter(sortkey, reason, detail, PROFILE_SOURCE, orjson.Fragment(raw))
         else:
-            letter = self._custom_hash(sortkey, email_key, user_id, value, part, parts)
+            letter, dropped = self._custom_hash(sortkey, email_key, user_id, value, part, parts)
+            causes: list[str] = []
             if "mfa_factors" in value:
-                factor = self._mfa_factors(sortkey, user_id, value)
+                factor, causes = self._mfa_factors(sortkey, user_id, value)
                 if factor is not None:
                     parts.setdefault((Kind.MFA, part), []).append(factor)
+            if dropped is not None or causes:
+                item = with_written(item, causes, dropped)
         if self._route_mfa and user_id:
             routes.setdefault((Kind.ROUTES, partition_of(user_id, self._partitions)), []).append(
                 (user_id, part, sortkey[0], sortkey[1])
@@ -213,12 +222,13 @@ class _ParseUnitFn(beam.DoFn):
         profile: JsonObject,
         part: int,
         parts: _Parts,
-    ) -> DeadLetter | None:
+    ) -> tuple[DeadLetter | None, tuple[str, bytes] | None]:
         """A valid profile's own ``custom_password_hash``: a password item joined like a password
-        record, or (with --on-unsupported-hash=import-without-password) a dead letter."""
+        record, or (with --on-unsupported-hash=import-without-password) a dead letter and what
+        the user written without it counts and lists (``hashing.tally.passwordless``)."""
         custom, problem = custom_password_hash(profile)
         if custom is None and problem is None:
-            return None
+            return None, None
         self._read[Kind.CUSTOM_HASHES].inc()
         key = "custom_password_hash" if "custom_password_hash" in profile else "password_hash"
         record = {"user_id": user_id, "email": profile.get("email"), key: profile[key]}
@@ -227,11 +237,10 @@ class _ParseUnitFn(beam.DoFn):
             # itself was dead-lettered): account for the hash.
             assert problem is not None
             reason, detail = problem
-            self._dropped.inc()
-            self._tally.without_password(reason, user_id or None, profile.get("email"))
-            return dead_letter(
+            letter = dead_letter(
                 sortkey, reason, f"{detail} (user imported without password)", CUSTOM_HASH_SOURCE, record
             )
+            return letter, passwordless(reason, user_id or None, profile.get("email"))
         item: PasswordItem = (
             sortkey[0],
             sortkey[1],
@@ -244,7 +253,7 @@ class _ParseUnitFn(beam.DoFn):
             sortkey,
         )
         parts.setdefault((Kind.CUSTOM_HASHES, part), []).append(item)
-        return None
+        return None, None
 
     def _password(
         self, sortkey: tuple[int, int], record: JsonObject, raw: bytes, parts: _Parts
@@ -288,22 +297,24 @@ class _ParseUnitFn(beam.DoFn):
         routes.setdefault((Kind.MFA, partition_of(user_id, self._partitions)), []).append(item)
         return None
 
-    def _mfa_factors(self, sortkey: tuple[int, int], user_id: str, profile: JsonObject) -> OtpItem | None:
+    def _mfa_factors(
+        self, sortkey: tuple[int, int], user_id: str, profile: JsonObject
+    ) -> tuple[OtpItem | None, list[str]]:
         """A valid bulk-import profile's ``mfa_factors``: a ``totp`` secret goes to the join as an
         OTP item of its own profile (so that it is accounted for like an MFA record, and an MFA
-        export record of the same user, read later, wins); the rest is counted by cause."""
+        export record of the same user, read later, wins); the rest is counted by cause once
+        the user is written (the counter names returned)."""
         secret, causes = auth0_mfa_factors(profile["mfa_factors"])
-        for cause in causes:
-            self._counts[a0.MFA_FACTORS_NOT_CARRIED + cause] += 1
+        names = [a0.MFA_FACTORS_NOT_CARRIED + cause for cause in causes]
         if secret is None:
-            return None
+            return None, names
         self._counts[a0.MFA_FACTORS_TOTP] += 1
         record = {
             "user_id": user_id,
             "email": profile.get("email"),
             "mfa_factors": [{"totp": {"secret": secret}}],
         }
-        return (sortkey[0], sortkey[1], sortkey[0], sortkey[1], secret, orjson.dumps(record))
+        return (sortkey[0], sortkey[1], sortkey[0], sortkey[1], secret, orjson.dumps(record)), names
 
     def _profile(self, sortkey: tuple[int, int], email: str, profile: JsonObject, raw: bytes) -> ProfileItem:
         """A profile's item: its identity, then (when nothing rejects it) its encoded entry."""
@@ -321,10 +332,17 @@ class _ParseUnitFn(beam.DoFn):
             if problem is not None and opts.drop_bad_hashes and problem[0] in DROPPABLE_REASONS:
                 problem = None  # the user comes without password; the hash is dead-lettered
         entry_json, meta_json, name_key = b"", b"", ""
-        notes: tuple[str, ...] = ()
+        tallies: tuple[str, ...] = ()
         if problem is None:
-            problem, entry_json, meta_json, name_key, notes = self._entry(profile, user_id, derived, fallback)
+            problem, entry_json, meta_json, name_key, tallies = self._entry(
+                profile, user_id, derived, fallback
+            )
         roles = self._roles(profile, problem)
+        written = self._written_pairs.get(tallies)
+        if written is None:  # one pair per list of names: pickle then writes it once per blob
+            written = (tallies, b"")
+            if len(self._written_pairs) < 10_000:
+                self._written_pairs[tallies] = written
         return (
             sortkey[0],
             sortkey[1],
@@ -334,7 +352,7 @@ class _ParseUnitFn(beam.DoFn):
             problem,
             entry_json,
             meta_json,
-            notes,
+            written,
             raw,
             roles,
         )
@@ -354,7 +372,8 @@ class _ParseUnitFn(beam.DoFn):
         return user_id, derived, fallback
 
     def _entry(self, profile: JsonObject, user_id: str, derived: bool, fallback: str | None) -> _Mapped:
-        """Map and validate an accepted profile: its encoded entry, metadata, name key and notes."""
+        """Map and validate an accepted profile: its encoded entry, metadata, name key and the
+        counter names its user adds one to once written (notes, fields not carried)."""
         entry = map_profile(profile, None, self._options.email_verified)
         if derived:
             entry = {"userId": user_id, **entry}
@@ -365,15 +384,16 @@ class _ParseUnitFn(beam.DoFn):
         if result.reason is not None:
             return (result.reason, result.detail), b"", b"", "", ()
         notes = (
-            tuple(result.notes)
-            + ((DERIVED_ID,) if derived else ())
-            + ((EMAIL_FALLBACK,) if fallback is not None else ())
+            [*result.notes]
+            + ([DERIVED_ID] if derived else [])
+            + ([EMAIL_FALLBACK] if fallback is not None else [])
         )
         name_key = user_name_key(entry["user"]["userName"])
         links, outcomes = idp_links(profile, self._idp_map)
         for outcome in outcomes:
             self._counts[outcome] += 1
-        self._fields.count(profile)
+        fields = self._fields.names(profile)
+        tallies = intern_tallies((*fields, *map(counters.note, notes))) if notes else fields
         if links:
             entry["user"]["idps"] = links
         entry_json = orjson.dumps(entry)
@@ -387,7 +407,7 @@ class _ParseUnitFn(beam.DoFn):
                 return bad_key, b"", b"", "", ()
             if metadata:
                 meta_json = orjson.dumps([{"id": user_id, **m} for m in metadata])[1:-1]
-        return None, entry_json, meta_json, name_key, notes
+        return None, entry_json, meta_json, name_key, tallies
 
     def _roles(self, profile: JsonObject, problem: Problem | None) -> tuple[str, ...]:
         """The profile's --roles-from role names (with --project-id); else only counted."""

@@ -42,13 +42,14 @@ from transforms.common.records import (
     SortKey,
     dead_letter,
     encoded_row,
+    intern_tallies,
     no_gc,
     partition_of,
     user_name_key,
 )
 from transforms.files.spill import spill_parts
 from transforms.hashing.policy import ON_UNSUPPORTED_HASH
-from transforms.hashing.tally import HashTally
+from transforms.hashing.tally import passwordless
 from transforms.mapping.fields import FieldTally
 from transforms.mapping.validate import Reason
 from transforms.sources.firebase import firebase_accounting as fb
@@ -83,7 +84,6 @@ class _ReadFirebaseFileFn(beam.DoFn):
         self._tmp_dir = tmp_dir
 
     def setup(self):
-        self._tally = HashTally(self._tmp_dir)
         self._fields = FieldTally(fb.PREFIX, KNOWN_FIELDS, not_carried_keys(self._options.metadata))
 
     def process(self, source: FirebaseFile):
@@ -135,10 +135,8 @@ class _ReadFirebaseFileFn(beam.DoFn):
         finally:
             live_tally.add(live_tally.PARSED, position & 4095)
             counts[fb.USERS_READ] += 0  # always reported, even for an empty export
-            self._fields.flush(counts)
             for name, value in counts.items():
                 Metrics.counter(NAMESPACE, name).inc(value)
-            self._tally.publish()
 
     def _one(
         self,
@@ -160,45 +158,49 @@ class _ReadFirebaseFileFn(beam.DoFn):
             return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
         assert isinstance(user, Mapping)  # map_user accepted it: a JSON object
         try:
-            row = _row(sortkey, mapped, user)
+            row = _row(sortkey, mapped, user, self._written(user, mapped))
         except orjson.JSONEncodeError as err:
             detail = f"user holds a value JSON output cannot carry ({one_line(err)})"
             return _dead_letter(sortkey, Reason.UNREADABLE_INPUT, detail, user)
-        self._count_written(user, mapped, counts)
+        self._count_mapped(mapped, counts)
         parts.setdefault(partition_of(str(mapped.entry["userId"]), self._partitions), []).append(row)
         return None
 
-    def _count_written(
-        self, user: Mapping[str, object], mapped: MappedUser, counts: collections.Counter[str]
-    ) -> None:
-        """What the summary and the manifest count about a user that is mapped."""
+    def _count_mapped(self, mapped: MappedUser, counts: collections.Counter[str]) -> None:
+        """What the summary counts about a user that is mapped (written or, later, a duplicate)."""
         counts[fb.USERS_MAPPED] += 1
+        if mapped.dropped_hash is None:
+            counts[fb.NO_PASSWORD] += 1
+        for outcome, provider in mapped.link_outcomes:
+            counts[f"{fb.IDP_LINKS}{outcome}.{provider}"] += 1
+        if self._options.metadata:
+            counts[fb.METADATA_ENTRIES] += len(mapped.metadata)
+            counts[fb.METADATA_DROPPED] += mapped.metadata_dropped
+
+    def _written(self, user: Mapping[str, object], mapped: MappedUser) -> tuple[tuple[str, ...], bytes]:
+        """What the summary and the manifest count about the user once it is written: the row's
+        ``tallies`` and passwordless line (transforms/output/written.py counts them)."""
         body = mapped.entry["user"]
         assert isinstance(body, dict)
+        names = []
+        line = b""
         if mapped.dropped_hash is not None:
-            counts[fb.PASSWORD_DROPPED + mapped.dropped_hash.reason] += 1
+            names.append(fb.PASSWORD_DROPPED + mapped.dropped_hash.reason)
             email = body.get("email")
-            self._tally.without_password(
+            name, line = passwordless(
                 mapped.dropped_hash.reason,
                 mapped.entry.get("userId"),
                 email.get("email") if isinstance(email, dict) else None,
             )
-        else:
-            counts[fb.NO_PASSWORD] += 1
+            names.append(name)
         if "idps" not in body:
-            counts[counters.CANNOT_SIGN_IN + fb.PREFIX] += 1
+            names.append(counters.CANNOT_SIGN_IN + fb.PREFIX)
         if mapped.disabled:
-            counts[fb.DISABLED_WRITTEN] += 1
-        for outcome, provider in mapped.link_outcomes:
-            counts[f"{fb.IDP_LINKS}{outcome}.{provider}"] += 1
-        for kind in mapped.mfa:
-            counts[fb.MFA + kind] += 1
-        for note in mapped.notes:
-            counts[counters.note(note)] += 1
-        if self._options.metadata:
-            counts[fb.METADATA_ENTRIES] += len(mapped.metadata)
-            counts[fb.METADATA_DROPPED] += mapped.metadata_dropped
-        self._fields.count(user)
+            names.append(fb.DISABLED_WRITTEN)
+        names += [fb.MFA + kind for kind in mapped.mfa]
+        names += [counters.note(note) for note in mapped.notes]
+        fields = self._fields.names(user)
+        return (intern_tallies((*fields, *names)) if names else fields), line
 
     def _flush(
         self, source: FirebaseFile, position: int, parts: dict[int, list[EncodedRow]]
@@ -208,9 +210,12 @@ class _ReadFirebaseFileFn(beam.DoFn):
         return spill_parts(parts, self._tmp_dir, lambda part: f"{prefix}-p{part:03d}.pkl")
 
 
-def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object]) -> EncodedRow:
+def _row(
+    sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object], written: tuple[tuple[str, ...], bytes]
+) -> EncodedRow:
     """A Firebase user's row (``records.encoded_row``): its JSON rendered once. No user carries
-    a password (Firebase's hash cannot be verified by ZITADEL)."""
+    a password (Firebase's hash cannot be verified by ZITADEL); ``written``: its tallies and
+    passwordless line."""
     file_index, position = sortkey
     entry = mapped.entry
     user_id = str(entry["userId"])
@@ -230,6 +235,8 @@ def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object]) -> En
         record_json=orjson.dumps(user),
         companions_json=b"",
         grants=(),
+        tallies=written[0],
+        passwordless=written[1],
     )
 
 

@@ -43,13 +43,14 @@ from transforms.common.records import (
     SortKey,
     dead_letter,
     encoded_row,
+    intern_tallies,
     no_gc,
     partition_of,
     user_name_key,
 )
 from transforms.files.spill import spill_parts
 from transforms.hashing.policy import ON_UNSUPPORTED_HASH
-from transforms.hashing.tally import HashTally
+from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
 from transforms.mapping.otp import OtpPolicy
 from transforms.mapping.roles import KeycloakRoles, RoleEntry, direct_roles_beyond_builtin
@@ -107,7 +108,7 @@ class _ReadRealmFileFn(beam.DoFn):
         self._held: set[RoleEntry] = set()
 
     def setup(self):
-        self._tally = HashTally(self._tmp_dir)
+        self._tally = HashTally()
         not_carried = not_carried_keys(self._options.metadata)
         if self._roles is not None:  # carried as grants (transforms/mapping/roles.py)
             not_carried = not_carried - {"realmRoles", "clientRoles", "groups"}
@@ -177,7 +178,6 @@ class _ReadRealmFileFn(beam.DoFn):
                 self._held = set()
         finally:
             counts[kc.USERS_READ] += 0  # always reported, even for an empty realm
-            self._fields.flush(counts)
             for name, value in counts.items():
                 Metrics.counter(NAMESPACE, name).inc(value)
             self._tally.publish()
@@ -206,7 +206,7 @@ class _ReadRealmFileFn(beam.DoFn):
         try:
             # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
             # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
-            row = _row(sortkey, mapped, user, grants)
+            row = _row(sortkey, mapped, user, grants, self._written(user, mapped, others))
         except orjson.JSONEncodeError as err:
             counts[counters.ROLES_SKIPPED_DEAD_LETTERED] += sum(len(keys) for _, keys in grants)
             return _dead_letter(
@@ -215,53 +215,54 @@ class _ReadRealmFileFn(beam.DoFn):
                 f"user holds a value JSON output cannot carry ({one_line(err)})",
                 user,
             )
-        self._count_written(user, mapped, others, counts)
+        self._count_converted(mapped, counts)
         key = mapped.entry.get("userId") or mapped.entry["user"]["userName"]
         parts.setdefault(partition_of(key, self._partitions), []).append(row)
         return None
 
-    def _count_written(
-        self,
-        user: Mapping[str, object],
-        mapped: MappedUser,
-        others: list[str],
-        counts: collections.Counter[str],
-    ) -> None:
-        """What the summary and the manifest count about a user that is written."""
+    def _count_converted(self, mapped: MappedUser, counts: collections.Counter[str]) -> None:
+        """What the summary counts about a user converted (written or, later, a duplicate)."""
         if mapped.password is not None:
             counts[f"{kc.WITH_PASSWORD}{mapped.password}"] += 1
         else:
             counts[kc.WITHOUT_PASSWORD] += 1
         if mapped.federated:
             counts[kc.FEDERATED] += 1
-        for outcome, alias in mapped.link_outcomes:
-            counts[f"{kc.IDP_LINKS}{outcome}.{alias}"] += 1
-        if mapped.password is None and "idps" not in mapped.entry["user"]:
-            counts[counters.CANNOT_SIGN_IN + kc.PREFIX] += 1
-        self._fields.count(user, tuple(f"credentials.{kind}" for kind in others) if others else ())
         if mapped.dropped_hash is not None:
             counts[f"{kc.PASSWORD_DROPPED}{mapped.dropped_hash.reason}"] += 1
+        if mapped.converted is not None:
+            self._tally.add(mapped.converted)
+        if self._options.metadata:
+            counts[kc.METADATA_ENTRIES] += len(mapped.metadata)
+            counts[kc.METADATA_DROPPED] += mapped.metadata_dropped
+
+    def _written(
+        self, user: Mapping[str, object], mapped: MappedUser, others: list[str]
+    ) -> tuple[tuple[str, ...], bytes]:
+        """What the summary and the manifest count about the user once it is written: the row's
+        ``tallies`` and passwordless line (transforms/output/written.py counts them)."""
+        names = [f"{kc.IDP_LINKS}{outcome}.{alias}" for outcome, alias in mapped.link_outcomes]
+        if mapped.password is None and "idps" not in mapped.entry["user"]:
+            names.append(counters.CANNOT_SIGN_IN + kc.PREFIX)
+        line = b""
+        if mapped.dropped_hash is not None:
             email = mapped.entry["user"].get("email")
-            self._tally.without_password(
+            name, line = passwordless(
                 mapped.dropped_hash.reason,
                 mapped.entry.get("userId"),
                 email.get("email") if isinstance(email, dict) else None,
             )
-            self._tally.refused(mapped.dropped_hash.refused)
-        if mapped.converted is not None:
-            self._tally.add(mapped.converted)
-        for note in mapped.notes:
-            counts[counters.note(note)] += 1
-        if mapped.otp_not_carried or mapped.required_actions_not_carried:
-            for cause in mapped.otp_not_carried:
-                counts[kc.OTP_NOT_CARRIED + cause] += 1
-            for action in mapped.required_actions_not_carried:
-                counts[kc.REQUIRED_ACTIONS_NOT_CARRIED + action] += 1
+            names.append(name)
+            refused = self._tally.refused_name(mapped.dropped_hash.refused)
+            if refused is not None:
+                names.append(refused)
+        names += [counters.note(note) for note in mapped.notes]
+        names += [kc.OTP_NOT_CARRIED + cause for cause in mapped.otp_not_carried]
+        names += [kc.REQUIRED_ACTIONS_NOT_CARRIED + action for action in mapped.required_actions_not_carried]
         if mapped.password_change_required:
-            counts[kc.PASSWORD_CHANGE_REQUIRED] += 1
-        if self._options.metadata:
-            counts[kc.METADATA_ENTRIES] += len(mapped.metadata)
-            counts[kc.METADATA_DROPPED] += mapped.metadata_dropped
+            names.append(kc.PASSWORD_CHANGE_REQUIRED)
+        fields = self._fields.names(user, tuple(f"credentials.{kind}" for kind in others) if others else ())
+        return (intern_tallies((*fields, *names)) if names else fields), line
 
     def _count_roles(
         self,
@@ -295,9 +296,15 @@ class _ReadRealmFileFn(beam.DoFn):
         return spill_parts(parts, self._tmp_dir, lambda part: f"{prefix}-p{part:03d}.pkl")
 
 
-def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object], grants: Grants) -> EncodedRow:
+def _row(
+    sortkey: SortKey,
+    mapped: MappedUser,
+    user: Mapping[str, object],
+    grants: Grants,
+    written: tuple[tuple[str, ...], bytes],
+) -> EncodedRow:
     """A Keycloak user's row (``records.encoded_row``): the JSON of the entry, metadata and record
-    rendered once."""
+    rendered once; ``written``: its tallies and passwordless line."""
     file_index, position = sortkey
     entry = mapped.entry
     user_id = entry.get("userId") or ""
@@ -319,6 +326,8 @@ def _row(sortkey: SortKey, mapped: MappedUser, user: Mapping[str, object], grant
         record_json=orjson.dumps(user),
         companions_json=b"",  # a Keycloak user is one record
         grants=grants or (),
+        tallies=written[0],
+        passwordless=written[1],
     )
 
 

@@ -45,12 +45,13 @@ from transforms.common.records import (
     SortKey,
     dead_letter,
     encoded_row,
+    intern_tallies,
     no_gc,
     partition_of,
     user_name_key,
 )
 from transforms.files.spill import spill_parts
-from transforms.hashing.tally import HashTally
+from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
 from transforms.mapping.roles import RoleEntry
 from transforms.sources import json_units
@@ -107,7 +108,7 @@ class _ReadUnitFn(beam.DoFn):
         self._project = project  # --project-id: roles become grants
 
     def setup(self):
-        self._tally = HashTally(self._tmp_dir)
+        self._tally = HashTally()
         self._fields: FieldTally | None = None
 
     def process(self, element: tuple[TableFile, json_units.Unit]):
@@ -140,8 +141,6 @@ class _ReadUnitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(_ROLES, roles.publish())
         finally:
             counts[ta.RECORDS_READ] += 0  # always reported, even for an empty table
-            if self._fields is not None:
-                self._fields.flush(counts)
             for name, value in counts.items():
                 Metrics.counter(NAMESPACE, name).inc(value)
             self._tally.publish()
@@ -208,29 +207,41 @@ class _ReadUnitFn(beam.DoFn):
         if mapped.roles and self._project is None:
             counts[counters.ROLES_USERS_HOLDING] += 1
         envelope_json = orjson.dumps({"id": mapped.user_id, "blocked": mapped.blocked, "record": shown})
+        written = self._written(mapped, record)
         parts.setdefault(partition_of(mapped.user_id, self._partitions), []).append(
-            _row(sortkey, mapped, envelope_json, grants)
+            _row(sortkey, mapped, envelope_json, grants, written)
         )
-        self._count_written(mapped, counts)
-        if self._fields is not None and type(record) is dict:
-            self._fields.count(record)
+        self._count_converted(mapped, counts)
         return None
 
-    def _count_written(self, mapped: TableUser, counts: collections.Counter[str]) -> None:
+    def _written(self, mapped: TableUser, record: object) -> tuple[tuple[str, ...], bytes]:
+        """What the summary and the manifest count about the user once it is written: the row's
+        ``tallies`` and passwordless line (transforms/output/written.py counts them)."""
+        names = []
+        line = b""
+        if mapped.password is None:
+            names.append(counters.CANNOT_SIGN_IN + ta.PREFIX)
+        if mapped.form_outcome is not None:  # its form counted, and its verifier's parameters
+            names.append(self._tally.form_name(mapped.form_outcome))
+        if mapped.dropped_hash is not None:
+            email = mapped.entry["user"].get("email") or {}
+            name, line = passwordless(mapped.dropped_hash.reason, mapped.user_id, email.get("email"))
+            names.append(name)
+            refused = self._tally.refused_name(mapped.dropped_hash.refused)
+            if refused is not None:
+                names.append(refused)
+        names += [counters.note(note) for note in mapped.notes]
+        fields = self._fields.names(record) if self._fields is not None and type(record) is dict else ()
+        return (intern_tallies((*fields, *names)) if names else fields), line
+
+    def _count_converted(self, mapped: TableUser, counts: collections.Counter[str]) -> None:
+        """What the summary counts about a record converted (written or, later, a duplicate)."""
         if mapped.password is not None:
             counts[ta.WITH_PASSWORD + mapped.password] += 1
         else:
             counts[ta.WITHOUT_PASSWORD] += 1
-            counts[counters.CANNOT_SIGN_IN + ta.PREFIX] += 1
-        if mapped.form_outcome is not None:  # its form counted, and its verifier's parameters
-            self._tally.rewritten(mapped.form_outcome)
         if mapped.dropped_hash is not None:
             counts[ta.PASSWORD_DROPPED + mapped.dropped_hash.reason] += 1
-            email = mapped.entry["user"].get("email") or {}
-            self._tally.without_password(mapped.dropped_hash.reason, mapped.user_id, email.get("email"))
-            self._tally.refused(mapped.dropped_hash.refused)
-        for note in mapped.notes:
-            counts[counters.note(note)] += 1
         if mapped.metadata or mapped.metadata_dropped:
             counts[ta.METADATA_ENTRIES] += len(mapped.metadata)
             counts[ta.METADATA_DROPPED] += mapped.metadata_dropped
@@ -244,7 +255,14 @@ class _ReadUnitFn(beam.DoFn):
         return spill_parts(parts, self._tmp_dir, lambda part: f"{prefix}-p{part:03d}.pkl")
 
 
-def _row(sortkey: SortKey, mapped: TableUser, envelope_json: bytes, grants: Grants) -> EncodedRow:
+def _row(
+    sortkey: SortKey,
+    mapped: TableUser,
+    envelope_json: bytes,
+    grants: Grants,
+    written: tuple[tuple[str, ...], bytes],
+) -> EncodedRow:
+    """A table user's row (``records.encoded_row``); ``written``: its tallies and passwordless line."""
     file_index, position = sortkey
     metadata = mapped.metadata
     meta = orjson.dumps([{"id": mapped.user_id, **item} for item in metadata])[1:-1] if metadata else b""
@@ -260,6 +278,8 @@ def _row(sortkey: SortKey, mapped: TableUser, envelope_json: bytes, grants: Gran
         record_json=envelope_json,
         companions_json=b"",
         grants=grants or (),
+        tallies=written[0],
+        passwordless=written[1],
     )
 
 
