@@ -53,7 +53,7 @@ def register(description: SourceDescription) -> SourceDescription:
         raise SourceDescriptionError(f"source {name!r}: missing or malformed: {'; '.join(problems)}")
     if name in _SOURCES:
         raise SourceDescriptionError(f"source {name!r}: a source of that name is registered")
-    if _registered_kind(description) is None:  # the built-in kinds are listed below the CLI already
+    if not _kind_listed(description):  # the built-in kinds are listed below the CLI already
         add_kind(description.kind)
     _SOURCES[description.name] = description
     return description
@@ -66,16 +66,18 @@ def unregister(name: str) -> None:
         remove_kind(name)
 
 
-def _registered_kind(description: SourceDescription):
+def _kind_listed(description: SourceDescription) -> bool:
+    """Whether transforms/sources/registry.py lists the description's kind already (a built-in
+    source); SourceDescriptionError when it lists another kind under that name."""
     try:
-        found = kind(description.name)
+        listed = kind(description.name)
     except KeyError:
-        return None
-    if found is not description.kind:
+        return False
+    if listed is not description.kind:
         raise SourceDescriptionError(
             f"source {description.name!r}: kind is not the one transforms/sources/registry.py lists"
         )
-    return found
+    return True
 
 
 for _description in _BUILT_IN:
