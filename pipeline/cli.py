@@ -8,7 +8,8 @@ Examples::
         --temp_location=gs://B/tmp --setup_file=./setup.py
 
 Each command lives in its own module, which provides ``add_arguments(parser)`` and
-``run(known_args, pipeline_args) -> int``. Flags a command does not know are handed to Beam
+``run(known_args, pipeline_args) -> int``; a source's ``migrate <name>`` is described once, in its
+module's ``DESCRIPTION`` (``pipeline/sources.py`` lists them). Flags a command does not know are handed to Beam
 (``--runner``, ``--direct_running_mode``, Dataflow options); anything Beam does not know either
 is rejected with one readable line.
 """
@@ -16,11 +17,12 @@ is rejected with one readable line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from pipeline import signals
@@ -29,29 +31,14 @@ from pipeline.preflight import check_inputs_read_only, check_paths
 from transforms.common.errors import ConfigError
 from transforms.files.storage import register_cleanup, unregister_cleanup
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "commands", "Command"]
 
-# (command path, module). Commands are imported only when the parser is built.
+# The commands that are not a source's: (command path, module, help). Each source's ``migrate
+# <name>`` comes from its description (pipeline/sources.py), listed first. Modules are imported
+# when the parser is built.
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
-    (("migrate", "auth0"), "pipeline.migrate_auth0", "Auth0 users + password export → import bodies"),
-    (("migrate", "keycloak"), "pipeline.migrate_keycloak", "Keycloak realm export → import bodies"),
-    (
-        ("migrate", "table"),
-        "pipeline.migrate_table",
-        "any table of users (CSV, NDJSON, JSON) → import bodies",
-    ),
-    (
-        ("migrate", "firebase"),
-        "pipeline.migrate_firebase",
-        "Firebase Auth export (JSON or CSV) → import bodies",
-    ),
     (("push",), "pipeline.push", "send a manifest's import bodies to ZITADEL (retries, ledger, resume)"),
     (("verify",), "pipeline.verify", "check through events search that a manifest's users were added"),
-    (
-        ("migrate", "zitadel"),
-        "pipeline.migrate_zitadel",
-        "ZITADEL export document → dataOrgsv1 import bodies",
-    ),
     (("export",), "pipeline.export", "export a ZITADEL instance's organizations (POST /admin/v1/export)"),
     (
         ("copy",),
@@ -65,14 +52,53 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     ),
 ]
 
-# Commands whose unknown flags are Beam pipeline options (the rest reject unknown flags).
-_BEAM_COMMANDS = {
-    ("migrate", "auth0"),
-    ("migrate", "keycloak"),
-    ("migrate", "zitadel"),
-    ("migrate", "table"),
-    ("migrate", "firebase"),
-}
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Command:
+    """One command of the line: its path, its help, its flags, its run."""
+
+    path: tuple[str, ...]
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, list[str]], int]
+    hands_to_beam: bool  # unknown flags are Beam pipeline options (the rest reject them)
+    # A source's flags naming files it reads, those its workers read, and files it reads unnamed
+    # (``SourceDescription.files``; pipeline/preflight.py checks them). The other commands'
+    # are in preflight's own lists.
+    files: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    worker_files: tuple[str, ...] = ()
+    implied_files: Callable[[argparse.Namespace], dict[str, list[str]]] | None = None
+
+
+def commands() -> list[Command]:
+    """Every command: each registered source's ``migrate <name>``, then the others."""
+    from pipeline.sources import sources
+
+    found = [
+        Command(
+            path=("migrate", source.name),
+            help=source.help,
+            add_arguments=source.add_arguments,
+            run=source.run,
+            hands_to_beam=source.beam_flags,
+            files=source.files,
+            worker_files=source.worker_files,
+            implied_files=source.implied_files,
+        )
+        for source in sources()
+    ]
+    for path, module_name, help_text in COMMANDS:
+        module = importlib.import_module(module_name)
+        found.append(
+            Command(
+                path=path,
+                help=help_text,
+                add_arguments=module.add_arguments,
+                run=module.run,
+                hands_to_beam=False,
+            )
+        )
+    return found
 
 
 class _Parser(argparse.ArgumentParser):
@@ -169,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     top = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     top.required = True
     groups[()] = top
-    for path, module_name, help_text in COMMANDS:
+    for command in commands():
+        path = command.path
         for depth in range(1, len(path)):
             prefix = path[:depth]
             if prefix not in groups:
@@ -177,11 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
                 action = sub.add_subparsers(dest=f"sub{depth}", metavar="SOURCE", parser_class=_Parser)
                 action.required = True
                 groups[prefix] = action
-        cmd = groups[path[:-1]].add_parser(path[-1], help=help_text, description=help_text)
-        module = importlib.import_module(module_name)
-        module.add_arguments(cmd)
-        cmd.hands_to_beam = path in _BEAM_COMMANDS
-        cmd.set_defaults(_module=module_name, _path=path)
+        cmd = groups[path[:-1]].add_parser(path[-1], help=command.help, description=command.help)
+        command.add_arguments(cmd)
+        cmd.hands_to_beam = command.hands_to_beam
+        cmd.set_defaults(
+            _run=command.run,
+            _path=path,
+            _beam=command.hands_to_beam,
+            _files=command.files,
+            _worker_files=command.worker_files,
+            _implied_files=command.implied_files,
+        )
     return parser
 
 
@@ -284,12 +317,11 @@ def _main(argv: list[str]) -> int:
         check_paths(known_args, rest)  # before anything slow: a remote runner needs gs:// paths
         check_inputs_read_only(known_args)  # before anything is read: inputs are never written
         own_flags = _command_flags(parser, known_args._path)
-        if known_args._path in _BEAM_COMMANDS:
+        if known_args._beam:
             _check_beam_args(rest, own_flags)
         elif rest:
             raise ConfigError(unknown_flags(rest, own_flags))
-        module = importlib.import_module(known_args._module)
-        return int(module.run(known_args, rest) or 0)
+        return int(known_args._run(known_args, rest) or 0)
     except BaseException as err:
         if signals.received():  # whatever the runner turned the interruption into
             signals.report()

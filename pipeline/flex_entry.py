@@ -23,7 +23,15 @@ from pathlib import Path
 from pipeline import cli
 from transforms.common.errors import ConfigError
 
-__all__ = ["METADATA", "load_parameters", "template_argv", "main"]
+__all__ = [
+    "METADATA",
+    "LEFT_OUT",
+    "load_parameters",
+    "template_sources",
+    "metadata_problems",
+    "template_argv",
+    "main",
+]
 
 METADATA = Path(__file__).resolve().parents[1] / "flex_template" / "metadata.json"
 
@@ -33,7 +41,21 @@ SECRET_FILE_PARAMETERS = frozenset({"token_file", "key_file", "client_secret_fil
 # a comma, or for --map a semicolon (one field's path may hold commas, ``metadata=plan,tier``).
 _REPEATABLE = {"idp_map": ",", "client_project": ",", "map": ";"}
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
-_SOURCES = ("auth0", "keycloak", "firebase", "table")
+# Flags of every migrate command the template leaves out on purpose (docs/flex-template.md, "Left
+# out on purpose"); a source leaves out its own in its description (``FlexPart.left_out``).
+LEFT_OUT = frozenset(
+    {
+        "help",
+        "api",
+        "break_lock",
+        "zitadel_config",
+        "bcrypt_min_cost",
+        "bcrypt_max_cost",
+        "multiline",
+        "quiet",
+    }
+)
+_SOURCE_CHOICES = re.compile(r"\^\(([a-z0-9|]+)\)\$")
 
 # What an inline secret looks like: a JWT, a PEM block, a service-account key's JSON, a bearer value.
 _INLINE_SECRET = re.compile(
@@ -48,6 +70,58 @@ def load_parameters(path: Path = METADATA) -> dict[str, dict]:
     """The template's parameters by name, from its metadata file."""
     document = json.loads(path.read_text(encoding="utf-8"))
     return {param["name"]: param for param in document["parameters"]}
+
+
+def template_sources(path: Path = METADATA) -> list[str]:
+    """The sources the template's ``source`` parameter offers, in the metadata's order."""
+    regex = load_parameters(path)["source"]["regexes"][0]
+    found = _SOURCE_CHOICES.fullmatch(regex)
+    return found.group(1).split("|") if found else []
+
+
+def metadata_problems(path: Path = METADATA) -> list[str]:
+    """Where flex_template/metadata.json and the registry of sources disagree (``[]``: nowhere).
+
+    The ``source`` parameter offers exactly the sources whose description has a template part;
+    each of those sources' flags is a parameter (but ``LEFT_OUT`` and the source's own
+    ``left_out``), each parameter is a flag of at least one of them, and a parameter's help text
+    ending ``; auth0, table only`` names exactly the sources that have its flag."""
+    from pipeline.sources import sources
+
+    params = load_parameters(path)
+    offered = {s.name: s for s in sources() if s.flex is not None}
+    problems = []
+    if sorted(template_sources(path)) != sorted(offered):
+        problems.append(f"source offers {template_sources(path)}, the registry {sorted(offered)}")
+    flags = {name: _flag_names(source.add_arguments) for name, source in offered.items()}
+    for name, source in offered.items():
+        assert source.flex is not None
+        missing = flags[name] - set(params) - LEFT_OUT - source.flex.left_out
+        if missing:
+            problems.append(f"{name}: flags not in the template: {', '.join(sorted(missing))}")
+    for param in set(params) - {"source"}:
+        having = {name for name in offered if param in flags[name]}
+        if not having:
+            problems.append(f"{param}: no flag of any source the template offers")
+            continue
+        only = _ONLY.search(params[param]["helpText"])
+        said = set(only.group(1).split(", ")) if only else set(offered)
+        if said != having:
+            problems.append(f"{param}: its help says {sorted(said)}, the flag is of {sorted(having)}")
+    return sorted(problems)
+
+
+# A parameter's help text naming the sources that have it: "... (--realm; keycloak only)".
+_ONLY = re.compile(r"; ([a-z0-9]+(?:, [a-z0-9]+)*) only\b")
+
+
+def _flag_names(add_arguments) -> set[str]:
+    """A command's long flags as template parameter names (``--realm-name`` → ``realm_name``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return {f[2:].replace("-", "_") for f in parser._option_string_actions if f.startswith("--")}
 
 
 def _split(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -122,8 +196,9 @@ def template_argv(
     params, rest = _split(argv)
     _check_beam_arguments(rest, beam_flags)
     source = params.pop("source", "")
-    if source not in _SOURCES:
-        raise ConfigError(f"template parameter source must be one of {', '.join(_SOURCES)}")
+    offered = template_sources()  # the metadata's; tests/test_flex_entry.py holds it to the registry
+    if source not in offered:
+        raise ConfigError(f"template parameter source must be one of {', '.join(offered)}")
     known = load_parameters()
     out = ["migrate", source]
     for name, value in params.items():

@@ -46,6 +46,7 @@ from transforms.common import counters
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.output.manifest import ListedFile, UserFields, build_manifest
+from transforms.sources.registry import kind, syncing_names
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -56,11 +57,7 @@ if TYPE_CHECKING:
     from transforms.sync.compare import SyncOptions
     from transforms.sync.state import StatePointer
 
-__all__ = ["build_pipeline", "run_migration", "SYNCING_SOURCES"]
-
-# The migrate commands that pass ``sync_source`` and so take ``--state`` (docs/sync.md);
-# tests/test_migrate.py runs each of them with --state.
-SYNCING_SOURCES = ("auth0", "keycloak", "firebase", "table")
+__all__ = ["build_pipeline", "run_migration"]
 
 # ``add_source(pipeline, tmp_dir)`` → ``{"rows", "dead"}`` (and ``"roles"``), PCollections.
 AddSource = Callable[["beam.Pipeline", str], Mapping[str, Any]]
@@ -261,14 +258,20 @@ def _plan_sync(job: _Job) -> _SyncPlan | None:
     from transforms.sync.compare import SyncOptions
     from transforms.sync.state import StateStore
 
-    if job.sync_source is None:
-        can = ", ".join(SYNCING_SOURCES[:-1]) + " and " + SYNCING_SOURCES[-1]
-        raise ConfigError(f"--state: migrate {job.source_name} cannot sync ({can} can)")
+    # The sources that describe their user records (docs/sync.md); tests/test_migrate.py runs
+    # each of them with --state.
+    records = kind(job.source_name).records
+    if job.sync_source is None or not records:
+        can = syncing_names()
+        raise ConfigError(
+            f"--state: migrate {job.source_name} cannot sync ({', '.join(can[:-1])} and {can[-1]} can)"
+        )
     store = StateStore(common.state)
     pointer = store.read_pointer()
     options = SyncOptions(
         org_id=common.org_id,
         source=job.source_name,
+        records=records,
         partitions=store.partitions(pointer),
         on_removed=common.on_removed,
         include_blocked=bool(job.sync_source.get("include_blocked")),

@@ -33,18 +33,20 @@ from pipeline.migrate_options import (
 )
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import SummaryLine, shared_summary_lines, users_lines
+from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common import counters
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.auth0 import auth0_items as a0
 from transforms.sources.auth0.auth0_accounting import invariant
+from transforms.sources.auth0.auth0_source import KIND
 
 if TYPE_CHECKING:
     from transforms.mapping.roles import RoleSettings
     from transforms.sources import json_units as fileio
     from transforms.sources.auth0.auth0_options import Auth0Options
 
-__all__ = ["add_arguments", "run", "summary_lines", "RESERVED_ALIASES"]
+__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines", "RESERVED_ALIASES"]
 
 # --idp-map aliases that are not IdPs in Auth0, with the reason shown.
 RESERVED_ALIASES = {"auth0": "'auth0' identities are Auth0's own database (the password), not an IdP"}
@@ -145,6 +147,14 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
                 if name.startswith(prefix):
                     lines.append((f"  {label}: {name.removeprefix(prefix)}", value))
     return lines + shared_summary_lines(counts, a0.PREFIX)
+
+
+def implied_files(known_args: argparse.Namespace) -> dict[str, list[str]]:
+    """Without ``--passwords``, ./passwords.json when it exists (zitadel-tools' default): an input
+    the run must not write (pipeline/preflight.py)."""
+    if getattr(known_args, "passwords", None) is None and os.path.exists("./passwords.json"):
+        return {"--passwords": ["./passwords.json"]}
+    return {}
 
 
 def _password_pattern(value: str | None) -> str | None:
@@ -272,3 +282,20 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         roles=roles,
         defined_roles=[],
     )
+
+
+# The one description of this source (pipeline/sources.py registers it; the command line, the
+# Flex Template, --state, the first look at input files and the report are built from it).
+DESCRIPTION = SourceDescription(
+    name="auth0",
+    help="Auth0 users + password export → import bodies",
+    add_arguments=add_arguments,
+    run=run,
+    summary_lines=summary_lines,
+    invariant=invariant,
+    kind=KIND,
+    flex=FlexPart(),
+    files={"users": "--users", "passwords": "--passwords", "mfa": "--mfa"},
+    worker_files=("users", "passwords", "mfa"),
+    implied_files=implied_files,
+)

@@ -25,15 +25,17 @@ from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, common_args
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import SummaryLine, shared_summary_lines, users_lines
+from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.firebase import firebase_accounting as fb
+from transforms.sources.firebase.firebase_source import KIND
 
 if TYPE_CHECKING:
     from transforms.sources.firebase.firebase_files import FirebaseFile
 
-__all__ = ["add_arguments", "run", "summary_lines"]
+__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 
 # providerUserInfo providers that are Firebase's own sign-in: not identity providers.
 _RESERVED = {
@@ -178,3 +180,21 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
 
 def _listed(file: FirebaseFile) -> dict[str, str]:
     return {"path": file.path, "format": file.format}
+
+
+# The one description of this source (pipeline/sources.py registers it; the command line, the
+# Flex Template, --state, the first look at input files and the report are built from it).
+DESCRIPTION = SourceDescription(
+    name="firebase",
+    help="Firebase Auth export (JSON or CSV) → import bodies",
+    add_arguments=add_arguments,
+    run=run,
+    summary_lines=summary_lines,
+    invariant=fb.invariant,
+    kind=KIND,
+    # --legacy-hashes: its users must be pushed with --api=user-v2, which the template does not
+    # offer (docs/companion.md#users-must-be-active): a template run keeps the reset list.
+    flex=FlexPart(left_out=frozenset({"legacy_hashes"})),
+    files={"users": "--users", "hash_config": "--hash-config"},
+    worker_files=("users",),
+)

@@ -26,16 +26,18 @@ from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import SummaryLine, shared_summary_lines, users_lines
+from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common import counters
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.keycloak import keycloak_accounting as kc
+from transforms.sources.keycloak.keycloak_source import KIND
 
 if TYPE_CHECKING:  # imported in run() only: --help stays fast
     from transforms.sources.keycloak.keycloak_realm_files import RealmSource
 
-__all__ = ["add_arguments", "run", "summary_lines"]
+__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -176,3 +178,19 @@ def _realm_name(sources: Sequence[RealmSource]) -> str | None:
     """The realm's name when every file is of one realm (derived ids of dead-lettered users)."""
     names = {s.realm for s in sources}
     return names.pop() if len(names) == 1 and "" not in names else None
+
+
+# The one description of this source (pipeline/sources.py registers it; the command line, the
+# Flex Template, --state, the first look at input files and the report are built from it).
+DESCRIPTION = SourceDescription(
+    name="keycloak",
+    help="Keycloak realm export → import bodies",
+    add_arguments=add_arguments,
+    run=run,
+    summary_lines=summary_lines,
+    invariant=kc.invariant,
+    kind=KIND,
+    flex=FlexPart(left_out=frozenset({"allow_plaintext_passwords", "allow_missing_parts"})),
+    files={"realm": "--realm"},
+    worker_files=("realm",),
+)

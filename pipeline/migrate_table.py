@@ -25,17 +25,19 @@ from typing import TYPE_CHECKING
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
 from pipeline.report import SummaryLine, shared_summary_lines, users_lines
+from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.table import table_accounting as ta
+from transforms.sources.table.table_source import KIND
 
 if TYPE_CHECKING:  # imported in run() only: --help stays fast
     from transforms.hashing.hash_forms import HashForm
     from transforms.sources.table.table_read import TableFile
     from transforms.sources.table.table_spec import TableSpec
 
-__all__ = ["add_arguments", "run", "summary_lines"]
+__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 
 _CSV_NAMES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
 _JSON_NAMES = (".json", ".ndjson", ".jsonl", ".json.gz", ".ndjson.gz", ".jsonl.gz")
@@ -257,3 +259,19 @@ def _hash_form(name: str | None) -> HashForm | None:
 
 def _kind(file: TableFile) -> str:
     return "csv" if file.csv else "json"
+
+
+# The one description of this source (pipeline/sources.py registers it; the command line, the
+# Flex Template, --state, the first look at input files and the report are built from it).
+DESCRIPTION = SourceDescription(
+    name="table",
+    help="any table of users (CSV, NDJSON, JSON) → import bodies",
+    add_arguments=add_arguments,
+    run=run,
+    summary_lines=summary_lines,
+    invariant=ta.invariant,
+    kind=KIND,
+    flex=FlexPart(),
+    files={},
+    worker_files=(),
+)

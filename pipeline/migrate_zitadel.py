@@ -48,6 +48,7 @@ from pipeline import signals
 from pipeline.migrate_options import MAX_BATCH_SIZE, add_output_arguments
 from pipeline.preflight import check_written
 from pipeline.run_outputs import RunOutputs
+from pipeline.source_description import SourceDescription
 from transforms.common.counters import PASSWORD_HASHES
 from transforms.common.durations import normalise_duration
 from transforms.common.errors import ConfigError
@@ -56,8 +57,9 @@ from transforms.files.storage import is_remote, size
 from transforms.hashing.policy import load_policy
 from transforms.hashing.summary import hash_manifest
 from transforms.sources.zitadel.plan import BodyElement, ExportPlan
+from transforms.sources.zitadel.zitadel_source import KIND
 
-__all__ = ["add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
+__all__ = ["DESCRIPTION", "add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
 
 _LOGGER = logging.getLogger(__name__)
 SOURCE = "zitadel"
@@ -438,3 +440,19 @@ def _manifest(
         ),
         export=ExportFields(path=export, size=export_bytes, org_ids=plan.org_ids, plan_seconds=planned),
     )
+
+
+# The one description of this source (pipeline/sources.py registers it; the command line, the
+# Flex Template, --state, the first look at input files and the report are built from it).
+DESCRIPTION = SourceDescription(
+    name="zitadel",
+    help="ZITADEL export document → dataOrgsv1 import bodies",
+    add_arguments=add_arguments,
+    run=run,
+    summary_lines=None,
+    invariant=None,
+    kind=KIND,
+    flex=None,
+    files={"export": "--export"},
+    worker_files=("export",),
+)

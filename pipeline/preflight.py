@@ -69,13 +69,9 @@ REMOTE_RUNNERS = (
 
 DATAFLOW_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
-# argparse dest → flag, for every flag of any command that names data (not credentials).
+# argparse dest → flag, for every flag of any command that names data (not credentials), after
+# the source's own that its workers read (``SourceDescription.worker_files``, set by the CLI).
 PATH_FLAGS = {
-    "users": "--users",
-    "passwords": "--passwords",
-    "mfa": "--mfa",
-    "realm": "--realm",
-    "export": "--export",
     "output": "--output",
     "dead_letter": "--dead-letter",
     "manifest": "--manifest",
@@ -120,8 +116,19 @@ def runs_remotely(pipeline_args: list[str]) -> bool:
     return name in REMOTE_RUNNERS or "." in (_beam_flags(pipeline_args).runner or "")
 
 
+def _source_flags(known_args: argparse.Namespace, worker: bool) -> dict[str, str]:
+    """A source command's flags naming files it reads (``files`` of its description), or only
+    those its workers read; {} for the other commands."""
+    files: dict[str, str] = dict(getattr(known_args, "_files", None) or {})
+    if worker:
+        return {
+            dest: flag for dest, flag in files.items() if dest in getattr(known_args, "_worker_files", ())
+        }
+    return files
+
+
 def _paths(known_args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    for dest, flag in PATH_FLAGS.items():
+    for dest, flag in {**_source_flags(known_args, worker=True), **PATH_FLAGS}.items():
         value = getattr(known_args, dest, None)
         for path in value if isinstance(value, list) else [value]:
             if path and path.strip().lower() not in _NO_FILE:
@@ -208,17 +215,12 @@ def check_written(manifest_path: str) -> int:
     return 3
 
 
-# argparse dest → flag of every file a command reads (data, credentials, configuration).
+# argparse dest → flag of every file a command reads (data, credentials, configuration), after a
+# source's own (``SourceDescription.files``, set by the CLI).
 INPUT_FLAGS = {
-    "users": "--users",
-    "passwords": "--passwords",
-    "mfa": "--mfa",
-    "realm": "--realm",
-    "export": "--export",
     "manifest": "--manifest",
     "body": "--body",
     "zitadel_config": "--zitadel-config",
-    "hash_config": "--hash-config",
     "token_file": "--token-file",
     "client_secret_file": "--client-secret-file",
     "key_file": "--key-file",
@@ -232,18 +234,16 @@ INPUT_FLAGS = {
 
 
 def _inputs(known_args: argparse.Namespace) -> dict[str, list[str]]:
-    import os
-
     inputs: dict[str, list[str]] = {}
-    for dest, flag in INPUT_FLAGS.items():
+    for dest, flag in {**_source_flags(known_args, worker=False), **INPUT_FLAGS}.items():
         value = getattr(known_args, dest, None)
         given = value if isinstance(value, list) else [value]
         values = [str(v) for v in given if v and str(v).strip().lower() not in _NO_FILE]
         if values:
             inputs[flag] = values
-    if known_args._path == ("migrate", "auth0") and getattr(known_args, "passwords", None) is None:
-        if os.path.exists("./passwords.json"):  # zitadel-tools' default (pipeline/migrate_auth0.py)
-            inputs["--passwords"] = ["./passwords.json"]
+    implied = getattr(known_args, "_implied_files", None)
+    if implied is not None:  # e.g. Auth0's ./passwords.json (zitadel-tools' default)
+        inputs.update(implied(known_args))
     return inputs
 
 

@@ -12,8 +12,7 @@ from transforms.common.counters import count_prefix
 from transforms.common.records import NAMESPACE
 from transforms.mapping import validate
 from transforms.mapping.fields import MAX_UNKNOWN_FIELD_NAMES
-from transforms.sources.auth0 import auth0_items as a0
-from transforms.sources.keycloak import keycloak_accounting as kc
+from transforms.sources.registry import kinds
 
 __all__ = [
     "counters_from_result",
@@ -155,17 +154,15 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
         "fields_not_carried": dict(sorted(carried.items())),
         "unknown_fields": dict(sorted(unknown.items())),
         "cannot_sign_in_yet": count_prefix(counts, counters.CANNOT_SIGN_IN),
-        "second_factors_not_carried": _renamed(counts, _SECOND_FACTOR_COUNTERS),
-        "required_actions_not_carried": _renamed(counts, {kc.REQUIRED_ACTIONS_NOT_CARRIED: "keycloak."}),
+        # Counter prefixes of what did not arrive → their names in the manifest, as each
+        # source describes them (transforms/sources/<name>/<name>_source.py).
+        "second_factors_not_carried": _renamed(
+            counts, {p: n for k in kinds() for p, n in k.second_factors.items()}
+        ),
+        "required_actions_not_carried": _renamed(
+            counts, {p: n for k in kinds() for p, n in k.required_actions.items()}
+        ),
     }
-
-
-# Counter prefixes of second factors that did not arrive → their names in the manifest.
-_SECOND_FACTOR_COUNTERS = {
-    kc.OTP_NOT_CARRIED: "keycloak.otp.",
-    a0.MFA_FACTORS_NOT_CARRIED: "auth0.mfa_factors.",
-    a0.MFA_NOT_IMPORTABLE: "auth0.mfa.",
-}
 
 
 def _renamed(counts: Mapping[str, int], prefixes: Mapping[str, str]) -> dict[str, int]:

@@ -19,10 +19,10 @@ import passwap_rules
 import pytest
 from argon2.low_level import Type, hash_secret
 
-from transforms.hashing.auth0_hashes import convert_auth0
 from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
-from transforms.hashing.keycloak_hashes import convert_credential
 from transforms.mapping.validate import Reason
+from transforms.sources.auth0.auth0_hashes import convert_auth0
+from transforms.sources.keycloak.keycloak_hashes import convert_credential
 
 PASSWORD, WRONG = "corrêct horse ✓", "corrêct horse ✗"
 VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "passwap_vectors.json").read_text())[

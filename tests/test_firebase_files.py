@@ -18,7 +18,8 @@ from transforms.sources.firebase.firebase_files import (
     iter_json_users,
     plan_firebase_files,
 )
-from transforms.sources.input_shape import firebase_csv, identify
+from transforms.sources.firebase.firebase_source import firebase_csv
+from transforms.sources.input_shape import identify
 from transforms.sources.input_stream import DepthGuard, open_input
 
 DATA = Path(__file__).resolve().parent / "data" / "firebase"

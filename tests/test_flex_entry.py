@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from pipeline import cli, flex_entry
+from pipeline.sources import sources
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("auth0", "keycloak", "firebase", "table")
+# The sources the template offers: those whose description has a template part (pipeline/sources.py).
+SOURCES = tuple(source.name for source in sources() if source.flex is not None)
 PARAMS = flex_entry.load_parameters()
 
 
@@ -61,24 +63,33 @@ def test_every_parameter_is_a_flag_of_a_migrate_command(name):
         assert PARAMS[name]["regexes"] == ["^(true|false)$"]
 
 
-# Flags deliberately not template parameters (docs/flex-template.md, "Left out on purpose").
-LEFT_OUT = {
-    "help",
-    "api",
-    "break_lock",
-    "zitadel_config",
-    "bcrypt_min_cost",
-    "bcrypt_max_cost",
-    "multiline",
-    "quiet",
-}
-LEFT_OUT_OF = {
-    "keycloak": {"allow_plaintext_passwords", "allow_missing_parts"},
-    # Its users must be pushed with --api=user-v2 (docs/companion.md#users-must-be-active), and
-    # the template does not offer --api: a template run keeps the reset list.
-    "firebase": {"legacy_hashes"},
-}
+# Flags deliberately not template parameters (docs/flex-template.md, "Left out on purpose"): the
+# shared ones, and each source's own (its description's FlexPart.left_out).
+LEFT_OUT = set(flex_entry.LEFT_OUT)
+LEFT_OUT_OF = {s.name: set(s.flex.left_out) for s in sources() if s.flex is not None and s.flex.left_out}
 _ONLY = re.compile(r"; ((?:auth0|keycloak|firebase|table)(?:, (?:auth0|keycloak|firebase|table))*) only\b")
+
+
+def test_the_metadata_matches_the_registry_of_sources():
+    """flex_template/metadata.json is a file Dataflow reads as it is: what it offers is held to
+    the sources' descriptions here (and the entry takes its list of sources from it)."""
+    assert flex_entry.metadata_problems() == []
+    assert flex_entry.template_sources() == ["auth0", "keycloak", "firebase", "table"]
+    assert set(flex_entry.template_sources()) == set(SOURCES)
+    assert LEFT_OUT_OF == {"keycloak": {"allow_plaintext_passwords", "allow_missing_parts"}}
+
+
+def test_a_metadata_that_drifts_from_the_registry_is_named(tmp_path):
+    document = json.loads(flex_entry.METADATA.read_text(encoding="utf-8"))
+    for param in document["parameters"]:
+        if param["name"] == "source":
+            param["regexes"] = ["^(auth0|keycloak|table)$"]  # firebase forgotten
+    document["parameters"] = [p for p in document["parameters"] if p["name"] != "realm_name"]
+    path = tmp_path / "metadata.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    problems = flex_entry.metadata_problems(path)
+    assert any(p.startswith("source offers ['auth0', 'keycloak', 'table']") for p in problems), problems
+    assert "keycloak: flags not in the template: realm_name" in problems
 
 
 def _sources_of(name: str) -> set[str]:
@@ -95,7 +106,7 @@ def test_the_parameters_are_each_commands_flags(source):
     assert flags - set(PARAMS) == LEFT_OUT | LEFT_OUT_OF.get(source, set())
     for name in set(PARAMS) - {"source"}:
         assert (name in flags) == (source in _sources_of(name)), (source, name)
-    assert PARAMS["source"]["regexes"] == [f"^({'|'.join(SOURCES)})$"]
+    assert PARAMS["source"]["regexes"] == [f"^({'|'.join(flex_entry.template_sources())})$"]
 
 
 @pytest.mark.parametrize("name", sorted(set(PARAMS) - {"source"}))

@@ -17,7 +17,7 @@ from zitadel_fixtures import PAT
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
-from transforms.sources.input_shape import SHAPES, identify, read_head, shape_problem, wrong_shape
+from transforms.sources.input_shape import identify, read_head, shape_problem, shapes, wrong_shape
 
 EXAMPLES = ROOT / "examples" / "auth0"
 
@@ -154,8 +154,8 @@ def test_each_reader_refuses_the_other_exports(reader, shape, index, zitadel_exp
     lines = err.strip().splitlines()
     assert rc == 2, err
     assert len(lines) == 1 and lines[0].startswith(f"zitadel-beam: error: {flag}"), err
-    assert f"looks like {SHAPES[shape].what} (" in lines[0]
-    assert f"not {SHAPES[reader].what};" in lines[0] and lines[0].endswith(SHAPES[shape].takes)
+    assert f"looks like {shapes()[shape].what} (" in lines[0]
+    assert f"not {shapes()[reader].what};" in lines[0] and lines[0].endswith(shapes()[shape].takes)
     assert not out.exists() or not any(out.rglob("*.json"))  # stopped before anything was written
 
 

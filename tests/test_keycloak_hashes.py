@@ -19,8 +19,8 @@ import pytest
 from argon2.low_level import Type, hash_secret_raw
 
 from transforms.hashing.convert import ConvertedHash, HashFailure
-from transforms.hashing.keycloak_hashes import convert_credential
 from transforms.mapping.validate import Reason, ValidationOptions, hash_problem
+from transforms.sources.keycloak.keycloak_hashes import convert_credential
 
 PASSWORD = "correct horse battery staple"
 WRONG = "correct horse battery stapler"

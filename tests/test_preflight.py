@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from busy_machine import assert_within_pace
 
-from pipeline import preflight
+from pipeline import preflight, sources
 from transforms.common.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +158,9 @@ def test_remote_runner_with_local_temp_location_exits_2(tmp_path):
 
 
 def _ns(**values) -> argparse.Namespace:
-    return argparse.Namespace(**values)
+    """The flags of ``migrate auth0`` as the CLI gives them, with the files its description reads."""
+    auth0 = sources.get("auth0")
+    return argparse.Namespace(_files=auth0.files, _worker_files=auth0.worker_files, **values)
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from transforms.sources.auth0.auth0_options import Auth0Options
 from transforms.sources.auth0.auth0_read import ReadAuth0Users
 from transforms.sources.keycloak.keycloak_mapping import KeycloakOptions
 from transforms.sources.keycloak.keycloak_read import ReadKeycloakUsers
+from transforms.sources.registry import kind
 
 
 def _spec() -> BodySpec:
@@ -66,7 +67,7 @@ def test_readers_declare_what_they_emit(tmp_path):
 def test_compare_with_state_takes_rows_and_gives_rows_changes_and_dead_letters(tmp_path):
     from transforms.sync.compare import CompareWithState, SourceUsers, SyncOptions
 
-    options = SyncOptions(org_id="1", source="auth0", partitions=4)
+    options = SyncOptions(org_id="1", source="auth0", records=kind("auth0").records, partitions=4)
     p = beam.Pipeline()
     source = p | "Auth0" >> ReadAuth0Users([], [], Auth0Options(), 2, str(tmp_path))
     out = SourceUsers(source["rows"], source["dead"]) | CompareWithState(options, {}, str(tmp_path))

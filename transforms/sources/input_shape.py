@@ -6,6 +6,8 @@ passwords. :func:`wrong_shape` looks at the head the launcher already reads
 (``input_sniff.check_readable``: at most 64 KiB, whatever the file's size) and names what the file
 is and which command takes it. Only a positive match on another shape refuses: a file whose first
 records match none (damaged, unusual) is left to the reader, which dead-letters what it cannot use.
+Each source describes its own shapes and how its records show them (``FileShapes`` in
+``transforms/sources/<name>/<name>_source.py``); this module asks them all (``registry``).
 
 Example::
 
@@ -17,104 +19,53 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import io
 
 from transforms.sources.input_stream import DepthGuard, InputReadError, open_input
+from transforms.sources.registry import kinds
+from transforms.sources.source_parts import Shape
 
 __all__ = [
-    "EXPECTED",
-    "SHAPES",
+    "shapes",
+    "readers",
     "identify",
     "wrong_shape",
     "shape_problem",
     "read_head",
-    "firebase_csv",
+    "text_shape",
 ]
 
 HEAD_BYTES = 1 << 16
 _RECORDS = 8  # records looked at: one of the expected shape among them is enough to go on
 
-
-@dataclasses.dataclass(frozen=True)
-class Shape:
-    what: str  # "a Keycloak realm export"
-    takes: str  # the command (and flag) that reads it, or what to do with it
+# The shape of no source: our own import bodies, which only push sends.
+_IMPORT_BODY = Shape(what="a ZITADEL import body", takes="push --body sends it as it is")
 
 
-SHAPES = {
-    "auth0-users": Shape("an Auth0 user export", "migrate auth0 --users reads it"),
-    "auth0-passwords": Shape("an Auth0 password export", "migrate auth0 --passwords reads it"),
-    "auth0-mfa": Shape("an Auth0 MFA export", "migrate auth0 --mfa reads it"),
-    "keycloak-realm": Shape("a Keycloak realm export", "migrate keycloak --realm reads it"),
-    "zitadel-export": Shape("a ZITADEL export document", "migrate zitadel --export reads it"),
-    "import-body-v1": Shape(
-        "a ZITADEL dataOrgsv1 import body", "push --body sends it as it is (migrate zitadel --export cuts it)"
-    ),
-    "import-body": Shape("a ZITADEL import body", "push --body sends it as it is"),
-    "firebase-users": Shape("a Firebase Auth export", "migrate firebase --users reads it"),
-}
+def shapes() -> dict[str, Shape]:
+    """Every shape a file may have, by key: the import body's and each source's (registry)."""
+    found = {"import-body": _IMPORT_BODY}
+    for kind in kinds():
+        found.update(kind.shapes.shapes)
+    return found
 
-# The shapes each reader takes (the key of SHAPES naming it first).
-EXPECTED = {
-    "auth0-users": ("auth0-users",),
-    "auth0-passwords": ("auth0-passwords",),
-    "auth0-mfa": ("auth0-mfa",),
-    "keycloak-realm": ("keycloak-realm",),
-    "zitadel-export": ("zitadel-export", "import-body-v1"),
-    "firebase-users": ("firebase-users",),
-}
 
-# Keys only an Auth0 profile has (Management API, user export job and bulk-import schema).
-_PROFILE_KEYS = (
-    "user_id",
-    "identities",
-    "given_name",
-    "family_name",
-    "user_metadata",
-    "app_metadata",
-    "password_hash",
-    "custom_password_hash",
-    "mfa_factors",
-    "logins_count",
-    "last_login",
-)
-# Stands in the top-level keys for "the users array holds records with localId" (not a JSON key).
-_FIREBASE_USER = "\x00users[].localId"
+def readers() -> dict[str, tuple[str, ...]]:
+    """The shapes each reader takes (its expected key → shape keys, the one naming it first)."""
+    return {reader: taken for kind in kinds() for reader, taken in kind.shapes.readers.items()}
 
 
 def _identify_record(keys: dict[str, str]) -> tuple[str, str] | None:
     """(shape, evidence) for one JSON object's top-level keys (key → its value's first parse
-    event, ``string``, ``start_array``, ...), or None when nothing marks it."""
+    event, ``string``, ``start_array``, ...), or None when nothing marks it: the import body's
+    keys first, then each source's marks in their rank (``FileShapes.rank``)."""
     for key in ("dataOrgs", "data_orgs"):
         if key in keys:
             return "import-body", f'a top-level "{key}"'
-    for key in ("dataOrgsv1", "data_orgsv1"):
-        if key in keys:
-            return "import-body-v1", f'a top-level "{key}"'
-    if keys.get("orgs") == "start_array":
-        return "zitadel-export", 'a top-level "orgs" array'
-    if keys.get("realm") == "string":
-        return "keycloak-realm", 'a "realm" key'
-    if _FIREBASE_USER in keys:
-        return "firebase-users", 'a "users" array of records with "localId"'
-    if "localId" in keys:
-        return "firebase-users", 'records with "localId"'
-    for key in ("otp_secret", "recovery_code"):
-        if key in keys:
-            return "auth0-mfa", f'records with "{key}"'
-    for key in ("passwordHash", "_tmp_is_unique"):
-        if key in keys:
-            return "auth0-passwords", f'records with "{key}"'
-    if "user_id" not in keys:
-        for key in ("_id", "_ID"):
-            if key in keys:
-                return "auth0-passwords", f'records keyed "{key}"'
-    if keys.get("type") == "string" and "user_id" in keys and "email" not in keys:
-        return "auth0-mfa", 'records with "user_id" and "type"'
-    for key in _PROFILE_KEYS:
-        if key in keys:
-            return "auth0-users", f'records with "{key}"'
+    for kind in sorted(kinds(), key=lambda k: k.shapes.rank):
+        found = kind.shapes.identify(keys)
+        if found is not None:
+            return found
     return None
 
 
@@ -138,8 +89,8 @@ def _first_objects(head: bytes) -> list[dict[str, str]]:
             if pending is not None and current is not None:
                 current[pending] = event
                 pending = None
-            if base == "" and prefix == "users.item" and event == "map_key" and value == "localId":
-                objects[0][_FIREBASE_USER] = "string"  # firebase auth:export: {"users": [...]}
+            if base == "" and prefix == "users.item" and event == "map_key":
+                objects[0][f"{_USERS_ITEM}{value}"] = "string"  # e.g. firebase auth:export
             if prefix != base:
                 continue
             if event == "start_map":
@@ -156,6 +107,10 @@ def _first_objects(head: bytes) -> list[dict[str, str]]:
     return objects
 
 
+# Stands in the top-level keys for "the records of a top-level users array have this key".
+_USERS_ITEM = "\x00users[]."
+
+
 def identify(head: bytes) -> tuple[str, str] | None:
     """(shape, evidence) of the first object that shows one, or None."""
     for keys in _first_objects(head):
@@ -166,29 +121,27 @@ def identify(head: bytes) -> tuple[str, str] | None:
 
 
 def wrong_shape(head: bytes, expected: str) -> str | None:
-    """Why a file whose head is ``head`` is not what the ``expected`` reader (a key of EXPECTED)
+    """Why a file whose head is ``head`` is not what the ``expected`` reader (a key of :func:`readers`)
     takes, in words, or None when it may be: its first objects show another shape and none of
     them shows an expected one."""
     marked = [_identify_record(keys) for keys in _first_objects(head)]
-    shapes = [m for m in marked if m is not None]
-    if not shapes or any(shape in EXPECTED[expected] for shape, _ in shapes):
+    marks = [m for m in marked if m is not None]
+    if not marks or any(shape in readers()[expected] for shape, _ in marks):
         return None
-    shape, evidence = shapes[0]
-    found, wanted = SHAPES[shape], SHAPES[expected]
+    shape, evidence = marks[0]
+    known = shapes()
+    found, wanted = known[shape], known[expected]
     return f"looks like {found.what} ({evidence}), not {wanted.what}; {found.takes}"
 
 
-def firebase_csv(head: bytes) -> bool:
-    """Whether ``head`` starts like ``firebase auth:export users.csv``: no header, a first line
-    of at least 23 columns whose third (emailVerified) is ``true`` or ``false``."""
-    import csv
-
-    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
-    if first.count(",") < 22:
-        return False
-    row = next(csv.reader([first]), [])
-    _, _, verified, *_ = row + ["", "", ""]
-    return len(row) >= 23 and verified.strip() in ("true", "false")
+def text_shape(head: bytes) -> str | None:
+    """What a head that is not JSON is, when a source knows its text export (Firebase's CSV):
+    ``"looks like a Firebase Auth CSV export; migrate firebase --users reads it"``."""
+    for kind in kinds():
+        for text in kind.shapes.text:
+            if text.matches(head):
+                return f"looks like {text.what}; {kind.shapes.shapes[text.shape].takes}"
+    return None
 
 
 def read_head(path: str) -> tuple[bytes, bool]:

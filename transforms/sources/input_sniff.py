@@ -20,7 +20,7 @@ import re
 import orjson
 
 from transforms.common.errors import ConfigError, one_line
-from transforms.sources.input_shape import SHAPES, firebase_csv, read_head, wrong_shape
+from transforms.sources.input_shape import read_head, text_shape, wrong_shape
 from transforms.sources.input_stream import MAX_DEPTH, DepthGuard, InputReadError
 
 __all__ = ["check_readable", "describe_head"]
@@ -44,8 +44,9 @@ def describe_head(head: bytes) -> str:
         return "looks like HTML (an error or login page saved instead of the export?)"
     if lower.startswith(b"<?xml") or lower.startswith(b"<"):
         return "looks like XML or HTML, not JSON"
-    if firebase_csv(head):
-        return f"looks like a Firebase Auth CSV export; {SHAPES['firebase-users'].takes}"
+    known = text_shape(head)  # a source's export that is not JSON (Firebase's CSV)
+    if known:
+        return known
     sample = head[:64]
     if b"\x00" in sample and sample.count(b"\x00") * 3 >= len(sample):
         return "looks like UTF-16 or UTF-32 text without a byte-order mark (save it as UTF-8)"
@@ -104,7 +105,7 @@ def _readable(head: bytes, complete: bool) -> bool:
 
 def check_readable(path: str, what: str, allow_empty: bool = False, expected: str | None = None) -> None:
     """Refuse (ConfigError, one line) a file from which not one JSON value can be read, or (with
-    ``expected``, a key of ``input_shape.EXPECTED``) whose first records are another export's.
+    ``expected``, a key of ``input_shape.readers()``) whose first records are another export's.
 
     Reads at most 64 KiB (decompressed) of the head. A 0-byte file is refused unless
     ``allow_empty`` (docs/inputs.md: an empty password or MFA export is legitimate, an empty

@@ -65,9 +65,10 @@ from transforms.common.records import (
 )
 from transforms.files.spill import load_blob, read_spill, write_spill
 from transforms.output.written import Written, WrittenTally
+from transforms.sources.source_parts import UserRecordKind
 from transforms.sync.change_records import Call, ChangeCall, ChangeKind, change_line
 from transforms.sync.planned_counts import Why, count_calls, count_change
-from transforms.sync.source_records import USER_SOURCES, candidate_ids, is_blocked, refusal
+from transforms.sync.source_records import candidate_ids, is_blocked, refusal
 from transforms.sync.state_records import (
     ACTIVE,
     BLOCKED,
@@ -142,7 +143,9 @@ class SyncOptions:
     """How a run compares with its state (see the module docstring)."""
 
     org_id: str
-    source: str  # "auth0" | "keycloak"
+    source: str  # "auth0" | "keycloak" | ...: the source's name
+    # The source's user record kinds (its description's ``records``): blocked? which ids?
+    records: Mapping[str, UserRecordKind]
     partitions: int
     on_removed: str = OnRemoved.REPORT  # one of ON_REMOVED (the --on-removed flag's text)
     include_blocked: bool = False  # import users blocked at the source (then deactivate them)
@@ -186,11 +189,13 @@ class _KeyDeadLettersFn(beam.DoFn):
 
     def process(self, letter: DeadLetter):
         (file_index, position), line = letter
-        if not any(f'"source":"{s}"'.encode() in line for s in USER_SOURCES):
+        if not any(f'"source":"{s}"'.encode() in line for s in self._options.records):
             yield beam.pvalue.TaggedOutput(_PASS, letter)
             return
         parsed = orjson.loads(line)
-        ids = candidate_ids(str(parsed.get("source")), parsed.get("record"), self._options.realm)
+        ids = candidate_ids(
+            self._options.records, str(parsed.get("source")), parsed.get("record"), self._options.realm
+        )
         if ids is None:
             yield beam.pvalue.TaggedOutput(_UNKNOWN, 1)
             yield beam.pvalue.TaggedOutput(_PASS, letter)
@@ -272,11 +277,11 @@ class _CompareFn(beam.DoFn):
             )
             return
         work.seen.add(user_id)
-        blocked = is_blocked(source, record_json)
+        blocked = is_blocked(self._options.records, source, record_json)
         old = work.state.get(user_id)
         if old is None and blocked and not self._options.include_blocked:
             count[counters.SYNC_ROWS_REJECTED] += 1
-            reason, flag = refusal(source)
+            reason, flag = refusal(self._options.records, source)
             yield from self._reject(
                 row,
                 reason,

@@ -19,13 +19,13 @@ from typing import Any
 import orjson
 
 from transforms.common.reasons import Reason
-from transforms.hashing.auth0_hashes import convert_auth0
 from transforms.hashing.convert import ConvertedHash, bcrypt_mcf
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
 from transforms.mapping.idp_links import LinkFields
 from transforms.mapping.idp_links import idp_links as links_from
 from transforms.mapping.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE
+from transforms.sources.auth0.auth0_hashes import convert_auth0
 
 __all__ = [
     "map_profile",

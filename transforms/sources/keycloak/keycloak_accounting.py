@@ -15,6 +15,7 @@ from transforms.common.accounting import reader_invariant
 __all__ = [
     "PREFIX",
     "SOURCE",
+    "FILE_SOURCE",
     "USERS_READ",
     "WITH_PASSWORD",
     "WITHOUT_PASSWORD",
@@ -33,6 +34,9 @@ __all__ = [
 
 PREFIX = "keycloak"  # of the names below (and of the shared metadata counters' names)
 SOURCE = "keycloak-user"  # the source of a user's dead letters
+# Dead letters about a file rather than a user (a syntax error ends the file), so that
+# "users read = written + dead-lettered users" stays exact.
+FILE_SOURCE = "keycloak-file"
 
 USERS_READ = "keycloak.users_read"
 WITH_PASSWORD = "keycloak.with_password."  # + the hash algorithm converted

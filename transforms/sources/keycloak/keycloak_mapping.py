@@ -23,7 +23,6 @@ from typing import Any
 import orjson
 
 from transforms.hashing.convert import ConvertedHash, HashFailure
-from transforms.hashing.keycloak_hashes import convert_credential, plaintext_value
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
@@ -41,6 +40,7 @@ from transforms.mapping.validate import (
     control_char_problem,
     validate_user,
 )
+from transforms.sources.keycloak.keycloak_hashes import convert_credential, plaintext_value
 
 __all__ = [
     "KeycloakOptions",

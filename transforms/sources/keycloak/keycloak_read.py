@@ -57,7 +57,7 @@ from transforms.mapping.roles import KeycloakRoles, RoleEntry, direct_roles_beyo
 from transforms.mapping.validate import Reason
 from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem
 from transforms.sources.keycloak import keycloak_accounting as kc
-from transforms.sources.keycloak.keycloak_accounting import SOURCE
+from transforms.sources.keycloak.keycloak_accounting import FILE_SOURCE, SOURCE
 from transforms.sources.keycloak.keycloak_mapping import (
     KNOWN_FIELDS,
     KeycloakOptions,
@@ -78,9 +78,6 @@ __all__ = ["ReadKeycloakUsers", "FILE_SOURCE", "CHUNK_USERS"]
 _LOGGER = logging.getLogger(__name__)
 
 _ROLES = "roles"  # the project roles users hold that the export does not define (with roles)
-# Dead letters about a file rather than a user (a syntax error ends the file), so that
-# "users read = written + dead-lettered users" stays exact.
-FILE_SOURCE = "keycloak-file"
 _DEAD = "dead"
 
 # Users read before the buffered rows are flushed as one blob per partition: large enough that

@@ -13,7 +13,7 @@ file is cut into 32 MB ranges (``json_units.plan_units``). What one record becom
 mapping (``table_mapping.py``); this module reads, counts and packs.
 
 Each row's record is ``{"id", "blocked", "record"}``: the id and blocked flag as the mapping
-read them (what a scheduled sync asks of a record, ``transforms/sync/source_records.py``) and
+read them (what a scheduled sync asks of a record, ``table_source.py``) and
 the record as read (a CSV row as ``{column: text}``).
 
 Example::
