@@ -40,7 +40,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
 import orjson
@@ -331,19 +331,7 @@ def apply_changes(
                         fatal = f"authentication failed: {err}"
                         results[index] = _not_sent(changes[index])
     if fatal is None and not stop.reason:
-        # Once more, in turn, after the rest: a user whose call failed only for the faults it met
-        # (its attempts used up on 503s or lost answers; at 30% faults, about 1 call in 1,400),
-        # and one refused a user name another user of the night has given up since (a swap, a
-        # move). Only the calls not confirmed are sent, an unknown outcome read back first.
-        renamed = _renamed(changes, results)
-        for index in work:
-            result = results[index]
-            if result is not None and (_worn_out(result) or (renamed and _name_taken(result))):
-                try:
-                    results[index] = run(index, result)
-                except Abort as err:
-                    fatal = f"authentication failed: {err}"
-                    break
+        fatal = _try_again(run, changes, results, work)
     if stop.reason and fatal is None:
         done = sum(1 for r in results if r is not None and r.status == Outcome.DONE)
         fatal = f"{stop.reason}; {done} of {len(changes)} users done: run push again to resume"
@@ -354,6 +342,28 @@ def apply_changes(
     report.unknown_before = unknown
     report.dead_letter = _write_failures(results_dir, final)
     return report, [c for _, _, c in changes]
+
+
+def _try_again(
+    run: Callable[[int, ChangeResult], ChangeResult],
+    changes: list[_Listed],
+    results: list[ChangeResult | None],
+    work: list[int],
+) -> str | None:
+    """Once more, in turn, after the rest: a user whose call failed only for the faults it met
+    (its attempts used up on 503s or lost answers; at 30% faults, about 1 call in 1,400), and one
+    refused a user name another user of the night has given up since (a swap, a move). ``run``
+    sends only the calls not confirmed, an unknown outcome read back first. Returns why the run
+    stopped (authentication), or None."""
+    renamed = _renamed(changes, results)
+    for index in work:
+        result = results[index]
+        if result is not None and (_worn_out(result) or (renamed and _name_taken(result))):
+            try:
+                results[index] = run(index, result)
+            except Abort as err:
+                return f"authentication failed: {err}"
+    return None
 
 
 def _renamed(changes: list[_Listed], results: list[ChangeResult | None]) -> bool:

@@ -101,7 +101,6 @@ class Limiter:
         self._in_flight = 0
         self._best: dict[str, float] = {}  # the lowest seconds per user seen, per kind of call
         self._recent: float | None = None  # smoothed seconds per user
-        self._recent_by_kind: dict[str, float] = {}  # smoothed seconds per user, per kind of call
         self._pause_until = 0.0
         self._tokens = 1.0
         self._filled = clock()
@@ -221,11 +220,7 @@ class Limiter:
         best = self._best[kind] = min(self._best.get(kind, per_user), per_user)
         if self._learned_rate is not None:
             self._learned_rate += 0.2 / self._learned_rate  # probe the rate limit again, slowly
-        # The smoothed time, not this one answer's: one slow answer (a busy client machine, a
-        # pause) is not queueing at the target, and cutting the limit for it kept the pace far
-        # below a target's capacity early in a run.
-        recent = self._recent_by_kind[kind] = 0.7 * self._recent_by_kind.get(kind, per_user) + 0.3 * per_user
-        ratio = recent / best if best > 0 else 1.0
+        ratio = per_user / best if best > 0 else 1.0
         if ratio > TOLERANCE:  # queueing at the target: back off in proportion
             self._decrease(max(0.5, TOLERANCE / ratio))
         elif 2 * self._in_flight >= self._limit:  # the limit was in use (not idle), and kept up
