@@ -30,6 +30,7 @@ def test_the_commands_are_listed_as_before_the_registry():
         ("verify",),
         ("export",),
         ("copy",),
+        ("companion",),
     ]
     assert [c.path for c in commands() if c.hands_to_beam] == [c.path for c in commands()][:5]
 
