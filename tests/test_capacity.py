@@ -101,6 +101,9 @@ def test_the_standalone_server_takes_capacity_flags(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A test worker process may ignore SIGINT, and an ignored signal stays ignored across exec:
+        # the server gets the default, so the SIGINT below stops it as it stops at a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None
