@@ -28,7 +28,7 @@ case "$mode" in
     .venv/bin/ruff check --quiet .
     .venv/bin/ruff format --check --quiet .
     .venv/bin/mypy
-    # `./run_local.sh test tests/test_x.py` runs that file; other arguments (-k, -x) the whole suite.
+    # `./run_local.sh test tests/pipeline/test_x.py` runs that file; other arguments (-k, -x) the whole suite.
     where=tests
     for arg in "$@"; do [ -e "${arg%%::*}" ] && where=""; done
     # Worker processes (pytest-xdist): most of the suite's time is waiting (sockets, subprocesses,

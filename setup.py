@@ -50,7 +50,7 @@ TESTS = (
         "protobuf>=4.25",
         # Static checks that `./run_local.sh test` runs before pytest (pyproject.toml configures both).
         # Pinned to a minor release: a newer ruff may format differently and turn CI red on its own.
-        # Property-based tests (tests/test_hostile_inputs.py): mutated real-world exports.
+        # Property-based tests (tests/scenarios/test_hostile_inputs.py): mutated real-world exports.
         "hypothesis>=6.100",
         "ruff>=0.17.6,<0.18",
         "mypy>=2.4,<2.5",

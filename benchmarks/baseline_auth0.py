@@ -26,7 +26,7 @@ from baseline_common import render_all, write_bodies  # noqa: E402 - after the s
 from transforms.common.records import NUM_PARTITIONS, partition_of  # noqa: E402 - after the sys.path set-up above
 from transforms.mapping.validate import ValidationOptions, validate_user  # noqa: E402 - after the sys.path set-up above
 from transforms.output.batching import to_fragment  # noqa: E402 - after the sys.path set-up above
-from transforms.sources.auth0.auth0_mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402 - after the sys.path set-up above
+from transforms.sources.auth0.mapping import map_profile, normalise_email, password_date, password_oid  # noqa: E402 - after the sys.path set-up above
 
 
 def _read(path: str) -> list[tuple[int, object]]:

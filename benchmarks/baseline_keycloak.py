@@ -3,7 +3,7 @@
     python benchmarks/baseline_keycloak.py --org=123 --realm=R.json --output=DIR/importBody.json
 
 What a straightforward script does: load the realm document whole with orjson, map and validate
-every user with the same pure function as the pipeline (``transforms.sources.keycloak.keycloak_mapping.map_user``),
+every user with the same pure function as the pipeline (``transforms.sources.keycloak.mapping.map_user``),
 drop duplicate ids/names, cut bodies with the same partition-then-remainder rule, write them. Its
 bodies are byte-identical to the pipeline's, so the benchmark uses it as an oracle too. The
 mapping module does not import Beam.
@@ -27,7 +27,7 @@ from baseline_common import render_all, write_bodies  # noqa: E402 - after the s
 from transforms.common.records import NUM_PARTITIONS, partition_of, user_name_key  # noqa: E402 - after the sys.path set-up above
 from transforms.mapping.otp import realm_policy  # noqa: E402 - after the sys.path set-up above
 from transforms.output.batching import to_fragment  # noqa: E402 - after the sys.path set-up above
-from transforms.sources.keycloak.keycloak_mapping import KeycloakOptions, Rejection, map_user  # noqa: E402 - after the sys.path set-up above
+from transforms.sources.keycloak.mapping import KeycloakOptions, Rejection, map_user  # noqa: E402 - after the sys.path set-up above
 
 
 def convert(realm: str, org: str, timeout: str, batch_size: int) -> tuple[list[bytes], dict[str, int]]:

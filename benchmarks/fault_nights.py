@@ -1,6 +1,6 @@
 """Two scheduled nights under faults: what fails, what is sent twice (issue 37, docs/sync.md#unknown-outcomes).
 
-The scenario of tests/test_sync_faults.py at a larger size: day 1 imports ``--users`` Auth0 users
+The scenario of tests/scenarios/test_sync_faults.py at a larger size: day 1 imports ``--users`` Auth0 users
 (the last tenth blocked at the source, imported with --include-blocked), day 2 changes them in every
 way a live source does (names, hashes, e-mails and their verified flags, phones, metadata; users
 blocked, unblocked, removed and new). Each night runs against the test server
@@ -46,11 +46,17 @@ def main(argv: list[str] | None = None) -> int:
         "--code", help="another checkout whose pipeline/ and transforms/ to measure (default this one)"
     )
     args = parser.parse_args(argv)
-    sys.path[:0] = [args.code or str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")]
-    import test_sync_faults as scenario
-    from test_sync import Day
+    sys.path[:0] = [
+        args.code or str(REPO),
+        str(REPO),
+        str(REPO / "tests" / "helpers"),
+        str(REPO / "tests" / "standins"),
+    ]
     from zitadel_fixtures import PAT, hash_pool
     from zitadel_server import ZitadelServer
+
+    from tests.scenarios import test_sync_faults as scenario
+    from tests.scenarios.test_sync_nights import Day
 
     hashes = hash_pool(4)
     import pipeline.migrate_options as options

@@ -1,4 +1,4 @@
-"""Benchmark: per-value cost of hash_forms.to_passwap against convert.parse_hash on the same run.
+"""Benchmark: per-value cost of forms.to_passwap against convert.parse_hash on the same run.
 
     python benchmarks/hash_forms_bench.py --values 200000 --repeat 5
 
@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from transforms.hashing.convert import parse_hash  # noqa: E402 - after the path is set
-from transforms.hashing.hash_forms import to_passwap  # noqa: E402
+from transforms.hashing.forms import to_passwap  # noqa: E402
 
 _CRYPT = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -42,7 +42,7 @@ import tempfile
 import time
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "helpers"), str(REPO / "tests" / "standins")]
 
 from zitadel_fixtures import write_manifest  # noqa: E402 - after the sys.path set-up above
 

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         "--lost-answers", type=float, default=0.0, help="instead of stopping: lose this share of the answers"
     )
     args = parser.parse_args(argv)
-    sys.path[:0] = [args.code or str(REPO), str(REPO / "tests"), str(REPO / "tests" / "standins")]
+    sys.path[:0] = [args.code or str(REPO), str(REPO / "tests" / "helpers"), str(REPO / "tests" / "standins")]
     from zitadel_fixtures import hash_pool
     from zitadel_server import ZitadelServer
 

@@ -272,7 +272,7 @@ def _generate(users: int, folder: str) -> None:
 
 def _write_export(path: str) -> None:
     """A ZITADEL export document (two orgs, users with hashes, grants), as the suite builds one."""
-    sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "standins")]
+    sys.path[:0] = [os.path.join(ROOT, "tests", "helpers"), os.path.join(ROOT, "tests", "standins")]
     from zitadel_fixtures import make_export
 
     with open(path, "w", encoding="utf-8") as handle:

@@ -196,7 +196,7 @@ def template_argv(
     params, rest = _split(argv)
     _check_beam_arguments(rest, beam_flags)
     source = params.pop("source", "")
-    offered = template_sources()  # the metadata's; tests/test_flex_entry.py holds it to the registry
+    offered = template_sources()  # the metadata's; tests/pipeline/test_flex_entry.py holds it to the registry
     if source not in offered:
         raise ConfigError(f"template parameter source must be one of {', '.join(offered)}")
     known = load_parameters()

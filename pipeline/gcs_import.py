@@ -26,7 +26,7 @@ from pipeline.options import credentials_from_args, flag_seconds
 from transforms.common.errors import ConfigError
 from transforms.push.instance_moves import document_user_ids, gcs_import_request
 from transforms.push.verification import wait_until_added
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import connect
 
 __all__ = ["run_gcs_push"]
@@ -42,7 +42,7 @@ def run_gcs_push(known_args: argparse.Namespace) -> int:
     client = connect(known_args.url, credentials_from_args(known_args))
     try:
         answer = client.import_data(json.dumps(request).encode(), 60.0)
-    except admin_api.AdminApiError as err:
+    except api_errors.AdminApiError as err:
         raise ConfigError(f"{client.base_url}: the import request was refused: {err.message}") from None
     print(
         f"push: {client.base_url} accepted {known_args.gcs_document} for a detached import "

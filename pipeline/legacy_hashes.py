@@ -32,7 +32,7 @@ from transforms.output.manifest import ListedFile
 
 if TYPE_CHECKING:
     from pipeline.run_outputs import RunOutputs
-    from transforms.sources.firebase.firebase_files import FirebaseFile
+    from transforms.sources.firebase.files import FirebaseFile
 
 __all__ = ["KeepLegacy", "add_argument", "firebase_keeper"]
 
@@ -85,7 +85,7 @@ def _users(files: Sequence[FirebaseFile]) -> Iterator[Mapping[str, object]]:
 
     import ijson
 
-    from transforms.sources.firebase.firebase_files import iter_csv_users, iter_json_users
+    from transforms.sources.firebase.files import iter_csv_users, iter_json_users
     from transforms.sources.input_stream import DepthGuard, InputReadError, open_input
 
     for source in files:
@@ -129,7 +129,7 @@ def firebase_keeper(
             f"--legacy-hashes {path!r} exists: a store is never replaced (a companion may be serving it); "
             "choose another path"
         )
-    from transforms.sources.firebase.firebase_hash_config import HashConfigError, read_hash_config_values
+    from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config_values
 
     try:
         params = _firebase_params(read_hash_config_values(hash_config))

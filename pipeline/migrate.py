@@ -258,7 +258,7 @@ def _plan_sync(job: _Job) -> _SyncPlan | None:
     from transforms.sync.compare import SyncOptions
     from transforms.sync.state import StateStore
 
-    # The sources that describe their user records (docs/sync.md); tests/test_migrate.py runs
+    # The sources that describe their user records (docs/sync.md); tests/pipeline/test_migrate.py runs
     # each of them with --state.
     records = kind(job.source_name).records
     if job.sync_source is None or not records:

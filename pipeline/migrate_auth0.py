@@ -37,14 +37,14 @@ from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common import counters
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
-from transforms.sources.auth0 import auth0_items as a0
-from transforms.sources.auth0.auth0_accounting import invariant
-from transforms.sources.auth0.auth0_source import KIND
+from transforms.sources.auth0 import items as a0
+from transforms.sources.auth0.accounting import invariant
+from transforms.sources.auth0.source import KIND
 
 if TYPE_CHECKING:
     from transforms.mapping.roles import RoleSettings
-    from transforms.sources import json_units as fileio
-    from transforms.sources.auth0.auth0_options import Auth0Options
+    from transforms.sources import json_units
+    from transforms.sources.auth0.options import Auth0Options
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines", "RESERVED_ALIASES"]
 
@@ -168,23 +168,25 @@ def _password_pattern(value: str | None) -> str | None:
 
 def _match_files(
     known_args: argparse.Namespace, password_pattern: str | None
-) -> tuple[list[fileio.InputFile], ...]:
+) -> tuple[list[json_units.InputFile], ...]:
     """The files of ``--users``, ``--passwords``, ``--mfa`` and ``--roles-file``, numbered in that
     order (the sort key's file index), each given a first look."""
-    from transforms.sources import json_units as fileio
+    from transforms.sources import json_units
 
     try:
-        profiles = fileio.match_inputs([known_args.users], 0, "--users")
+        profiles = json_units.match_inputs([known_args.users], 0, "--users")
         passwords = (
-            fileio.match_inputs([password_pattern], len(profiles), "--passwords") if password_pattern else []
+            json_units.match_inputs([password_pattern], len(profiles), "--passwords")
+            if password_pattern
+            else []
         )
         mfa = (
-            fileio.match_inputs([known_args.mfa], len(profiles) + len(passwords), "--mfa")
+            json_units.match_inputs([known_args.mfa], len(profiles) + len(passwords), "--mfa")
             if known_args.mfa
             else []
         )
         role_files = (
-            fileio.match_inputs(
+            json_units.match_inputs(
                 [known_args.roles_file], len(profiles) + len(passwords) + len(mfa), "--roles-file"
             )
             if known_args.roles_file
@@ -202,7 +204,7 @@ def _match_files(
         ("--mfa", mfa, "auth0-mfa"),
     ):
         for file in files:
-            fileio.check_readable(file.path, flag, allow_empty=flag != "--users", expected=expected)
+            json_units.check_readable(file.path, flag, allow_empty=flag != "--users", expected=expected)
     return profiles, passwords, mfa, role_files
 
 
@@ -213,7 +215,7 @@ def _auth0_options(
     roles: RoleSettings | None,
 ) -> Auth0Options:
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.auth0.auth0_options import Auth0Options
+    from transforms.sources.auth0.options import Auth0Options
 
     return Auth0Options(
         email_verified=known_args.email_verified,
@@ -234,7 +236,7 @@ def _auth0_options(
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
-    from transforms.sources.auth0.auth0_read import ReadAuth0Users
+    from transforms.sources.auth0.read import ReadAuth0Users
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)

@@ -29,11 +29,11 @@ from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
-from transforms.sources.firebase import firebase_accounting as fb
-from transforms.sources.firebase.firebase_source import KIND
+from transforms.sources.firebase import accounting as fb
+from transforms.sources.firebase.source import KIND
 
 if TYPE_CHECKING:
-    from transforms.sources.firebase.firebase_files import FirebaseFile
+    from transforms.sources.firebase.files import FirebaseFile
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 
@@ -118,10 +118,10 @@ def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.firebase.firebase_files import FirebaseInputError, plan_firebase_files
-    from transforms.sources.firebase.firebase_hash_config import HashConfigError, read_hash_config
-    from transforms.sources.firebase.firebase_mapping import FirebaseOptions
-    from transforms.sources.firebase.firebase_read import ReadFirebaseUsers
+    from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
+    from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
+    from transforms.sources.firebase.mapping import FirebaseOptions
+    from transforms.sources.firebase.read import ReadFirebaseUsers
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, _RESERVED)

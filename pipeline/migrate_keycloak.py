@@ -31,11 +31,11 @@ from transforms.common import counters
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
-from transforms.sources.keycloak import keycloak_accounting as kc
-from transforms.sources.keycloak.keycloak_source import KIND
+from transforms.sources.keycloak import accounting as kc
+from transforms.sources.keycloak.source import KIND
 
 if TYPE_CHECKING:  # imported in run() only: --help stays fast
-    from transforms.sources.keycloak.keycloak_realm_files import RealmSource
+    from transforms.sources.keycloak.realm_files import RealmSource
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 
@@ -118,9 +118,9 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.keycloak.keycloak_mapping import KeycloakOptions
-    from transforms.sources.keycloak.keycloak_read import ReadKeycloakUsers
-    from transforms.sources.keycloak.keycloak_realm_files import RealmInputError, plan_realm_sources
+    from transforms.sources.keycloak.mapping import KeycloakOptions
+    from transforms.sources.keycloak.read import ReadKeycloakUsers
+    from transforms.sources.keycloak.realm_files import RealmInputError, plan_realm_sources
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map)
@@ -146,7 +146,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     roles_settings = role_settings(known_args)
     model = None
     if roles_settings is not None:  # roles and groups → project roles and grants (docs/roles.md)
-        from transforms.sources.keycloak.keycloak_roles import load_keycloak_roles
+        from transforms.sources.keycloak.roles import load_keycloak_roles
 
         try:
             model = load_keycloak_roles(known_args.realm, known_args.realm_name, roles_settings)

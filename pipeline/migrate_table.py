@@ -29,13 +29,13 @@ from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
-from transforms.sources.table import table_accounting as ta
-from transforms.sources.table.table_source import KIND
+from transforms.sources.table import accounting as ta
+from transforms.sources.table.source import KIND
 
 if TYPE_CHECKING:  # imported in run() only: --help stays fast
-    from transforms.hashing.hash_forms import HashForm
-    from transforms.sources.table.table_read import TableFile
-    from transforms.sources.table.table_spec import TableSpec
+    from transforms.hashing.forms import HashForm
+    from transforms.sources.table.read import TableFile
+    from transforms.sources.table.spec import TableSpec
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 
@@ -113,7 +113,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
 
 def _load_spec(known_args: argparse.Namespace) -> TableSpec:
     from transforms.files.storage import read_bytes
-    from transforms.sources.table.table_spec import SpecError, load_spec
+    from transforms.sources.table.spec import SpecError, load_spec
 
     text = None
     if known_args.mapping:
@@ -151,7 +151,7 @@ def _match_files(known_args: argparse.Namespace, spec: TableSpec) -> list[TableF
     is refused naming the column (and the one meant); a JSON file must hold JSON records."""
     from transforms.sources import json_units
     from transforms.sources.input_stream import InputReadError
-    from transforms.sources.table.table_read import TableFile
+    from transforms.sources.table.read import TableFile
 
     try:
         matched = json_units.match_inputs([known_args.input], 0, "--input")
@@ -175,8 +175,8 @@ def _match_files(known_args: argparse.Namespace, spec: TableSpec) -> list[TableF
 
 def _check_header(path: str, spec: TableSpec, delimiter: str) -> None:
     from transforms.sources.input_stream import InputReadError, open_input
-    from transforms.sources.table.table_csv import read_csv
-    from transforms.sources.table.table_spec import did_you_mean, for_columns
+    from transforms.sources.table.csv_rows import read_csv
+    from transforms.sources.table.spec import did_you_mean, for_columns
 
     if len(delimiter) != 1:
         raise ConfigError(f"--delimiter {delimiter!r}: give one character")
@@ -199,8 +199,8 @@ def _check_header(path: str, spec: TableSpec, delimiter: str) -> None:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.table.table_mapping import TableOptions
-    from transforms.sources.table.table_read import ReadTableUsers
+    from transforms.sources.table.mapping import TableOptions
+    from transforms.sources.table.read import ReadTableUsers
 
     common = common_args(known_args)
     roles = role_settings(known_args)
@@ -245,8 +245,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
 
 def _hash_form(name: str | None) -> HashForm | None:
     """``--hash-form`` (or the mapping's ``hash_form``) → the form; a misspelling names the one meant."""
-    from transforms.sources.table.table_hashes import HASH_FORM_NAMES, hash_form
-    from transforms.sources.table.table_spec import did_you_mean
+    from transforms.sources.table.hashes import HASH_FORM_NAMES, hash_form
+    from transforms.sources.table.spec import did_you_mean
 
     try:
         return hash_form(name)

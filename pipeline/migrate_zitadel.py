@@ -57,7 +57,7 @@ from transforms.files.storage import is_remote, size
 from transforms.hashing.policy import load_policy
 from transforms.hashing.summary import hash_manifest
 from transforms.sources.zitadel.plan import BodyElement, ExportPlan
-from transforms.sources.zitadel.zitadel_source import KIND
+from transforms.sources.zitadel.source import KIND
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
 

@@ -17,8 +17,7 @@ from collections.abc import Mapping
 
 from transforms.common.durations import flag_duration, flag_seconds
 from transforms.common.errors import ConfigError
-from transforms.zitadel_api import credentials as admin_api
-from transforms.zitadel_api.credentials import Credentials
+from transforms.zitadel_api.credentials import CredentialError, Credentials, load_credentials
 
 __all__ = [
     "add_credential_arguments",
@@ -49,13 +48,13 @@ def credentials_from_args(args: argparse.Namespace) -> Credentials:
     """The Credentials the flags (or env ZITADEL_TOKEN / ZITADEL_KEY_FILE) name; ConfigError if
     none or several, or a token file that is not one token (never quoted)."""
     try:
-        return admin_api.load_credentials(
+        return load_credentials(
             token_file=getattr(args, "token_file", None),
             client_id=getattr(args, "client_id", None),
             client_secret_file=getattr(args, "client_secret_file", None),
             key_file=getattr(args, "key_file", None),
         )
-    except admin_api.CredentialError as err:
+    except CredentialError as err:
         raise ConfigError(str(err)) from None
 
 
@@ -78,7 +77,7 @@ def credentials_for(
     and ZITADEL_SOURCE_KEY_FILE / ZITADEL_TARGET_KEY_FILE."""
     environ = os.environ if environ is None else environ
     try:
-        return admin_api.load_credentials(
+        return load_credentials(
             token_file=getattr(args, f"{side}_token_file"),
             client_id=getattr(args, f"{side}_client_id"),
             client_secret_file=getattr(args, f"{side}_client_secret_file"),
@@ -88,7 +87,7 @@ def credentials_for(
                 "ZITADEL_KEY_FILE": environ.get(f"ZITADEL_{side.upper()}_KEY_FILE", ""),
             },
         )
-    except admin_api.CredentialError as err:
+    except CredentialError as err:
         text = (
             str(err)
             .replace("--", f"--{side}-")

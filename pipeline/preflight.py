@@ -308,7 +308,7 @@ def _results_outputs(results: str) -> dict[str, str]:
     """What ``push`` and ``verify`` write in their results folder, and its lock."""
     import os
 
-    from transforms.push.push_ledger import DEAD_LETTER_NAME
+    from transforms.push.ledger import DEAD_LETTER_NAME
     from transforms.push.verification import MISSING_NAME
     from transforms.sync.apply import CHANGES_DEAD_LETTER
 

@@ -25,7 +25,7 @@ from transforms.files.locks import acquire_lock
 from transforms.hashing.policy import HashPolicy
 from transforms.output.manifest import Manifest, default_results_dir, load_manifest
 from transforms.push.api_choice import PushApi, open_client
-from transforms.push.push_report import PushReport
+from transforms.push.report import PushReport
 from transforms.push.send_body import TIMEOUT_MARGIN
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials

@@ -8,7 +8,7 @@ Template (``flex_entry.py``), ``--state`` (``migrate.py``), the first look at in
 (``input_shape``) and the report (``report.py``) are built from that registry. A description
 missing a part fails when it is registered, naming the part (:func:`missing_parts`).
 
-Example (a source ``toy``; see tests/test_sources.py for one that runs end to end)::
+Example (a source ``toy``; see tests/pipeline/test_sources.py for one that runs end to end)::
 
     DESCRIPTION = SourceDescription(
         name="toy",

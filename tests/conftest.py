@@ -23,30 +23,14 @@ from pathlib import Path
 import pytest
 
 # The stand-in servers and schema oracles (tests/standins/) import each other by plain name, as
-# they do when a stand-in is run as a script; the tests import them the same way.
-sys.path.insert(0, str(Path(__file__).resolve().parent / "standins"))
+# they do when a stand-in is run as a script; the tests import them, and the shared helpers
+# (tests/helpers/), the same way.
+_TESTS = Path(__file__).resolve().parent
+sys.path[:0] = [str(_TESTS / "standins"), str(_TESTS / "helpers")]
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
-REALWORLD = DATA_DIR / "realworld"
-ZITADEL_TOOLS = DATA_DIR / "zitadel-tools"
-GCS_BUCKET = "zb-test"
+from repo_files import DATA_DIR, GCS_BUCKET  # noqa: E402 - importable once tests/helpers is on the path
+
 _SCHEMA_CHECKED: set[Path] = set()
-ROOT = DATA_DIR.parents[1]
-
-
-def source_copy(dest: Path) -> Path:
-    """A copy of what ``--setup_file`` ships (setup.py and both packages) in ``dest``.
-
-    Packaging tests build from the copy, so the suite never writes ``build/`` or ``*.egg-info``
-    into the checkout.
-    """
-    import shutil
-
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "setup.py", dest / "setup.py")
-    for package in ("pipeline", "transforms"):
-        shutil.copytree(ROOT / package, dest / package, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
 
 
 def written_bodies(folder: Path) -> list[Path]:

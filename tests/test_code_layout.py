@@ -3,9 +3,11 @@
 A newcomer finds each job by folder name and each name in one home; these tests keep it so:
 - nothing in ``transforms/`` (or ``companion/``) imports from ``pipeline/``, and no module imports itself back
   through a cycle;
-- at most two modules sit directly in ``transforms/``; module basenames are unique across
-  ``pipeline/``, ``transforms/`` and ``companion/``, so ``tests/test_<module>.py`` names exactly one module, and at
-  least 70% of modules have one;
+- at most two modules sit directly in ``transforms/``; a module's name does not repeat its package's
+  (``push/ledger.py``, not ``push/push_ledger.py``); tests mirror the tree: the test of
+  ``transforms/push/ledger.py`` is ``tests/transforms/push/test_ledger.py``, at least 70% of modules have
+  one, and every test folder but ``tests/scenarios/``, ``tests/deployment/`` and ``tests/standin_tests/``
+  (end to end, packaging, and the stand-in servers themselves) holds only tests named after a module;
 - no module over 500 lines of code, no function or method over 80 (docstrings, comments and
   blank lines are not counted: a limit never costs a usage example or a word of explanation);
 - elements that travel between stages are read by name: at most 15 positional reads ``x[n]``
@@ -21,8 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from repo_files import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pipeline", "transforms", "companion")
 
 
@@ -107,20 +109,37 @@ def test_transforms_is_folders_by_job():
     assert len(flat) <= 2, flat
 
 
-def test_module_basenames_are_unique():
-    seen: dict[str, list[str]] = {}
-    for name, path in MODULES.items():
-        if path.name != "__init__.py":
-            seen.setdefault(path.stem, []).append(name)
-    assert {stem: names for stem, names in seen.items() if len(names) > 1} == {}
+def test_module_names_do_not_repeat_their_package():
+    repeating = sorted(name for name, path in MODULES.items() if path.stem.startswith(f"{path.parent.name}_"))
+    assert repeating == []
 
 
-def test_most_modules_have_a_test_named_after_them():
+def _mirrored_test(path: Path) -> Path:
+    """Where the test of the module at ``path`` sits: its folder under ``tests/``, ``test_`` + its name."""
+    relative = path.relative_to(ROOT)
+    return ROOT / "tests" / relative.parent / f"test_{relative.name}"
+
+
+def test_most_modules_have_a_test_that_mirrors_them():
     modules = [path for path in MODULES.values() if path.name not in ("__init__.py", "__main__.py")]
-    tests = {path.name for path in (ROOT / "tests").glob("test_*.py")}
-    missing = sorted(_name(path) for path in modules if f"test_{path.name}" not in tests)
+    missing = sorted(_name(path) for path in modules if not _mirrored_test(path).is_file())
     share = 1 - len(missing) / len(modules)
     assert share >= 0.70, f"{share:.0%} of modules have a test; without one: {', '.join(missing)}"
+
+
+_NOT_MIRRORS = ("scenarios", "deployment", "standin_tests", "standins", "helpers", "data")
+
+
+def test_every_mirrored_test_names_a_module():
+    mirrors = {_mirrored_test(path) for path in MODULES.values()}
+    strays = sorted(
+        str(test.relative_to(ROOT))
+        for test in (ROOT / "tests").rglob("test_*.py")
+        if test.parent != ROOT / "tests"
+        and test.relative_to(ROOT / "tests").parts[0] not in _NOT_MIRRORS
+        and test not in mirrors
+    )
+    assert strays == []
 
 
 def _documentation_lines(tree: ast.Module) -> set[int]:

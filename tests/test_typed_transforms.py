@@ -15,10 +15,10 @@ from transforms.common.records import DeadLetter, PartitionRows
 from transforms.files.sinks import WriteDeadLetterShards
 from transforms.output.batching import BodySpec
 from transforms.output.bodies import UsersToBodies
-from transforms.sources.auth0.auth0_options import Auth0Options
-from transforms.sources.auth0.auth0_read import ReadAuth0Users
-from transforms.sources.keycloak.keycloak_mapping import KeycloakOptions
-from transforms.sources.keycloak.keycloak_read import ReadKeycloakUsers
+from transforms.sources.auth0.options import Auth0Options
+from transforms.sources.auth0.read import ReadAuth0Users
+from transforms.sources.keycloak.mapping import KeycloakOptions
+from transforms.sources.keycloak.read import ReadKeycloakUsers
 from transforms.sources.registry import kind
 
 

@@ -110,7 +110,7 @@ HASH_PARAM = "hash_param."
 # verifier, and the parameters' spread, so the summary can print the config that admits them.
 REFUSED_HASHES = "refused_hashes."
 REFUSED_HASH_PARAM = "refused_hash_param."
-# Hashes by the form they came in (transforms/hashing/hash_forms.py): rewritten, and refused
+# Hashes by the form they came in (transforms/hashing/forms.py): rewritten, and refused
 # (the form, or "unrecognised"), so the report can say which source forms became which verifiers.
 HASH_FORMS = "hash_forms."
 REFUSED_HASH_FORMS = "refused_hash_forms."

@@ -2,8 +2,8 @@
 
 Where hash formats are known (docs/password-hashes.md): :func:`parse_hash` here for strings that
 are already formed (Auth0's password export, ZITADEL bodies, hand-written bodies) and the building
-blocks every source uses; ``sources/keycloak/keycloak_hashes.convert_credential`` for Keycloak credentials and
-``sources/auth0/auth0_hashes.convert_auth0`` for Auth0's ``custom_password_hash``. Whether the target server accepts a result (enabled verifiers,
+blocks every source uses; ``sources/keycloak/hashes.convert_credential`` for Keycloak credentials and
+``sources/auth0/hashes.convert_auth0`` for Auth0's ``custom_password_hash``. Whether the target server accepts a result (enabled verifiers,
 parameter limits) is transforms/hashing/policy.py's concern.
 
 Pure functions, no Beam.

@@ -3,7 +3,7 @@ the checks of the crypt-style forms passwap reads as they are (sha-crypt, phpass
 passwap's own argon2, pbkdf2 and scrypt forms as other libraries spell them, re-spelled.
 
 Each function takes one stored value and returns the passwap string or a :class:`Refusal` whose
-detail explains the problem without the hash or salt. transforms/hashing/hash_forms.py detects the
+detail explains the problem without the hash or salt. transforms/hashing/forms.py detects the
 form, calls these and prefixes the form's name; docs/hash-forms.md has each layout and its origin.
 
 Pure functions, no Beam.

@@ -9,7 +9,7 @@ import; the summary prints it first). With a ``--zitadel-config`` (or variables)
 ZITADEL's defaults, ``target_hash_policy`` records the verifiers and limits migrate checked
 against. push reads them back and warns before sending when the target's expected config (push's
 own, else the recorded one, else ZITADEL's defaults) does not cover them (docs/password-hashes.md).
-Hashes rewritten from source forms (transforms/hashing/hash_forms.py) add ``password_hash_forms``
+Hashes rewritten from source forms (transforms/hashing/forms.py) add ``password_hash_forms``
 and ``refused_hash_forms`` (form → users); :func:`forms_needs` gives all these fields for a list of
 rewritten values without a pipeline (docs/hash-forms.md).
 """
@@ -40,7 +40,7 @@ from transforms.hashing.policy import (
 )
 
 if TYPE_CHECKING:
-    from transforms.hashing.hash_forms import Rewritten
+    from transforms.hashing.forms import Rewritten
 
 __all__ = [
     "hash_ranges_from_result",
@@ -123,7 +123,7 @@ def hash_manifest(
 
 
 def forms_needs(outcomes: Iterable[Rewritten], policy: HashPolicy | None = None) -> dict[str, Any]:
-    """The manifest's hash fields for values rewritten by hash_forms.to_passwap, without a pipeline:
+    """The manifest's hash fields for values rewritten by forms.to_passwap, without a pipeline:
     users by verifier and by form, the refused forms, the parameter ranges and the
     ``SystemDefaults.PasswordHasher`` block under which every rewritten hash imports.
 

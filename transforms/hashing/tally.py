@@ -1,7 +1,7 @@
 """Per-run tallies of imported password hashes (Beam metrics) and the passwordless listing.
 
 A DoFn keeps one :class:`HashTally`, ``add``s each hash it writes (or, for a value rewritten by
-transforms/hashing/hash_forms.py, passes its outcome to ``form_name``), each hash the target's
+transforms/hashing/forms.py, passes its outcome to ``form_name``), each hash the target's
 configuration refused (``refused``, or ``refused_name`` for a user still written), and
 ``publish``es once per bundle: counters ``refused_hashes.<verifier>`` and
 ``refused_hash_forms.<form>`` of users dead-lettered, and distributions
@@ -28,7 +28,7 @@ from transforms.common.records import NAMESPACE
 from transforms.hashing.convert import ConvertedHash
 
 if TYPE_CHECKING:
-    from transforms.hashing.hash_forms import Rewritten
+    from transforms.hashing.forms import Rewritten
 
 __all__ = [
     "HashTally",
@@ -60,7 +60,7 @@ class HashTally:
                 self.ranges[key] = (min(low_high[0], value), max(low_high[1], value))
 
     def form_name(self, outcome: Rewritten) -> str:
-        """A value of a source form (hash_forms.to_passwap) of a user written: the counter name of
+        """A value of a source form (forms.to_passwap) of a user written: the counter name of
         its form (``hash_forms.<form>``, or ``refused_hash_forms.<form>`` when the user comes
         without it), and when written its verifier's parameters spread as :meth:`add` does."""
         if outcome.converted is not None:

@@ -1,7 +1,7 @@
 """Second factors and forced password changes → ZITADEL's ``otpCode`` / ``passwordChangeRequired``.
 
-Pure functions, no Beam; used by the Keycloak mapping (``transforms/sources/keycloak/keycloak_mapping.py``) and the Auth0
-bulk-import profiles (``transforms/sources/auth0/auth0_parse.py``). The facts and their sources are in
+Pure functions, no Beam; used by the Keycloak mapping (``transforms/sources/keycloak/mapping.py``) and the Auth0
+bulk-import profiles (``transforms/sources/auth0/parse.py``). The facts and their sources are in
 docs/source-schemas.md ("Second factors"); what is not carried, per cause, in
 docs/fields-not-carried.md.
 

@@ -22,7 +22,7 @@ import enum
 import logging
 
 from transforms.common.errors import ConfigError
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient, connect
 from transforms.zitadel_api.credentials import Credentials
 from transforms.zitadel_api.user_v2 import LIST_USERS_PATH, list_users_request
@@ -53,12 +53,12 @@ API_CHOICES = tuple(api.value for api in PushApi)
 _LOGGER = logging.getLogger(__name__)
 
 
-def admin_absent(err: admin_api.AdminApiError) -> bool:
+def admin_absent(err: api_errors.AdminApiError) -> bool:
     """The admin API is not served: HTTP 404 / 501, gRPC NotFound (5) or Unimplemented (12)."""
     return err.status in (404, 501) or (err.status in (0, 200, 400) and err.code in (5, 12))
 
 
-def _denied(err: admin_api.AdminApiError) -> bool:
+def _denied(err: api_errors.AdminApiError) -> bool:
     """Permission denied (HTTP 403, gRPC 7), as opposed to unauthenticated (a bad credential)."""
     return err.status == 403 or err.code == 7 or "permission" in err.message.lower()
 
@@ -67,11 +67,11 @@ def probe_user_service(client: AdminClient) -> None:
     """One cheap user service call (ListUsers, limit 1); ConfigError with one line if refused."""
     try:
         client.request("POST", LIST_USERS_PATH, list_users_request(limit=1), min(10.0, client.timeout))
-    except admin_api.AuthError as err:
+    except api_errors.AuthError as err:
         raise ConfigError(f"{client.base_url}: authentication failed: {err.message}") from None
-    except (admin_api.RetriesExhausted, admin_api.ServerGone) as err:
+    except (api_errors.RetriesExhausted, api_errors.ServerGone) as err:
         raise ConfigError(f"{client.base_url}: not reachable: {err.message}") from None
-    except admin_api.AdminApiError as err:
+    except api_errors.AdminApiError as err:
         raise ConfigError(
             f"{client.base_url}: does not answer like ZITADEL's user service v2: {err.message}"
         ) from None
@@ -107,14 +107,14 @@ def open_client(
         raise ConfigError(f"--api={api!r}: choose one of {', '.join(API_CHOICES)}")
     try:
         client.probe()
-    except admin_api.AuthError as err:
+    except api_errors.AuthError as err:
         if not _denied(err):
             raise ConfigError(f"{client.base_url}: authentication failed: {err.message}") from None
         probe_user_service(client)
         why = f"this credential may not use the admin API ({err.message})"
         return client, USER_V2, f"push: --api=auto: the user service v2, one call per user: {why}"
-    except admin_api.AdminApiError as err:
-        if isinstance(err, admin_api.RetriesExhausted | admin_api.ServerGone):
+    except api_errors.AdminApiError as err:
+        if isinstance(err, api_errors.RetriesExhausted | api_errors.ServerGone):
             raise ConfigError(f"{client.base_url}: not reachable: {err.message}") from None
         if not admin_absent(err):
             raise ConfigError(

@@ -16,7 +16,7 @@ import concurrent.futures as cf
 from collections.abc import Callable
 
 from transforms.output.manifest import BodyRef, Manifest
-from transforms.push.push_ledger import FINISHED, BodyResult, BodyStatus
+from transforms.push.ledger import FINISHED, BodyResult, BodyStatus
 from transforms.push.send_body import Abort
 from transforms.zitadel_api.limiter import Limiter
 

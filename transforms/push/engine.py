@@ -36,10 +36,10 @@ from transforms.output.manifest import BodyRef, Manifest, default_results_dir
 from transforms.push.api_choice import ADMIN_IMPORT, USER_V2, open_client
 from transforms.push.body_scheduler import BodyScheduler
 from transforms.push.grant_calls import check_projects
-from transforms.push.push_ledger import FINISHED, BodyResult, BodyStatus, Ledger, write_dead_letter
-from transforms.push.push_precheck import precheck
-from transforms.push.push_progress import PushProgress
-from transforms.push.push_report import FollowUp, PushReport
+from transforms.push.ledger import FINISHED, BodyResult, BodyStatus, Ledger, write_dead_letter
+from transforms.push.precheck import precheck
+from transforms.push.progress import PushProgress
+from transforms.push.report import FollowUp, PushReport
 from transforms.push.send_body import send_body
 from transforms.push.user_v2_push import LimiterRunner, send_body_v2
 from transforms.push.verification import verify_manifest

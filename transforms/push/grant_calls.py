@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from transforms.common.errors import ConfigError
 from transforms.output.body_parts import org_id_of, orgs_of
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api import management_v1 as mgmt
 
 if TYPE_CHECKING:  # the clients' types only: this module is imported where no client is opened
@@ -84,7 +84,7 @@ def check_projects(raw: Mapping[str, object], client: AdminV1Calls) -> None:
                 limit=1,
                 asc=False,
             )
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             raise ConfigError(f"cannot check that project {project_id} exists: {err.message}") from None
         latest = str(((events[0] if events else {}).get("type") or {}).get("type", ""))
         if latest != "project.added":
@@ -117,7 +117,7 @@ def missing_grants(
                 payload = event.get("payload")
                 if isinstance(payload, dict):
                     found.add((str(payload.get("userId", "")), str(payload.get("projectId", ""))))
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             raise ConfigError(f"events search failed for org {org_id}: {err.message}") from None
         missing += [f"{user}@{project}" for user, project in sorted(wanted - found)]
     return missing
@@ -149,7 +149,7 @@ def write_grant(
         try:
             _grant_once(client, user_id, org_id, project_id, role_keys, timeout, sent)
             return sent[0]
-        except admin_api.RetriesExhausted as err:
+        except api_errors.RetriesExhausted as err:
             if attempt >= client.max_attempts:
                 if err.status == 0:  # the whole write went unanswered: one for the no-answer stop
                     client.stop.record(False, err.message)
@@ -178,7 +178,7 @@ def _grant_once(
             path = mgmt.user_grant_path(user_id, str(grant["id"]))
             try:
                 client.request("DELETE", path, None, timeout, retrier=once, org_id=org_id)
-            except admin_api.InvalidRequest as err:
+            except api_errors.InvalidRequest as err:
                 if "Errors.UserGrant.NotFound" not in err.message:
                     raise
         return
@@ -196,6 +196,6 @@ def _grant_once(
         client.request(
             "PUT", path, mgmt.update_grant_request(role_keys), timeout, retrier=once, org_id=org_id
         )
-    except admin_api.InvalidRequest as err:
+    except api_errors.InvalidRequest as err:
         if "Errors.UserGrant.NotChanged" not in err.message:
             raise

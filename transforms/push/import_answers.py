@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from transforms.output.body_parts import body_user_ids, metadata_of, orgs_of
 from transforms.push.grant_calls import ROLE_KINDS, grant_owners
-from transforms.push.push_ledger import BodyResult
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.push.ledger import BodyResult
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 
 __all__ = ["Counts", "Json", "interpret", "check_present_owners", "fail_all", "IN_ANOTHER_ORG"]
@@ -82,7 +82,7 @@ def _sort_errors(answer: Json, part: Json, result: BodyResult, secrets: tuple[st
     failed: dict[str, dict] = {}
     for error in answer.get("errors") or []:
         kind, ident = str(error.get("type", "")), str(error.get("id", ""))
-        message = admin_api.scrub(str(error.get("message", "")), secrets)
+        message = api_errors.scrub(str(error.get("message", "")), secrets)
         if kind == "org" and ALREADY_EXISTING_ORG in message:
             if ident not in result.orgs_present:
                 result.orgs_present.append(ident)
@@ -181,9 +181,9 @@ def check_present_owners(client: AdminClient, result: BodyResult, part: Json, be
     def lookup(uid: str) -> str | None:
         try:
             return _owner_of(client, uid)
-        except admin_api.ServerGone:
+        except api_errors.ServerGone:
             raise
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             _LOGGER.warning("%s: cannot check the org of present user %s: %s", result.name, uid, err.message)
             return None
 

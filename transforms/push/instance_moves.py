@@ -34,7 +34,7 @@ from transforms.files.storage import (
 )
 from transforms.output.manifest import load_manifest, read_body
 from transforms.push.verification import MACHINE_ADDED, check_orgs
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 
 __all__ = [
@@ -171,9 +171,9 @@ def export_document(client: AdminClient, request: dict, output: str | None) -> E
         check_local_outputs({"--output": output})
     try:
         data = client.export_document(request, client_timeout=seconds)
-    except admin_api.AuthError as err:
+    except api_errors.AuthError as err:
         raise ConfigError(f"{client.base_url}: export not allowed: {err.message}") from None
-    except admin_api.AdminApiError as err:
+    except api_errors.AdminApiError as err:
         raise ConfigError(f"{client.base_url}: export failed: {err.message}") from None
     elapsed = time.monotonic() - started
     gcs = request.get("gcsOutput")

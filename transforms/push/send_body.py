@@ -25,9 +25,9 @@ from transforms.common.durations import parse_duration
 from transforms.output.body_parts import body_user_ids, split_body
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.import_answers import Json, check_present_owners, fail_all, interpret
-from transforms.push.push_ledger import BodyResult, BodyStatus, Ledger, now
-from transforms.push.push_progress import PushProgress
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.push.ledger import BodyResult, BodyStatus, Ledger, now
+from transforms.push.progress import PushProgress
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.limiter import Limiter
 
@@ -44,7 +44,7 @@ class Abort(Exception):
     was done. The text is the reason, said in full."""
 
 
-def _server_gone(err: admin_api.ServerGone) -> str:
+def _server_gone(err: api_errors.ServerGone) -> str:
     return f"the server stopped answering: {err.message}"
 
 
@@ -160,7 +160,7 @@ class _BodySender:
                 on_attempt=counter.bump,
                 on_answer=counter.answer,
             )
-        except admin_api.DeadlineExceeded as err:
+        except api_errors.DeadlineExceeded as err:
             self.lost_answer = True
             if len(body_user_ids(part.body)) > 1:
                 queue[0:0] = [_Part(half, None, 0) for half in split_body(part.body)]
@@ -170,16 +170,16 @@ class _BodySender:
             else:
                 self._fail(part, "deadline-exceeded", err.message)
             return "deadline-exceeded"
-        except (admin_api.AuthError, admin_api.ServerGone) as err:
+        except (api_errors.AuthError, api_errors.ServerGone) as err:
             self._stop(counter.count, with_seconds=True)
-            if isinstance(err, admin_api.ServerGone):
+            if isinstance(err, api_errors.ServerGone):
                 raise Abort(_server_gone(err)) from None
             raise Abort(f"authentication failed: {err.message}") from None
-        except admin_api.InvalidRequest as err:
+        except api_errors.InvalidRequest as err:
             return self._fail(part, "invalid-request", err.message)
-        except admin_api.RetriesExhausted as err:
+        except api_errors.RetriesExhausted as err:
             return self._fail(part, "retries-exhausted", err.message)
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             return self._fail(part, "server-error", err.message)
         self._take_answer(answer, part, counter)
         return "ok"
@@ -191,7 +191,7 @@ class _BodySender:
         counts = interpret(answer, part.body, self.result, secrets, self.lost_answer)
         try:
             moved = check_present_owners(self.client, self.result, part.body, before)
-        except admin_api.ServerGone as err:
+        except api_errors.ServerGone as err:
             # The owners could not be checked: the body is not done; a re-run sends it again.
             self.progress.users_processed(counts.created, counts.present, counts.failed)
             self._stop(counter.count, with_seconds=False)
@@ -214,7 +214,7 @@ def _read(ref: BodyRef, result: BodyResult) -> tuple[Json, bytes | None] | None:
                 "orgId": "",
                 "reason": "unreadable-body",
                 "type": "body",
-                "message": admin_api.scrub(str(err)),
+                "message": api_errors.scrub(str(err)),
             }
         )
         return None

@@ -47,10 +47,10 @@ from transforms.output.body_parts import (
 from transforms.output.manifest import BodyRef, read_body
 from transforms.push.grant_calls import grants_of, write_grant
 from transforms.push.import_answers import IN_ANOTHER_ORG, Json
-from transforms.push.push_ledger import BodyResult, BodyStatus, Ledger, now
-from transforms.push.push_progress import PushProgress
+from transforms.push.ledger import BodyResult, BodyStatus, Ledger, now
+from transforms.push.progress import PushProgress
 from transforms.push.send_body import Abort
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.limiter import Limiter
 from transforms.zitadel_api.user_v2 import (
@@ -204,19 +204,19 @@ class _Sender:
                 "POST", ADD_HUMAN_PATH, request, self.timeout, on_attempt=bump, org_id=job.org_id
             )
             outcome = _Outcome(str(answer.get("userId") or uid), "created", attempts[0])
-        except admin_api.InvalidRequest as err:
+        except api_errors.InvalidRequest as err:
             if err.status != 409 and "AlreadyExist" not in err.message:
                 return _Outcome(uid, "failed", attempts[0], _failure(job, uid, "rejected", err.message))
             outcome = self._read_back(job, err.message, attempts[0])
-        except admin_api.AuthError as err:
+        except api_errors.AuthError as err:
             self.auth_failed = self.auth_failed or err.message
             return _Outcome(uid, "not-sent", attempts[0])
-        except admin_api.ServerGone as err:
+        except api_errors.ServerGone as err:
             self.stop_reason = self.stop_reason or err.message
             return _Outcome(uid, "not-sent", attempts[0])
-        except admin_api.RetriesExhausted as err:
+        except api_errors.RetriesExhausted as err:
             return _Outcome(uid, "failed", attempts[0], _failure(job, uid, "retries-exhausted", err.message))
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             return _Outcome(uid, "failed", attempts[0], _failure(job, uid, "server-error", err.message))
         if outcome.status in ("created", "present") and job.grants:
             return self._grant(job, outcome)
@@ -239,12 +239,12 @@ class _Sender:
                 users = found.get("result") or []
                 uid = str(users[0].get("userId", "")) if users else ""
                 owner = job.org_id if users else ""
-        except admin_api.AuthError:
+        except api_errors.AuthError:
             text = f"{message}; it exists outside org {job.org_id} (this credential may not read it)"
             return _Outcome(uid, "failed", attempts + 1, _failure(job, uid, IN_ANOTHER_ORG, text))
-        except admin_api.InvalidRequest:
+        except api_errors.InvalidRequest:
             owner = ""  # not found by id: the user name is another user's
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             text = f"{message}; reading it back failed: {err.message}"
             return _Outcome(uid, "failed", attempts + 1, _failure(job, uid, "server-error", text))
         if owner == job.org_id:
@@ -262,13 +262,13 @@ class _Sender:
             project, keys = str(grant.get("projectId", "")), list(grant.get("roleKeys") or [])
             try:
                 requests += write_grant(self.client, outcome.user_id, job.org_id, project, keys, self.timeout)
-            except admin_api.AuthError as err:
+            except api_errors.AuthError as err:
                 self.auth_failed = self.auth_failed or err.message
                 return outcome._replace(status="not-sent", requests=requests)
-            except admin_api.ServerGone as err:
+            except api_errors.ServerGone as err:
                 self.stop_reason = self.stop_reason or err.message
                 return outcome._replace(status="not-sent", requests=requests)
-            except admin_api.AdminApiError as err:
+            except api_errors.AdminApiError as err:
                 message = f"SetUserGrant: {err.message}"
                 failure = _failure(job, outcome.user_id, "grant-rejected", message)
                 return outcome._replace(status="failed", requests=requests, failure=failure)
@@ -284,7 +284,7 @@ def _read(ref: BodyRef, result: BodyResult) -> Json | None:
     try:
         body = json.loads(read_body(ref) or b"")
     except (OSError, ValueError) as err:
-        message = admin_api.scrub(str(err))
+        message = api_errors.scrub(str(err))
         result.failed.append(
             {"userId": "", "orgId": "", "reason": "unreadable-body", "type": "body", "message": message}
         )

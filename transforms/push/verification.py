@@ -28,7 +28,7 @@ from transforms.output.manifest import Manifest, default_results_dir, read_body
 from transforms.push.api_choice import open_client
 from transforms.push.grant_calls import expected_grants, missing_grants
 from transforms.push.verify_user_v2 import admin_reads_refused, listed_grants, listed_users, owners_elsewhere
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
 
@@ -153,7 +153,7 @@ def added_users(
             payload = event.get("payload")
             if isinstance(payload, dict) and isinstance(payload.get("userName"), str):
                 named[NAME_KEY + payload["userName"].casefold()] = user_id
-    except admin_api.AdminApiError as err:
+    except api_errors.AdminApiError as err:
         raise ConfigError(f"events search failed for org {org_id}: {err.message}") from None
     return added, named
 
@@ -192,7 +192,7 @@ def expected_users(manifest: Manifest) -> dict[str, list[str]]:
         try:
             body = json.loads(read_body(ref))
         except (OSError, ValueError) as err:
-            raise ConfigError(f"cannot read {ref.name}: {admin_api.scrub(str(err))}") from None
+            raise ConfigError(f"cannot read {ref.name}: {api_errors.scrub(str(err))}") from None
         for org_id, user_id, user_name in _body_users(body):
             per_org.setdefault(org_id, []).append(user_id or NAME_KEY + user_name.casefold())
     return per_org
@@ -256,7 +256,7 @@ def expected_grants_of(manifest: Manifest) -> dict[str, set[tuple[str, str]]]:
         try:
             body = json.loads(read_body(ref))
         except (OSError, ValueError) as err:
-            raise ConfigError(f"cannot read {ref.name}: {admin_api.scrub(str(err))}") from None
+            raise ConfigError(f"cannot read {ref.name}: {api_errors.scrub(str(err))}") from None
         for org_id, pairs in expected_grants(body).items():
             out.setdefault(org_id, set()).update(pairs)
     return out

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from transforms.common.errors import ConfigError
 from transforms.push.api_choice import admin_absent
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.management_v1 import GRANTS_SEARCH_PATH, org_grants_page_request
 from transforms.zitadel_api.user_v2 import LIST_USERS_PATH, list_users_request, owner_of, user_path
@@ -37,10 +37,10 @@ def admin_reads_refused(client: AdminClient) -> bool:
     """True when the admin events search is not served (404 / unimplemented) or not allowed (403)."""
     try:
         client.search_events(["user.human.added"], limit=1)
-    except admin_api.AuthError as err:
+    except api_errors.AuthError as err:
         return err.status == 403 or err.code == 7
-    except admin_api.AdminApiError as err:
-        if isinstance(err, admin_api.RetriesExhausted | admin_api.ServerGone) or not admin_absent(err):
+    except api_errors.AdminApiError as err:
+        if isinstance(err, api_errors.RetriesExhausted | api_errors.ServerGone) or not admin_absent(err):
             raise ConfigError(f"events search failed: {err.message}") from None
         return True
     return False
@@ -55,7 +55,7 @@ def listed_users(client: AdminClient, org_id: str, page_size: int = 1000) -> tup
         request = list_users_request(org_id=org_id, offset=offset, limit=page_size)
         try:
             page = client.request("POST", LIST_USERS_PATH, request)
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             raise ConfigError(f"listing the users of org {org_id} failed: {err.message}") from None
         users = [u for u in page.get("result") or [] if isinstance(u, dict)]
         for user in users:
@@ -78,7 +78,7 @@ def listed_grants(client: AdminClient, org_id: str, page_size: int = 1000) -> se
         search = org_grants_page_request(offset, page_size)
         try:
             page = client.request("POST", GRANTS_SEARCH_PATH, search, org_id=org_id)
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             raise ConfigError(f"listing the grants of org {org_id} failed: {err.message}") from None
         grants = [g for g in page.get("result") or [] if isinstance(g, dict)]
         found |= {(str(g.get("userId", "")), str(g.get("projectId", ""))) for g in grants}
@@ -94,9 +94,9 @@ def _owner(client: AdminClient, user_id: str, events: bool) -> str:
             found = client.search_events(aggregate_types=["user"], aggregate_id=user_id, limit=1, asc=True)
             return str(((found[0] if found else {}).get("aggregate") or {}).get("resourceOwner") or "")
         return owner_of(client.request("GET", user_path(user_id)))
-    except admin_api.AuthError:
+    except api_errors.AuthError:
         return NOT_READABLE
-    except admin_api.InvalidRequest:
+    except api_errors.InvalidRequest:
         return ""  # not found
 
 

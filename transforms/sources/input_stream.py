@@ -1,6 +1,6 @@
 """Opening an input file: compression, byte-order marks, integrity, nesting depth.
 
-Every reader (``fileio`` for Auth0, ``keycloak``, ``zitadel_export``) opens its files here, so
+Every reader (``json_units`` for Auth0, ``keycloak``, ``zitadel_export``) opens its files here, so
 that what a file's bytes mean is decided once, the same way (docs/inputs.md):
 
 - **Compression.** ``.gz`` is read with Python's ``gzip`` (not Beam's decompressor, which stops

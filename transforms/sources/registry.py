@@ -13,12 +13,12 @@ Example::
 
 from __future__ import annotations
 
-from transforms.sources.auth0.auth0_source import KIND as AUTH0
-from transforms.sources.firebase.firebase_source import KIND as FIREBASE
-from transforms.sources.keycloak.keycloak_source import KIND as KEYCLOAK
+from transforms.sources.auth0.source import KIND as AUTH0
+from transforms.sources.firebase.source import KIND as FIREBASE
+from transforms.sources.keycloak.source import KIND as KEYCLOAK
 from transforms.sources.source_parts import SourceKind, missing_parts
-from transforms.sources.table.table_source import KIND as TABLE
-from transforms.sources.zitadel.zitadel_source import KIND as ZITADEL
+from transforms.sources.table.source import KIND as TABLE
+from transforms.sources.zitadel.source import KIND as ZITADEL
 
 __all__ = ["kinds", "kind", "syncing_names", "add_kind", "remove_kind", "SourceDescriptionError"]
 

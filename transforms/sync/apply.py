@@ -50,12 +50,12 @@ from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
 from transforms.files.storage import read_bytes
 from transforms.output.manifest import Manifest, SyncView
+from transforms.sync.calls import Abort, ChangeResult, Outcome, Stop, apply_user, expected_problems
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord, StateRecord
+from transforms.sync.report import SyncReport, planned_calls
 from transforms.sync.state import StatePointer, StateStore
 from transforms.sync.state_records import merge_confirmed, quick_digest, state_record
-from transforms.sync.sync_calls import Abort, ChangeResult, Outcome, Stop, apply_user, expected_problems
-from transforms.sync.sync_report import SyncReport, planned_calls
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.limiter import Limiter
 from transforms.zitadel_api.user_v2 import user_path
@@ -515,12 +515,12 @@ def verify_changes(changes: list[ChangeRecord], report: SyncReport, client: Admi
         user_id = str(change["userId"])
         try:
             answer = client.request("GET", user_path(user_id), None)
-        except admin_api.InvalidRequest as err:
+        except api_errors.InvalidRequest as err:
             if Call.DELETE_USER in result.confirmed and "NotFound" in err.message:
                 continue
             problems.append(f"{user_id} ({change.get('userName')}): cannot be read back: {err.message}")
             continue
-        except admin_api.AdminApiError as err:
+        except api_errors.AdminApiError as err:
             problems.append(f"{user_id} ({change.get('userName')}): cannot be read back: {err.message}")
             continue
         found = (

@@ -49,7 +49,7 @@ class Call(enum.StrEnum):
 
 class ChangeCall(TypedDict):
     """One call of a change record (``{"call": "RemoveIDPLink", "idpId": ..}``); which of the
-    optional fields it carries depends on the call (``transforms/sync/sync_calls.py``)."""
+    optional fields it carries depends on the call (``transforms/sync/calls.py``)."""
 
     call: str  # a Call value
     body: NotRequired[dict[str, Any]]  # the request body, as ZITADEL's JSON mapping takes it

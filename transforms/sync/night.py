@@ -5,7 +5,7 @@ and change files for the rest. ``push_night`` pushes it with the push engine
 (``transforms/push/engine.py``) and hands it a ``SyncFollowUp``: before anything is sent the
 manifest's base generation is checked against the state; after the bodies, on the push's own
 client and limiter, the changes are applied, verified when asked, and the state committed
-(``sync_commit.py``). Sync stands on push; push imports nothing of sync.
+(``commit.py``). Sync stands on push; push imports nothing of sync.
 
 Example::
 
@@ -20,11 +20,11 @@ from typing import Any, TextIO
 
 from transforms.output.manifest import Manifest
 from transforms.push.engine import push_manifest
-from transforms.push.push_ledger import BodyResult
-from transforms.push.push_report import PushReport
+from transforms.push.ledger import BodyResult
+from transforms.push.report import PushReport
 from transforms.sync.apply import check_base
-from transforms.sync.sync_commit import apply_and_commit
-from transforms.sync.sync_report import SyncReport
+from transforms.sync.commit import apply_and_commit
+from transforms.sync.report import SyncReport
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
 from transforms.zitadel_api.limiter import Limiter
@@ -33,7 +33,7 @@ __all__ = ["push_night", "SyncFollowUp"]
 
 
 class SyncFollowUp:
-    """The sync's part of a push of a sync manifest (push_report.FollowUp)."""
+    """The sync's part of a push of a sync manifest (report.FollowUp)."""
 
     def __init__(
         self,

@@ -14,7 +14,7 @@ and only what did not land is sent:
   ``DeactivateUser``, ``LockUser``, ``ReactivateUser`` and ``UnlockUser``, the user gone for
   ``DeleteUser``, no phone for ``RemovePhone``, the link for ``AddIDPLink`` / ``RemoveIDPLink``
   (``ListIDPLinks``), the keys and values for ``SetUserMetadata`` / ``DeleteUserMetadata``
-  (``ListUserMetadata``). Grants look their grant up before every attempt (sync_calls.py).
+  (``ListUserMetadata``). Grants look their grant up before every attempt (calls.py).
 
 Example::
 
@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from transforms.sync.change_records import Call, ChangeCall
-from transforms.zitadel_api import api_errors as admin_api
+from transforms.zitadel_api import api_errors
 
 __all__ = ["CLOCK_SLACK", "Json", "Held", "unknown_outcome", "parse_time", "not_landed", "call_left"]
 
@@ -47,15 +47,15 @@ CLOCK_SLACK = 30.0
 _UNKNOWN_STATUS = (0, 502, 504)
 
 
-def unknown_outcome(err: admin_api.AdminApiError) -> bool:
+def unknown_outcome(err: api_errors.AdminApiError) -> bool:
     """True when ``err`` leaves open whether the request had its effect.
 
-    >>> unknown_outcome(admin_api.RetriesExhausted("PUT /v2/users/human/1: timed out", 0))
+    >>> unknown_outcome(api_errors.RetriesExhausted("PUT /v2/users/human/1: timed out", 0))
     True
-    >>> unknown_outcome(admin_api.ServerGone("3 requests in a row got no answer"))  # never sent
+    >>> unknown_outcome(api_errors.ServerGone("3 requests in a row got no answer"))  # never sent
     False
     """
-    if isinstance(err, admin_api.ServerGone | admin_api.AuthError | admin_api.InvalidRequest):
+    if isinstance(err, api_errors.ServerGone | api_errors.AuthError | api_errors.InvalidRequest):
         return False
     return err.status in _UNKNOWN_STATUS
 

@@ -162,7 +162,7 @@ class Retrier:
 
     def single(self) -> Retrier:
         """One attempt, the same backoff: for a caller that decides itself whether to send again
-        (a call whose outcome it reads back first, transforms/sync/sync_calls.py)."""
+        (a call whose outcome it reads back first, transforms/sync/calls.py)."""
         once = Retrier(1, self.base, self.cap, self._sleep, self._rng)
         once.whole_request = False
         return once

@@ -1,0 +1,70 @@
+"""pipeline/companion.py: the command's flag checks (one line, exit 2, no value shown).
+
+What a running service does is tests/scenarios/test_companion.py's."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from zitadel_fixtures import PAT
+
+from pipeline.cli import main
+
+
+@pytest.fixture(name="files")
+def files_fixture(tmp_path, monkeypatch):
+    monkeypatch.delenv("ZITADEL_COMPANION_SIGNING_KEY", raising=False)
+    monkeypatch.setenv("ZITADEL_TOKEN", PAT)
+    store = tmp_path / "store.ndjson"
+    store.write_text('{"id": "1", "form": "firebase-scrypt"}\n')
+    os.chmod(store, 0o600)
+    key = tmp_path / "key"
+    key.write_text("the-signing-key\n")
+    os.chmod(key, 0o600)
+    return store, key
+
+
+def _serve(*args: str) -> list[str]:
+    return ["companion", "serve", "--url=http://127.0.0.1:9", *args]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (lambda s, k: _serve(f"--signing-key-file={k}"), "companion serve needs --store"),
+        (
+            lambda s, k: _serve(f"--store={s}"),
+            "needs --signing-key-file (or env ZITADEL_COMPANION_SIGNING_KEY)",
+        ),
+        (lambda s, k: _serve(f"--store={s}.none", f"--signing-key-file={k}"), "no such file"),
+        (
+            lambda s, k: _serve(f"--store={s}", f"--signing-key-file={k}", "--listen=nowhere"),
+            "expected HOST:PORT",
+        ),
+        (lambda s, k: ["companion", "setup", "--url=http://127.0.0.1:9"], "companion setup needs --endpoint"),
+        (lambda s, k: ["companion", "status"], "companion status needs --store"),
+    ],
+)
+def test_missing_or_bad_flags(files, capsys, argv, message):
+    store, key = files
+    assert main(argv(store, key)) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("which", ["store", "key"])
+def test_files_others_may_read_are_refused(files, capsys, which):
+    store, key = files
+    os.chmod(store if which == "store" else key, 0o644)
+    assert main(_serve(f"--store={store}", f"--signing-key-file={key}", "--listen=127.0.0.1:0")) == 2
+    err = capsys.readouterr().err
+    assert "chmod 600" in err and "the-signing-key" not in err
+
+
+def test_a_key_file_of_two_lines_is_refused_without_showing_it(files, capsys):
+    store, key = files
+    key.write_text("line-one\nline-two\n")
+    assert main(_serve(f"--store={store}", f"--signing-key-file={key}")) == 2
+    err = capsys.readouterr().err
+    assert "not one signing key (not shown)" in err and "line-one" not in err

@@ -1,0 +1,150 @@
+"""Firebase Auth export files: which to read (planned in the launcher) and streaming their users.
+
+``firebase auth:export users.json`` writes ``{"users": [...]}``; ``auth:export users.csv``
+writes one user per line, no header, in the column order of ``mapping.CSV_COLUMNS``
+(docs/firebase.md). :func:`plan_firebase_files` expands paths and globs (local or gs://),
+tells the two formats apart from each file's first bytes (``.gz`` is decompressed, byte-order
+marks are handled as for every reader, ``input_stream.py``), and refuses with one line a file
+that is another export (``input_shape.wrong_shape``) or neither format. Workers then stream one
+file with :func:`iter_json_users` or :func:`iter_csv_users`.
+
+Example::
+
+    files = plan_firebase_files(["exports/users-*.json.gz"])
+    with open_input(files[0].path) as handle:
+        for user in iter_json_users(DepthGuard(handle)): ...
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+from collections.abc import Iterator, Sequence
+
+import ijson
+
+from transforms.common.errors import one_line
+from transforms.sources.firebase.mapping import CSV_MIN_COLUMNS, csv_user
+from transforms.sources.input_shape import read_head, wrong_shape
+from transforms.sources.input_sniff import describe_head
+from transforms.sources.input_stream import DepthGuard, InputReadError, InputStream
+from transforms.sources.json_units import match_inputs
+
+__all__ = [
+    "FirebaseFile",
+    "FirebaseInputError",
+    "JSON",
+    "CSV",
+    "detect_format",
+    "plan_firebase_files",
+    "iter_json_users",
+    "iter_csv_users",
+]
+
+JSON, CSV = "json", "csv"
+_IJSON_BUF = 1 << 20
+# A CSV field may hold a long customAttributes value (Firebase allows 1000 bytes of claims);
+# the csv module's default limit is 128 KiB, and a field beyond this ends the file's reading.
+_CSV_FIELD_LIMIT = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class FirebaseFile:
+    """One file to read; ``index`` orders files for the sort key."""
+
+    index: int
+    path: str
+    format: str  # JSON or CSV
+
+
+class FirebaseInputError(ValueError):
+    """The input cannot be used (missing, empty, another export, neither format); one line."""
+
+
+def detect_format(head: bytes) -> str:
+    """JSON when the first byte that is not white space opens an object or array, else CSV."""
+    start = head.lstrip()[:1]
+    return JSON if start in (b"{", b"[") else CSV
+
+
+def plan_firebase_files(patterns: Sequence[str], what: str = "--users") -> list[FirebaseFile]:
+    """Expand ``patterns`` and check the head of each file; FirebaseInputError (one line) when
+    one cannot be used."""
+    try:
+        matched = match_inputs(patterns, 0, what)
+    except FileNotFoundError as err:
+        raise FirebaseInputError(one_line(err)) from None
+    planned = []
+    for file in matched:
+        name = os.path.basename(file.path)
+        try:
+            head, complete = read_head(file.path)
+        except (OSError, InputReadError) as err:
+            raise FirebaseInputError(f"{what} {name}: cannot be read ({one_line(err)})") from None
+        if not head.strip():
+            raise FirebaseInputError(
+                f'{what} {name}: the file is empty; an export without users is {{"users": []}}'
+            )
+        fmt = detect_format(head)
+        problem = _json_problem(head, complete) if fmt == JSON else _csv_problem(head)
+        if problem:
+            raise FirebaseInputError(f"{what} {name}: {problem}")
+        planned.append(FirebaseFile(file.index, file.path, fmt))
+    return planned
+
+
+def _json_problem(head: bytes, complete: bool) -> str | None:
+    """Why a JSON head is not ``{"users": [...]}`` as ``auth:export`` writes it, or None."""
+    problem = wrong_shape(head, "firebase-users")
+    if problem:
+        return problem
+    events = ijson.parse(DepthGuard(io.BytesIO(head)), multiple_values=True)
+    expect_users = False
+    try:
+        for prefix, event, value in events:
+            if prefix == "" and event == "start_array":
+                return 'a JSON array, not a Firebase Auth export ({"users": [...]}, as firebase auth:export writes)'
+            if expect_users:
+                return None if event == "start_array" else '"users" is not an array'
+            if prefix == "" and event == "map_key":
+                expect_users = value == "users"
+            if prefix == "" and event == "end_map":
+                break
+    except ijson.JSONError as err:
+        if complete or "premature EOF" not in str(err):
+            return f"not valid JSON ({one_line(err)})"
+    return 'no "users" array at its start: not a Firebase Auth export ({"users": [...]}, as firebase auth:export writes)'
+
+
+def _csv_problem(head: bytes) -> str | None:
+    """Why a head is not a Firebase CSV export (its first row has too few columns), or None."""
+    first = head.split(b"\n", 1)[0]
+    try:
+        row = next(csv.reader([first.decode("utf-8")]), [])
+    except (UnicodeDecodeError, csv.Error):
+        row = []
+    if len(row) >= CSV_MIN_COLUMNS:
+        return None
+    return (
+        f"neither a JSON export nor a Firebase CSV export (its first line has {len(row)} columns, "
+        f"firebase auth:export writes at least {CSV_MIN_COLUMNS}): {describe_head(head)}"
+    )
+
+
+def iter_json_users(handle: DepthGuard) -> Iterator[object]:
+    """The elements of ``users`` of a JSON export (``handle``: an open file behind a DepthGuard)."""
+    return ijson.items(handle, "users.item", use_float=True, buf_size=_IJSON_BUF)
+
+
+def iter_csv_users(handle: InputStream) -> Iterator[object]:
+    """The users of a CSV export, as the JSON export's keys (``mapping.csv_user``); a
+    row of too few columns is yielded as a list of its fields (the reader dead-letters it).
+    Blank lines are skipped. Bad UTF-8 or a broken quote raise ValueError or csv.Error."""
+    csv.field_size_limit(_CSV_FIELD_LIMIT)
+    text = io.TextIOWrapper(io.BufferedReader(handle), encoding="utf-8", errors="strict", newline="")
+    for row in csv.reader(text):
+        if not row or row == [""]:
+            continue
+        yield csv_user(row) if len(row) >= CSV_MIN_COLUMNS else row

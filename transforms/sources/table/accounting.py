@@ -1,0 +1,59 @@
+"""The table reader's counter names, its dead letters' sources and its accounting invariant.
+
+The reader (``read.py``) writes these; the launcher's summary (``pipeline/migrate_table.py``)
+and :func:`invariant` read them. Names shared with other stages (bodies, dead letters, notes,
+roles) are in ``transforms/common/counters.py``.
+
+Example::
+
+    holds, text = invariant(counts)  # counts: counter name → value, from the run's metrics
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from transforms.common import counters
+from transforms.common.accounting import reader_invariant
+
+__all__ = [
+    "PREFIX",
+    "SOURCE",
+    "FILE_SOURCE",
+    "RECORDS_READ",
+    "WITH_PASSWORD",
+    "WITHOUT_PASSWORD",
+    "PASSWORD_DROPPED",
+    "METADATA_ENTRIES",
+    "METADATA_DROPPED",
+    "UNREADABLE_FILES",
+    "invariant",
+]
+
+PREFIX = "table"  # of the names below (and of the shared metadata counters' names)
+SOURCE = "table-user"  # the source of a record's dead letters
+# Dead letters about a file rather than a record (the rest of a file that cannot be read on), so
+# that "records read = written + dead-lettered records" stays exact.
+FILE_SOURCE = "table-file"
+
+RECORDS_READ = "table.records_read"
+WITH_PASSWORD = "table.with_password."  # + the hash's label
+WITHOUT_PASSWORD = "table.without_password"
+PASSWORD_DROPPED = "table.password_dropped."  # + reason (--on-unsupported-hash=import-without-password)
+METADATA_ENTRIES = "table.metadata_entries"
+METADATA_DROPPED = "table.metadata_dropped"
+UNREADABLE_FILES = "table.unreadable_files"
+
+
+def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
+    """records read = written + dead-lettered; records converted = written + duplicates."""
+    converted = counters.count_prefix(counts, WITH_PASSWORD) + counts.get(WITHOUT_PASSWORD, 0)
+    return reader_invariant(
+        counts,
+        read=counts.get(RECORDS_READ, 0),
+        noun="records",
+        source=SOURCE,
+        passed=converted,
+        passed_label="converted",
+        refused_label="blocked",
+    )

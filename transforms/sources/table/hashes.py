@@ -1,0 +1,61 @@
+"""The hash column of a table → the string ZITADEL verifies, or why not: pure, no Beam.
+
+Each value is rewritten by ``transforms/hashing/forms.to_passwap``: its form detected per
+value (or the one declared with ``--hash-form`` / the mapping's ``hash_form``), then written in
+the form passwap parses (Django's ``pbkdf2_sha256$...`` as ``$pbkdf2-sha256$...``, ASP.NET Core
+Identity's base64 as ``$pbkdf2-sha...``, bcrypt as it is, ...; docs/hash-forms.md), or refused with
+a reason that names the form. A written hash is then checked against the target's verifiers and
+limits (``--zitadel-config``, ``transforms/hashing/policy.py``). A refusal is a
+:class:`HashFailure`; the caller applies ``--on-unsupported-hash``. No detail holds the hash.
+
+Example::
+
+    converted, outcome = convert_hash("pbkdf2_sha256$600000$salt$hash=", None, HashPolicy())
+    # HashFailure(reason='hash-verifier-disabled', ...): ZITADEL's default enables bcrypt only
+"""
+
+from __future__ import annotations
+
+from transforms.common.reasons import Reason
+from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
+from transforms.hashing.forms import HashForm, Rewritten, to_passwap
+from transforms.hashing.policy import HashPolicy
+
+__all__ = ["convert_hash", "hash_form", "HASH_FORM_NAMES"]
+
+# --hash-form values: "auto" (the default) detects each value's form.
+HASH_FORM_NAMES = ("auto", *(form.value for form in HashForm))
+
+
+def hash_form(name: str | None) -> HashForm | None:
+    """``--hash-form`` / ``hash_form`` → the form, None for ``auto``; ValueError naming the choices."""
+    if name is None or name == "auto":
+        return None
+    try:
+        return HashForm(name)
+    except ValueError:
+        raise ValueError(f"hash form {name!r} is not one of {', '.join(HASH_FORM_NAMES)}") from None
+
+
+def convert_hash(
+    value: str, form: HashForm | None, policy: HashPolicy | None
+) -> tuple[ConvertedHash | HashFailure, Rewritten | None]:
+    """``value`` (trimmed, not empty) → the written hash or why not, and the form outcome the run
+    counts (``HashTally.rewritten``: written or refused by form); None when the target's
+    configuration refused a rewritten hash (counted as refused by verifier instead)."""
+    outcome: Rewritten | None = None
+    parsed = parse_hash(value) if form is None and value.startswith("$2") else None
+    if isinstance(parsed, ConvertedHash):
+        # bcrypt, passwap's own form: written as it is (the common case, without the detection).
+        converted = parsed
+        outcome = Rewritten(value, HashForm.BCRYPT, None, None, parsed)
+    else:
+        outcome = to_passwap(value, form)
+        if outcome.converted is None or outcome.encoded is None:
+            return HashFailure(outcome.code or Reason.INVALID_HASH, outcome.reason or "not a hash"), outcome
+        converted = outcome.converted
+    if policy is not None:
+        refused = policy.check(converted)
+        if refused is not None:
+            return refused, None
+    return converted, outcome
