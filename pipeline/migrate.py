@@ -53,14 +53,15 @@ if TYPE_CHECKING:
 
     from pipeline.legacy_hashes import KeepLegacy
     from transforms.mapping.roles import RoleEntry, RoleSettings
+    from transforms.sources.source_parts import ReadUsers
     from transforms.sync.change_files import SyncSection
     from transforms.sync.compare import SyncOptions
     from transforms.sync.state import StatePointer
 
 __all__ = ["build_pipeline", "run_migration"]
 
-# ``add_source(pipeline, tmp_dir)`` → ``{"rows", "dead"}`` (and ``"roles"``), PCollections.
-AddSource = Callable[["beam.Pipeline", str], Mapping[str, Any]]
+# ``add_source(pipeline, tmp_dir)`` → the source's ``ReadUsers(rows, dead, roles)``.
+AddSource = Callable[["beam.Pipeline", str], "ReadUsers"]
 # ``invariant(counts)`` → ``(holds, text)``: the source's accounting.
 Invariant = Callable[[Mapping[str, int]], tuple[bool, str]]
 
@@ -75,14 +76,14 @@ def build_pipeline(
 ) -> beam.Pipeline:
     """Build (and return, not run) the pipeline: source → bodies + dead letters.
 
-    A source with roles (``--project-id``) also returns ``'roles'``; with ``defined_roles`` (the
+    A source with roles (``--project-id``) also returns ``roles``; with ``defined_roles`` (the
     roles the export defines), ``transforms.output.grants.ResolveRoles`` turns them into the catalogue
     and the case-collision losers the bodies leave out (docs/roles.md).
 
     With ``sync`` (``(SyncOptions, state shard paths)``), the source's users are compared with
     the state first (transforms/sync/compare.py): only new users reach the bodies.
 
-    ``add_source(pipeline, tmp_dir)`` adds the source and returns ``{'rows', 'dead'}``;
+    ``add_source(pipeline, tmp_dir)`` adds the source and returns its ``ReadUsers``;
     ``tmp_dir`` is the run's temporary folder for spill files (removed when the run ends).
     """
     import apache_beam as beam
@@ -98,26 +99,22 @@ def build_pipeline(
         from transforms.sync.compare import CompareWithState, SourceUsers
 
         options, shards = sync
-        synced = SourceUsers(source["rows"], source["dead"]) | "Sync" >> CompareWithState(
+        synced = SourceUsers(source.rows, source.dead) | "Sync" >> CompareWithState(
             options, shards, layout.tmp_dir
         )
         compared = [synced.written]
         # Roles come from every user read, new or not: the catalogue stays whole.
-        source = {
-            "rows": synced.rows,
-            "dead": synced.dead,
-            **({"roles": source["roles"]} if "roles" in source else {}),
-        }
+        source = source._replace(rows=synced.rows, dead=synced.dead)
     spec = BodySpec(common.org_id, common.timeout, common.batch_size, common.multiline)
-    rows = source["rows"]
-    if "roles" in source:
+    if source.roles is None:
+        bodies = source.rows | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
+    else:
         from transforms.output.bodies import RowsWithRoles
         from transforms.output.grants import ResolveRoles
 
-        losers = source["roles"] | "Roles" >> ResolveRoles(defined_roles or [], layout.tmp_dir)
-        rows = RowsWithRoles(rows, losers)
-    bodies = rows | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
-    dead = (source["dead"], bodies.dead) | "AllDeadLetters" >> beam.Flatten()
+        losers = source.roles | "Roles" >> ResolveRoles(defined_roles or [], layout.tmp_dir)
+        bodies = RowsWithRoles(source.rows, losers) | "ToBodies" >> UsersToBodies(spec, layout.tmp_dir)
+    dead = (source.dead, bodies.dead) | "AllDeadLetters" >> beam.Flatten()
     _ = dead | "DeadLetters" >> WriteDeadLetterShards(layout.tmp_dir)
     # Counts and lists about users written come from the users kept (after de-duplication).
     written = (bodies.written, *compared) | "AllWritten" >> beam.Flatten()

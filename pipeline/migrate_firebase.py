@@ -29,6 +29,7 @@ from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
+from transforms.hashing.policy import OnUnsupportedHash
 from transforms.sources.firebase import accounting as fb
 from transforms.sources.firebase.source import KIND
 
@@ -72,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
     # Firebase's hashes can never be verified by ZITADEL: by default such users come without a
     # password and are listed for a reset; --on-unsupported-hash=dead-letter refuses them.
-    parser.set_defaults(on_unsupported_hash="import-without-password")
+    parser.set_defaults(on_unsupported_hash=OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD.value)
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 from transforms.common.durations import normalise_duration
 from transforms.common.errors import ConfigError
-from transforms.hashing.policy import ON_UNSUPPORTED_HASH
+from transforms.hashing.policy import ON_UNSUPPORTED_HASH, OnUnsupportedHash
+from transforms.sync.change_records import ON_REMOVED, OnRemoved
 
 if TYPE_CHECKING:  # imported where used: the launcher starts without them
     from pipeline.push_entry import PushSettings
@@ -114,7 +115,7 @@ def add_hash_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--on-unsupported-hash",
         choices=ON_UNSUPPORTED_HASH,
-        default="dead-letter",
+        default=OnUnsupportedHash.DEAD_LETTER.value,
         help="a user whose hash the target cannot verify (unsupported algorithm, verifier not "
         "enabled, parameter out of limits): dead-letter them (default), or import them "
         "without a password and list them in <stem>.passwordless.ndjson for reset mails",
@@ -164,8 +165,8 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--on-removed",
-        choices=("report", "deactivate", "delete"),
-        default="report",
+        choices=ON_REMOVED,
+        default=OnRemoved.REPORT.value,
         help="users in the state but gone from the export: list them (default), deactivate or "
         "delete them in ZITADEL",
     )
@@ -261,10 +262,10 @@ class CommonArgs:
     push: PushSettings | None = None  # given whenever push_url is: push's settings (pipeline/push_entry.py)
     push_credentials: Credentials | None = None  # given whenever push_url is
     hash_policy: HashPolicy | None = None
-    on_unsupported_hash: str = "dead-letter"
+    on_unsupported_hash: OnUnsupportedHash = OnUnsupportedHash.DEAD_LETTER
     email_fallback: str | None = None  # --email-fallback TEMPLATE (transforms/mapping/ids.py)
     state: str | None = None  # --state PATH (docs/sync.md)
-    on_removed: str = "report"
+    on_removed: OnRemoved = OnRemoved.REPORT
     max_removals: str = "5%"
     max_blocks: str = "5%"
     break_lock: bool = False
@@ -309,10 +310,10 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         push=_push_settings(args, policy),
         push_credentials=_push_credentials(args),
         hash_policy=policy,
-        on_unsupported_hash=args.on_unsupported_hash,
+        on_unsupported_hash=OnUnsupportedHash(args.on_unsupported_hash),
         email_fallback=fallback,
         state=getattr(args, "state", None),
-        on_removed=getattr(args, "on_removed", "report"),
+        on_removed=OnRemoved(getattr(args, "on_removed", OnRemoved.REPORT)),
         max_removals=getattr(args, "max_removals", "5%"),
         max_blocks=getattr(args, "max_blocks", "5%"),
         break_lock=bool(getattr(args, "break_lock", False)),

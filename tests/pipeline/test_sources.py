@@ -37,7 +37,7 @@ from transforms.common.records import (
     user_name_key,
 )
 from transforms.sources.registry import SourceDescriptionError, kind, kinds
-from transforms.sources.source_parts import FileShapes, Shape, SourceKind, UserRecordKind
+from transforms.sources.source_parts import FileShapes, ReadUsers, Shape, SourceKind, UserRecordKind
 
 ORG = "123456789"
 
@@ -123,7 +123,7 @@ class _ReadToy(beam.PTransform):
             | "ToyFile" >> beam.Create([self._path])
             | "ReadToy" >> beam.ParDo(_ReadToyFn()).with_outputs("dead", main="rows")
         )
-        return {"rows": read.rows, "dead": read.dead}
+        return ReadUsers(read.rows, read.dead)
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

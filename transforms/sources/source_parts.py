@@ -33,8 +33,15 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from transforms.common.reasons import Reason
+
+if TYPE_CHECKING:
+    import apache_beam as beam
+
+    from transforms.common.records import DeadLetter, PartitionRows
+    from transforms.mapping.roles import RoleEntry
 
 __all__ = [
     "NAME",
@@ -46,6 +53,7 @@ __all__ = [
     "ANY_FILE",
     "SourceKind",
     "missing_parts",
+    "ReadUsers",
 ]
 
 # A source's name: the word after ``migrate`` and the prefix of its counters.
@@ -176,3 +184,15 @@ def missing_parts(kind: SourceKind) -> list[str]:
         if text.shape not in shapes.shapes or not callable(text.matches):
             problems.append(f"shapes.text {text.what!r} (a shape of shapes.shapes and a matcher)")
     return problems
+
+
+class ReadUsers(NamedTuple):
+    """What a source's read transform returns (as Beam's ``WriteResult`` names its outputs).
+
+    ``roles`` is None unless the source was asked for roles (``--project-id``): then it holds each
+    bundle's role entries, which ``transforms.output.grants.ResolveRoles`` turns into the catalogue.
+    """
+
+    rows: beam.PCollection[PartitionRows]  # (partition, encoded rows or their spill file's path)
+    dead: beam.PCollection[DeadLetter]  # (sortkey, dead-letter line)
+    roles: beam.PCollection[list[RoleEntry]] | None = None

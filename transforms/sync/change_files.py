@@ -17,6 +17,7 @@ import orjson
 
 from transforms.common import counters
 from transforms.files.storage import is_remote, relative_path
+from transforms.sync.change_records import OnRemoved
 from transforms.sync.state import StatePointer
 
 __all__ = [
@@ -124,7 +125,7 @@ def sync_manifest(
     counts: Mapping[str, int],
     store_root: str,
     pointer: StatePointer | None,
-    on_removed: str,
+    on_removed: OnRemoved,
     max_removals: int,
     changes: list[ChangeFileEntry],
 ) -> SyncSection:

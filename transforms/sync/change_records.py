@@ -26,7 +26,18 @@ from typing import Any, NotRequired, TypedDict
 
 import orjson
 
-__all__ = ["Call", "ChangeCall", "ChangeKind", "ChangeRecord", "change_line"]
+__all__ = ["Call", "ChangeCall", "ChangeKind", "ChangeRecord", "OnRemoved", "ON_REMOVED", "change_line"]
+
+
+class OnRemoved(enum.StrEnum):
+    """What happens to a user in the state that the source no longer has (``--on-removed``)."""
+
+    REPORT = "report"  # listed in the change file, nothing sent
+    DEACTIVATE = "deactivate"
+    DELETE = "delete"
+
+
+ON_REMOVED = tuple(policy.value for policy in OnRemoved)
 
 
 class Call(enum.StrEnum):

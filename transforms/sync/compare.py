@@ -66,7 +66,7 @@ from transforms.common.records import (
 from transforms.files.spill import load_blob, read_spill, write_spill
 from transforms.output.written import Written, WrittenTally
 from transforms.sources.source_parts import UserRecordKind
-from transforms.sync.change_records import Call, ChangeCall, ChangeKind, change_line
+from transforms.sync.change_records import ON_REMOVED, Call, ChangeCall, ChangeKind, OnRemoved, change_line
 from transforms.sync.planned_counts import Why, count_calls, count_change
 from transforms.sync.source_records import candidate_ids, is_blocked, refusal
 from transforms.sync.state_records import (
@@ -87,25 +87,14 @@ from transforms.sync.state_records import (
 
 __all__ = [
     "SyncOptions",
-    "OnRemoved",
     "SourceUsers",
     "Compared",
     "CompareWithState",
     "change_shard_name",
-    "ON_REMOVED",
     "CHANGE_PREFIX",
 ]
 
 
-class OnRemoved(enum.StrEnum):
-    """What happens to a user in the state that the source no longer has (``--on-removed``)."""
-
-    REPORT = "report"  # listed in the change file, nothing sent
-    DEACTIVATE = "deactivate"
-    DELETE = "delete"
-
-
-ON_REMOVED = tuple(policy.value for policy in OnRemoved)
 CHANGE_PREFIX = "changes-p"
 _CHANGES, _DEAD_OUT, _PASS, _UNKNOWN, _WRITTEN = "changes", "dead", "pass", "unknown", "written"
 # Change records of removed users sort after every row's (rows sort by their input position).
@@ -147,7 +136,7 @@ class SyncOptions:
     # The source's user record kinds (its description's ``records``): blocked? which ids?
     records: Mapping[str, UserRecordKind]
     partitions: int
-    on_removed: str = OnRemoved.REPORT  # one of ON_REMOVED (the --on-removed flag's text)
+    on_removed: OnRemoved = OnRemoved.REPORT  # the --on-removed flag
     include_blocked: bool = False  # import users blocked at the source (then deactivate them)
     realm: str | None = None  # Keycloak: derived ids of users without id need the realm
 

@@ -17,6 +17,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms.common.records import dead_letter, decode_rows, encode_rows
 from transforms.files.spill import read_spill
 from transforms.sources.registry import kind
+from transforms.sync.change_records import OnRemoved
 from transforms.sync.compare import CompareWithState, SourceUsers, SyncOptions, change_shard_name
 from transforms.sync.state import encode_shard
 from transforms.sync.state_records import INACTIVE, quick_digest, state_record
@@ -49,7 +50,11 @@ def test_unchanged_changed_new_gone_and_dead_lettered_users(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     options = SyncOptions(
-        org_id="1", source="auth0", records=kind("auth0").records, partitions=1, on_removed="deactivate"
+        org_id="1",
+        source="auth0",
+        records=kind("auth0").records,
+        partitions=1,
+        on_removed=OnRemoved.DEACTIVATE,
     )
     with beam.Pipeline() as p:
         dead = p | "Dead" >> beam.Create([letter])

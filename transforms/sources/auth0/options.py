@@ -32,7 +32,7 @@ class Auth0Options:
     idp_map: tuple[tuple[str, str], ...] = ()
     # --on-unsupported-hash (transforms/hashing/policy.py): "import-without-password" imports the
     # user without its password and dead-letters the hash record with the reason.
-    on_unsupported_hash: str = "dead-letter"
+    on_unsupported_hash: OnUnsupportedHash = OnUnsupportedHash.DEAD_LETTER
     # --email-fallback TEMPLATE ({username}, {id}): the address of profiles without one (unverified).
     email_fallback: str | None = None
     # Roles (docs/roles.md): --project-id, and --roles-from's dotted path into each profile.

@@ -29,7 +29,7 @@ not e-mail, so they take one more step to reach their profile's partition (``rou
 Example::
 
     result = (pipeline | 'ReadAuth0' >> ReadAuth0Users(profile_files, password_files, options, 32, tmp_dir))
-    rows, dead = result['rows'], result['dead']
+    rows, dead = result.rows, result.dead
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from transforms.sources.auth0.join import ROLES, _JoinPartitionFn
 from transforms.sources.auth0.options import Auth0Options
 from transforms.sources.auth0.parse import DEAD, ROUTES, _ParseUnitFn, _PlanUnitsFn
 from transforms.sources.auth0.route import _RouteMfaFn
+from transforms.sources.source_parts import ReadUsers
 
 __all__ = ["ReadAuth0Users"]
 
@@ -84,8 +85,8 @@ class ReadAuth0Users(beam.PTransform):
         self._tmp_dir = tmp_dir
         self._route_mfa = bool(mfa_files) or bool(role_files)  # both are joined on user_id
 
-    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
-        """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
+    def expand(self, pbegin: beam.pvalue.PBegin) -> ReadUsers:
+        """Returns ``ReadUsers(rows, dead)`` (and ``roles`` when asked for them)."""
         units = (
             pbegin
             | "ListFiles" >> beam.Create(self._files)
@@ -116,5 +117,5 @@ class ReadAuth0Users(beam.PTransform):
             DeadLetter
         )
         if self._options.roles_project is not None:  # transforms/output/grants.py resolves them
-            return {"rows": joined.rows, "dead": dead, "roles": joined[ROLES]}
-        return {"rows": joined.rows, "dead": dead}
+            return ReadUsers(joined.rows, dead, joined[ROLES])
+        return ReadUsers(joined.rows, dead)

@@ -146,7 +146,7 @@ class FirebaseOptions:
 
     include_disabled: bool = False
     metadata: bool = False
-    on_unsupported_hash: str = OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD
+    on_unsupported_hash: OnUnsupportedHash = OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD
     validation: ValidationOptions = ValidationOptions()
     # --email-fallback TEMPLATE ({username}, {id}): the address of users without one (unverified).
     email_fallback: str | None = None

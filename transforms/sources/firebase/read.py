@@ -16,7 +16,7 @@ Example::
 
     files = plan_firebase_files(["users.json"])
     result = pipeline | "ReadFirebase" >> ReadFirebaseUsers(files, FirebaseOptions(), 32, tmp_dir)
-    rows, dead = result["rows"], result["dead"]
+    rows, dead = result.rows, result.dead
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from transforms.sources.firebase.mapping import (
     not_carried_keys,
 )
 from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem, open_input
+from transforms.sources.source_parts import ReadUsers
 
 __all__ = ["ReadFirebaseUsers", "CHUNK_USERS"]
 
@@ -286,8 +287,8 @@ class ReadFirebaseUsers(beam.PTransform):
         self._chunk = chunk_users
         self._tmp_dir = tmp_dir
 
-    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
-        """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
+    def expand(self, pbegin: beam.pvalue.PBegin) -> ReadUsers:
+        """Returns ``ReadUsers(rows, dead)`` (and ``roles`` when asked for them)."""
         read = (
             pbegin
             | "ListFirebaseFiles" >> beam.Create(self._files)
@@ -297,4 +298,4 @@ class ReadFirebaseUsers(beam.PTransform):
             .with_output_types(PartitionRows, **{_DEAD: DeadLetter})
             .with_outputs(_DEAD, main="rows")
         )
-        return {"rows": read.rows, "dead": read[_DEAD]}
+        return ReadUsers(read.rows, read[_DEAD])

@@ -72,7 +72,7 @@ class KeycloakOptions:
 
     include_disabled: bool = False
     metadata: bool = False
-    on_unsupported_hash: str = OnUnsupportedHash.DEAD_LETTER
+    on_unsupported_hash: OnUnsupportedHash = OnUnsupportedHash.DEAD_LETTER
     # Import a plaintext `value` credential as `password` + `passwordChangeRequired` (the
     # server's password complexity policy applies); otherwise it is dead-lettered.
     allow_plaintext_passwords: bool = False

@@ -16,7 +16,7 @@ Example::
 
     sources = plan_realm_sources("exports/", realm_name="acme")
     result = pipeline | "ReadKeycloak" >> ReadKeycloakUsers(sources, KeycloakOptions(), 32, tmp_dir)
-    rows, dead = result["rows"], result["dead"]
+    rows, dead = result.rows, result.dead
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ from transforms.sources.keycloak.realm_files import (
     iter_users,
     open_realm_file,
 )
+from transforms.sources.source_parts import ReadUsers
 
 __all__ = ["ReadKeycloakUsers", "FILE_SOURCE", "CHUNK_USERS"]
 
@@ -370,8 +371,8 @@ class ReadKeycloakUsers(beam.PTransform):
         self._chunk = chunk_users
         self._tmp_dir = tmp_dir
 
-    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
-        """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
+    def expand(self, pbegin: beam.pvalue.PBegin) -> ReadUsers:
+        """Returns ``ReadUsers(rows, dead)`` (and ``roles`` when asked for them)."""
         read = (
             pbegin
             | "ListRealmFiles" >> beam.Create(self._sources)
@@ -384,8 +385,8 @@ class ReadKeycloakUsers(beam.PTransform):
             .with_outputs(_DEAD, _ROLES, main="rows")
         )
         if self._roles is not None:  # with roles: transforms/output/grants.py resolves them
-            return {"rows": read.rows, "dead": read[_DEAD], "roles": read[_ROLES]}
-        return {"rows": read.rows, "dead": read[_DEAD]}
+            return ReadUsers(read.rows, read[_DEAD], read[_ROLES])
+        return ReadUsers(read.rows, read[_DEAD])
 
 
 def _unreadable_rest(

@@ -48,7 +48,7 @@ class TableOptions:
     spec: TableSpec
     include_blocked: bool = False
     email_verified: bool = False  # --email-verified: every e-mail verified
-    on_unsupported_hash: str = OnUnsupportedHash.DEAD_LETTER
+    on_unsupported_hash: OnUnsupportedHash = OnUnsupportedHash.DEAD_LETTER
     email_fallback: str | None = None
     validation: ValidationOptions = ValidationOptions(
         allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other")

@@ -19,7 +19,7 @@ the record as read (a CSV row as ``{column: text}``).
 Example::
 
     result = pipeline | "ReadTable" >> ReadTableUsers(files, TableOptions(spec=spec), 32, tmp_dir)
-    rows, dead = result["rows"], result["dead"]
+    rows, dead = result.rows, result.dead
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from transforms.mapping.roles import RoleEntry
 from transforms.sources import json_units
 from transforms.sources.auth0.roles import JoinRoles
 from transforms.sources.input_stream import InputReadError, open_input
+from transforms.sources.source_parts import ReadUsers
 from transforms.sources.table import accounting as ta
 from transforms.sources.table.csv_rows import read_csv
 from transforms.sources.table.mapping import TableOptions, TableRejection, TableUser, map_record
@@ -298,7 +299,7 @@ def _dead(
 
 @beam.typehints.with_input_types(beam.pvalue.PBegin)
 class ReadTableUsers(beam.PTransform):
-    """Table files → ``{'rows': (partition, spill path), 'dead': dead letters}`` (+ ``'roles'``
+    """Table files → ``{'rows': (partition, spill path), 'dead': dead letters}`` (+ ``roles``
     with ``project``, the ``--project-id``: the project roles the users hold)."""
 
     def __init__(
@@ -316,8 +317,8 @@ class ReadTableUsers(beam.PTransform):
         self._tmp_dir = tmp_dir
         self._project = project
 
-    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
-        """Returns ``{'rows': PCollection[PartitionRows], 'dead': PCollection[DeadLetter]}``."""
+    def expand(self, pbegin: beam.pvalue.PBegin) -> ReadUsers:
+        """Returns ``ReadUsers(rows, dead)`` (and ``roles`` when asked for them)."""
         read = (
             pbegin
             | "ListTableFiles" >> beam.Create(self._files)
@@ -329,5 +330,5 @@ class ReadTableUsers(beam.PTransform):
             .with_outputs(_DEAD, _ROLES, main="rows")
         )
         if self._project is not None:
-            return {"rows": read.rows, "dead": read[_DEAD], "roles": read[_ROLES]}
-        return {"rows": read.rows, "dead": read[_DEAD]}
+            return ReadUsers(read.rows, read[_DEAD], read[_ROLES])
+        return ReadUsers(read.rows, read[_DEAD])

@@ -33,12 +33,12 @@ def read_users(tmp_path: Path, profiles, passwords, options=None, partitions=3):
     password_files = json_units.match_inputs([str(write_ndjson(tmp_path / "passwords.json", passwords))], 1)
     p = pipeline()
     out = p | "Read" >> reader(tmp_path, profile_files, password_files, options, partitions)
-    users = out["rows"] | "Users" >> beam.FlatMap(
+    users = out.rows | "Users" >> beam.FlatMap(
         lambda kv: [
             (e.get("userId"), e["user"].get("hashedPassword", {}).get("value")) for e in entries(kv[1])
         ]
     )
-    dead = out["dead"] | "Dead" >> beam.Map(_dead_key)
+    dead = out.dead | "Dead" >> beam.Map(_dead_key)
     return p, users, dead
 
 
@@ -184,7 +184,7 @@ def test_read_auth0_users_gives_few_large_elements(tmp_path):
     profile_files = json_units.match_inputs([str(write_ndjson(tmp_path / "users.json", profiles))], 0)
     with pipeline() as p:
         out = p | reader(tmp_path, profile_files, [], Auth0Options(), 4)
-        sizes = out["rows"] | beam.Map(lambda kv: len(entries(kv[1])))
+        sizes = out.rows | beam.Map(lambda kv: len(entries(kv[1])))
         assert_that(sizes | beam.CombineGlobally(sum), equal_to([50]), label="AllUsers")
         assert_that(sizes | beam.combiners.Count.Globally(), equal_to([4]), label="OneElementPerPartition")
 
@@ -208,8 +208,8 @@ def test_read_then_bodies(tmp_path):
     body_dir.mkdir()
     with pipeline() as p:
         source = p | reader(tmp_path, profile_files, password_files, Auth0Options(), 4)
-        out = source["rows"] | UsersToBodies(BodySpec("7", "5m0s", 100), str(body_dir))
+        out = source.rows | UsersToBodies(BodySpec("7", "5m0s", 100), str(body_dir))
         bodies = out.bodies | beam.Map(lambda path: _body_summary(path)[2])
-        dead = (source["dead"], out.dead) | beam.Flatten() | beam.Map(_dead_key)
+        dead = (source.dead, out.dead) | beam.Flatten() | beam.Map(_dead_key)
         assert_that(bodies, equal_to([tuple(f"auth0|{i}" for i in range(9))]), label="OneBodyInInputOrder")
         assert_that(dead, equal_to([("auth0-profile", Reason.DUPLICATE_USER_ID, "auth0|3")]), label="Dead")

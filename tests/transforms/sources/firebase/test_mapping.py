@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.validate import Reason
 from transforms.sources.firebase.mapping import (
     CSV_COLUMNS,
@@ -107,7 +108,7 @@ def test_firebase_scrypt_hash_is_dropped_and_never_written_or_refused_by_policy(
     assert mapped.dropped_hash is not None and mapped.dropped_hash.reason == Reason.UNSUPPORTED_HASH
     text = json.dumps(mapped.entry)
     assert "hashedPassword" not in text and HASHED["passwordHash"] not in text and HASHED["salt"] not in text
-    refused = map_user(_user(**HASHED), FirebaseOptions(on_unsupported_hash="dead-letter"))
+    refused = map_user(_user(**HASHED), FirebaseOptions(on_unsupported_hash=OnUnsupportedHash.DEAD_LETTER))
     assert isinstance(refused, Rejection) and refused.reason == Reason.UNSUPPORTED_HASH
     assert HASHED["passwordHash"] not in refused.detail
 

@@ -42,9 +42,9 @@ def test_json_and_csv_files_in_chunks_keep_their_sort_keys_and_dead_letters(tmp_
     expected = [(0, 0, "u0"), (0, 1, "u1"), (0, 2, "u2"), (0, 4, "u4"), (1, 0, "c1"), (1, 2, "c2")]
     with test_pipeline.TestPipeline() as p:
         out = p | ReadFirebaseUsers(files, FirebaseOptions(), partitions=3, chunk_users=2)
-        assert_that(_sortkeys(out["rows"]), equal_to(expected), label="rows")
+        assert_that(_sortkeys(out.rows), equal_to(expected), label="rows")
         assert_that(
-            _dead_reasons(out["dead"]),
+            _dead_reasons(out.dead),
             equal_to([((0, 3), Reason.DISABLED, fb.SOURCE), ((1, 1), Reason.UNREADABLE_INPUT, fb.SOURCE)]),
             label="dead",
         )
@@ -61,10 +61,8 @@ def test_a_value_nested_too_deep_is_one_users_dead_letter(tmp_path):
     files = plan_firebase_files([str(tmp_path / "deep.json")])
     with test_pipeline.TestPipeline() as p:
         out = p | ReadFirebaseUsers(files, FirebaseOptions(), partitions=2)
-        assert_that(_sortkeys(out["rows"]), equal_to([(0, 1, "b")]), label="rows")
-        assert_that(
-            _dead_reasons(out["dead"]), equal_to([((0, 0), Reason.TOO_DEEP, fb.SOURCE)]), label="dead"
-        )
+        assert_that(_sortkeys(out.rows), equal_to([(0, 1, "b")]), label="rows")
+        assert_that(_dead_reasons(out.dead), equal_to([((0, 0), Reason.TOO_DEEP, fb.SOURCE)]), label="dead")
 
 
 def test_the_invariant_adds_up_and_names_a_gap():

@@ -38,8 +38,8 @@ def test_reader_split_export_in_parallel_files(tmp_path):
     expected_rows = [(0, i) for i in range(5)] + [(1, i) for i in range(3)] + [(2, 0), (2, 2), (2, 3)]
     with test_pipeline.TestPipeline() as p:
         out = p | ReadKeycloakUsers(sources, KeycloakOptions(), partitions=4, chunk_users=2)
-        assert_that(_sortkeys(out["rows"]), equal_to(expected_rows), label="rows")
-        assert_that(_dead_reasons(out["dead"]), equal_to([((2, 1), Reason.DISABLED, SOURCE)]), label="dead")
+        assert_that(_sortkeys(out.rows), equal_to(expected_rows), label="rows")
+        assert_that(_dead_reasons(out.dead), equal_to([((2, 1), Reason.DISABLED, SOURCE)]), label="dead")
 
 
 def test_reader_spills_blobs_to_tmp_dir(tmp_path):
@@ -54,11 +54,11 @@ def test_reader_spills_blobs_to_tmp_dir(tmp_path):
             tmp_dir=str(spill),
             chunk_users=10,
         )
-        paths = out["rows"] | "Paths" >> beam.Map(
+        paths = out.rows | "Paths" >> beam.Map(
             lambda kv: isinstance(kv[1], str) and kv[1].startswith(str(spill))
         )
         assert_that(paths, lambda got: _check(got and all(got)), label="spill paths")
-        assert_that(_sortkeys(out["rows"]), equal_to([(0, i) for i in range(30)]), label="rows")
+        assert_that(_sortkeys(out.rows), equal_to([(0, i) for i in range(30)]), label="rows")
 
 
 def test_reader_emits_few_large_elements(tmp_path):
@@ -67,9 +67,9 @@ def test_reader_emits_few_large_elements(tmp_path):
     with test_pipeline.TestPipeline() as p:
         out = p | ReadKeycloakUsers(sources, KeycloakOptions(), partitions=3, chunk_users=20)
         # 50 users in chunks of 20 → at most 3 flushes × 3 partitions elements.
-        sizes = out["rows"] | beam.combiners.Count.Globally()
+        sizes = out.rows | beam.combiners.Count.Globally()
         assert_that(sizes, lambda got: _check(got[0] <= 9), label="few elements")
-        assert_that(_sortkeys(out["rows"]), equal_to([(0, i) for i in range(50)]), label="all rows")
+        assert_that(_sortkeys(out.rows), equal_to([(0, i) for i in range(50)]), label="all rows")
 
 
 def _check(condition: bool) -> None:
@@ -87,7 +87,7 @@ def test_reader_multi_realm_array_reads_the_chosen_realm(tmp_path):
     )
     with test_pipeline.TestPipeline() as p:
         out = p | ReadKeycloakUsers(plan_realm_sources(str(path), "acme"), KeycloakOptions(), partitions=2)
-        ids = out["rows"] | beam.FlatMap(lambda kv: [r[2] for r in decode_rows(kv[1])])
+        ids = out.rows | beam.FlatMap(lambda kv: [r[2] for r in decode_rows(kv[1])])
         assert_that(ids, equal_to(["id-2", "id-3"]))
 
 
@@ -98,9 +98,9 @@ def test_reader_truncated_users_array_dead_letters_the_rest(tmp_path):
     sources = plan_realm_sources(str(tmp_path / "realm.json"))  # the top level is fine
     with test_pipeline.TestPipeline() as p:
         out = p | ReadKeycloakUsers(sources, KeycloakOptions(), partitions=2)
-        assert_that(_sortkeys(out["rows"]), equal_to([(0, 0), (0, 1)]), label="rows")
+        assert_that(_sortkeys(out.rows), equal_to([(0, 0), (0, 1)]), label="rows")
         assert_that(
-            _dead_reasons(out["dead"]),
+            _dead_reasons(out.dead),
             equal_to([((0, 2), Reason.UNREADABLE_INPUT, FILE_SOURCE)]),
             label="dead",
         )
@@ -117,9 +117,9 @@ def test_reader_bad_credential_json_is_a_dead_letter_not_a_crash(tmp_path):
         out = p | ReadKeycloakUsers(
             plan_realm_sources(str(tmp_path / "realm.json")), KeycloakOptions(), partitions=2
         )
-        assert_that(_sortkeys(out["rows"]), equal_to([(0, 0)]), label="rows")
+        assert_that(_sortkeys(out.rows), equal_to([(0, 0)]), label="rows")
         assert_that(
-            _dead_reasons(out["dead"]),
+            _dead_reasons(out.dead),
             equal_to([((0, 1), Reason.UNSUPPORTED_HASH, SOURCE), ((0, 2), Reason.NOT_AN_OBJECT, SOURCE)]),
             label="dead",
         )
@@ -136,9 +136,9 @@ def test_reader_integer_overflow_ends_the_file_with_a_dead_letter(tmp_path):
         out = p | ReadKeycloakUsers(
             plan_realm_sources(str(tmp_path / "realm.json")), KeycloakOptions(), partitions=2
         )
-        assert_that(_sortkeys(out["rows"]), equal_to([(0, 0)]), label="rows")
+        assert_that(_sortkeys(out.rows), equal_to([(0, 0)]), label="rows")
         assert_that(
-            _dead_reasons(out["dead"]),
+            _dead_reasons(out.dead),
             equal_to([((0, 1), Reason.UNREADABLE_INPUT, FILE_SOURCE)]),
             label="dead",
         )

@@ -8,7 +8,7 @@ import pytest
 from beam_fixtures import h
 
 from transforms.common.reasons import Reason
-from transforms.hashing.policy import HashPolicy
+from transforms.hashing.policy import HashPolicy, OnUnsupportedHash
 from transforms.mapping.validate import ValidationOptions
 from transforms.sources.table.mapping import TableOptions, TableRejection, TableUser, map_record
 from transforms.sources.table.spec import load_spec
@@ -135,7 +135,7 @@ def test_blocked_users_are_imported_with_include_blocked_and_say_so():
 
 
 def test_an_unverifiable_hash_is_dropped_under_import_without_password():
-    options = _options(on_unsupported_hash="import-without-password")
+    options = _options(on_unsupported_hash=OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD)
     mapped = map_record(_record(hash="$2a$10$short"), options)
     assert isinstance(mapped, TableUser)
     assert "hashedPassword" not in mapped.entry["user"]

@@ -50,7 +50,7 @@ def test_csv_and_ndjson_files_keep_their_sort_keys_and_chunks(tmp_path, monkeypa
     with pipeline() as p:
         out = p | ReadTableUsers(files, TableOptions(spec=spec), 4, str(spill))
         assert_that(
-            _rows(out["rows"]),
+            _rows(out.rows),
             equal_to(
                 [(0, n, f"c{n}", f"c{n}") for n in range(5)]
                 + [(1, offsets[n], f"j{n}", f"j{n}") for n in range(3)]
@@ -58,7 +58,7 @@ def test_csv_and_ndjson_files_keep_their_sort_keys_and_chunks(tmp_path, monkeypa
             label="rows",
         )
         assert_that(
-            _dead(out["dead"]),
+            _dead(out.dead),
             equal_to(
                 [
                     ((0, 5), Reason.MISSING_USER_ID, SOURCE),
@@ -85,9 +85,9 @@ def test_roles_become_the_projects_role_list(tmp_path):
     files = [TableFile(0, str(tmp_path / "a.json"), 100, False)]
     with pipeline() as p:
         out = p | ReadTableUsers(files, TableOptions(spec=spec), 2, str(spill), project="2873423")
-        keys = out["roles"] | "Keys" >> beam.FlatMap(lambda entries: [e[1] for e in entries])
+        keys = out.roles | "Keys" >> beam.FlatMap(lambda entries: [e[1] for e in entries])
         assert_that(keys, equal_to(["admin", "viewer"]), label="roles")
-        grants = out["rows"] | "Grants" >> beam.FlatMap(
+        grants = out.rows | "Grants" >> beam.FlatMap(
             lambda kv: [(r[2], r[10]) for r in decode_rows(load_blob(kv[1]))]
         )
         assert_that(
