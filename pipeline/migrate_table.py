@@ -272,6 +272,6 @@ DESCRIPTION = SourceDescription(
     invariant=ta.invariant,
     kind=KIND,
     flex=FlexPart(),
-    files={},
-    worker_files=(),
+    files={"input": "--input", "mapping": "--mapping"},
+    worker_files=("input",),  # the launcher reads the mapping and hands the workers its spec
 )

@@ -73,6 +73,10 @@ LOCAL_PATH_CASES = [
         "--output",
     ),  # default ./importBody.json
     (["migrate", "zitadel", "--export=export.json", "--output=gs://b/o.json"], "--export"),
+    (
+        ["migrate", "table", "--org=1", "--input=users.csv", "--map=id=id", "--output=gs://b/o.json"],
+        "--input",
+    ),
     (["migrate", "zitadel", "--export=gs://b/export.json", "--output=o.json"], "--output"),
     (["push", "--url=http://127.0.0.1:9", "--token-file=token", "--manifest=m.json"], "--manifest"),
     (["push", "--url=http://127.0.0.1:9", "--token-file=token", "--body=b.json"], "--body"),

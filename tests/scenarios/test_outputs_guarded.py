@@ -98,6 +98,33 @@ Case = tuple[str, Callable[[Path], None], Callable[[Path], list[str]], list[str]
 REFUSED: list[Case] = [
     ("output-is-users", lambda r: None, lambda r: auth0(r, output="in/users.json"), ["--output", "--users"]),
     (
+        "output-is-table-input",
+        lambda r: None,
+        lambda r: [
+            "migrate",
+            "table",
+            "--org=123",
+            f"--input={r / 'in/users.json'}",
+            "--map=id=user_id",
+            "--map=email=email",
+            f"--output={r / 'in/users.json'}",
+        ],
+        ["--output", "--input"],
+    ),
+    (
+        "output-is-table-mapping",
+        lambda r: (r / "in/mapping.json").write_text('{"id": "user_id", "email": "email"}'),
+        lambda r: [
+            "migrate",
+            "table",
+            "--org=123",
+            f"--input={r / 'in/users.json'}",
+            f"--mapping={r / 'in/mapping.json'}",
+            f"--output={r / 'in/mapping.json'}",
+        ],
+        ["--output", "--mapping"],
+    ),
+    (
         "output-is-passwords",
         lambda r: None,
         lambda r: auth0(r, output="in/passwords.json"),
