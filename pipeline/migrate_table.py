@@ -39,9 +39,6 @@ if TYPE_CHECKING:  # imported in run() only: --help stays fast
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 
-_CSV_NAMES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
-_JSON_NAMES = (".json", ".ndjson", ".jsonl", ".json.gz", ".ndjson.gz", ".jsonl.gz")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -70,9 +67,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="csv, or json (NDJSON, a JSON array); auto (default): by the file name, else the first byte",
     )
     parser.add_argument(
+        "--where",
+        metavar="PATH=VALUE",
+        action="append",
+        default=[],
+        help="repeatable; read only the records whose PATH holds VALUE (all must hold), e.g. --where "
+        "model=auth.user for a Django dumpdata file; the others are counted as not selected",
+    )
+    parser.add_argument(
         "--delimiter",
         default=None,
-        help="CSV cell delimiter (default ',', a tab for .tsv files)",
+        help="CSV cell delimiter: one character, or tab, comma, semicolon, pipe (default: read from the "
+        "header line, one of , ; tab |)",
+    )
+    parser.add_argument(
+        "--encoding",
+        default=None,
+        help="the encoding of a CSV file that is not UTF-8, e.g. cp1252 (Excel on Windows), latin-1 "
+        "(default: UTF-8, or UTF-16/32 with a byte-order mark)",
     )
     parser.add_argument(
         "--hash-form",
@@ -98,6 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     lines: list[SummaryLine] = [
         ("records read", counts.get(ta.RECORDS_READ, 0)),
+        *([("  not selected (--where)", counts[ta.NOT_SELECTED])] if counts.get(ta.NOT_SELECTED) else []),
         *users_lines(counts),
         ("converted, by hash", ""),
     ]
@@ -122,7 +135,7 @@ def _load_spec(known_args: argparse.Namespace) -> TableSpec:
         except OSError as err:
             raise ConfigError(f"--mapping {known_args.mapping}: cannot be read ({err})") from None
     try:
-        spec = load_spec(text, known_args.map)
+        spec = load_spec(text, known_args.map, known_args.where)
     except SpecError as err:
         raise ConfigError(str(err)) from None
     if known_args.metadata and not spec.metadata:
@@ -132,73 +145,10 @@ def _load_spec(known_args: argparse.Namespace) -> TableSpec:
     return spec
 
 
-def _is_csv(path: str, wanted: str) -> bool:
-    if wanted != "auto":
-        return wanted == "csv"
-    name = path.lower()
-    if name.endswith(_CSV_NAMES):
-        return True
-    if name.endswith(_JSON_NAMES):
-        return False
-    from transforms.sources.input_shape import read_head
-
-    head, _ = read_head(path)
-    return head.lstrip()[:1] not in (b"{", b"[")
-
-
-def _match_files(known_args: argparse.Namespace, spec: TableSpec) -> list[TableFile]:
-    """The ``--input`` files, each given a first look: a CSV header that lacks a mapped column
-    is refused naming the column (and the one meant); a JSON file must hold JSON records."""
-    from transforms.sources import json_units
-    from transforms.sources.input_stream import InputReadError
-    from transforms.sources.table.read import TableFile
-
-    try:
-        matched = json_units.match_inputs([known_args.input], 0, "--input")
-    except FileNotFoundError as err:
-        raise ConfigError(str(err)) from None
-    files = []
-    for file in matched:
-        try:
-            csv = _is_csv(file.path, known_args.format)
-        except (OSError, InputReadError) as err:
-            raise ConfigError(f"--input {file.path}: cannot be read ({err})") from None
-        if not csv:
-            json_units.check_readable(file.path, "--input")
-            files.append(TableFile(file.index, file.path, file.size, False))
-            continue
-        delimiter = known_args.delimiter or ("\t" if ".tsv" in file.path.lower() else ",")
-        _check_header(file.path, spec, delimiter)
-        files.append(TableFile(file.index, file.path, file.size, True, delimiter))
-    return files
-
-
-def _check_header(path: str, spec: TableSpec, delimiter: str) -> None:
-    from transforms.sources.input_stream import InputReadError, open_input
-    from transforms.sources.table.csv_rows import read_csv
-    from transforms.sources.table.spec import did_you_mean, for_columns
-
-    if len(delimiter) != 1:
-        raise ConfigError(f"--delimiter {delimiter!r}: give one character")
-    try:
-        with open_input(path) as stream:
-            header, _ = read_csv(stream, delimiter)
-    except (OSError, InputReadError) as err:
-        raise ConfigError(f"--input {path}: cannot be read ({err})") from None
-    if not header:
-        raise ConfigError(f"--input {path}: the CSV file has no header row")
-    _, missing = for_columns(spec, header)
-    if missing:
-        first = missing[0].split(".")[0]
-        raise ConfigError(
-            f"--input {path}: the header has no column {missing[0]!r}{did_you_mean(first, header)}; "
-            f"its columns: {', '.join(header[:20])}"
-        )
-
-
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
+    from transforms.sources.table.files import plan_table_files
     from transforms.sources.table.mapping import TableOptions
     from transforms.sources.table.read import ReadTableUsers
 
@@ -208,7 +158,13 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     if roles is not None and "roles" not in spec.fields:
         raise ConfigError("--project-id: name the roles column: --map roles=COLUMN (docs/table.md)")
     check_gcs_reachable([known_args.input] + ([known_args.mapping] if known_args.mapping else []))
-    files = _match_files(known_args, spec)
+    files = plan_table_files(
+        known_args.input,
+        spec=spec,
+        fmt=known_args.format,
+        delimiter=known_args.delimiter,
+        encoding=known_args.encoding,
+    )
     options = TableOptions(
         spec=spec,
         # With --state, blocked users are read so that those in ZITADEL can be deactivated; the
@@ -233,9 +189,9 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         common=common,
         pipeline_args=pipeline_args,
         input_paths=[known_args.input],
-        summary_lines=summary_lines,
+        summary_lines=lambda counts: summary_lines(counts) + _file_lines(files, spec, counts),
         invariant=ta.invariant,
-        extra_manifest={"input_files": [f.path for f in files], "formats": sorted({_kind(f) for f in files})},
+        extra_manifest=_extra_manifest(files),
         sync_source={"include_blocked": known_args.include_blocked, "realm": None},
         input_names={f.index: f.path for f in files},
         roles=roles,
@@ -259,6 +215,39 @@ def _hash_form(name: str | None) -> HashForm | None:
 
 def _kind(file: TableFile) -> str:
     return "csv" if file.csv else "json"
+
+
+def _extra_manifest(files: list[TableFile]) -> dict[str, object]:
+    """The manifest's names of the input files, their formats, CSV delimiters and wrappers."""
+    from transforms.sources.table.files import delimiters
+
+    extra: dict[str, object] = {
+        "input_files": [f.path for f in files],
+        "formats": sorted({_kind(f) for f in files}),
+    }
+    if any(f.csv for f in files):
+        extra["csv_delimiters"] = delimiters(files)
+    wrapped = {f.path: f.items.removesuffix(".item") for f in files if f.items}
+    if wrapped:
+        extra["wrappers"] = wrapped
+    return extra
+
+
+def _file_lines(files: list[TableFile], spec: TableSpec, counts: Mapping[str, int]) -> list[SummaryLine]:
+    """The summary's rows about how the files were read and what each mapped path held."""
+    from transforms.sources.table.files import delimiters
+
+    lines: list[SummaryLine] = []
+    if any(f.csv for f in files):
+        lines.append(("CSV delimiter", ", ".join(delimiters(files))))
+    for file in files:
+        if file.items:
+            lines.append((f"records of the top-level {file.items.removesuffix('.item')!r} array", file.path))
+    lines.append(("mapped fields (records that held a value)", ""))
+    for field, path in spec.fields.items():
+        shown = f"present({path.text})" if path.present else f"not({path.text})" if path.negate else path.text
+        lines.append((f"  {field} ({shown})", counts.get(ta.MAPPED + field, 0)))
+    return lines
 
 
 # The one description of this source (pipeline/sources.py registers it; the command line, the

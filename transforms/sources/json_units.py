@@ -87,6 +87,9 @@ class Unit:
     layout: str
     start: int = 0
     end: int = -1
+    # The ijson prefix of an array's records: "item" for a top-level array, "data.item" for the
+    # records of a wrapper object ({"data": [...]}, migrate table).
+    items: str = "item"
 
 
 def _is_compressed(path: str) -> bool:
@@ -322,7 +325,7 @@ def _read_stream(unit: Unit) -> Iterator[Record]:
         _count_decoded(handle.encoding)
         guard = DepthGuard(handle)
         if unit.layout == ARRAY:
-            items = ijson.items(guard, "item", use_float=True)
+            items = ijson.items(guard, unit.items, use_float=True)
         else:
             items = ijson.items(guard, "", multiple_values=True, use_float=True)
         seen_cuts = 0

@@ -27,6 +27,8 @@ __all__ = [
     "METADATA_ENTRIES",
     "METADATA_DROPPED",
     "UNREADABLE_FILES",
+    "NOT_SELECTED",
+    "MAPPED",
     "invariant",
 ]
 
@@ -43,17 +45,27 @@ PASSWORD_DROPPED = "table.password_dropped."  # + reason (--on-unsupported-hash=
 METADATA_ENTRIES = "table.metadata_entries"
 METADATA_DROPPED = "table.metadata_dropped"
 UNREADABLE_FILES = "table.unreadable_files"
+# --where: records that are not users, neither written nor dead-lettered
+NOT_SELECTED = "table.records_not_selected"
+MAPPED = "table.mapped."  # + field: records (selected) that held a value at the field's path
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
-    """records read = written + dead-lettered; records converted = written + duplicates."""
+    """records read - not selected (``--where``) = written + dead-lettered; records converted =
+    written + duplicates."""
     converted = counters.count_prefix(counts, WITH_PASSWORD) + counts.get(WITHOUT_PASSWORD, 0)
-    return reader_invariant(
+    read, skipped = counts.get(RECORDS_READ, 0), counts.get(NOT_SELECTED, 0)
+    holds, text = reader_invariant(
         counts,
-        read=counts.get(RECORDS_READ, 0),
+        read=read - skipped,
         noun="records",
         source=SOURCE,
         passed=converted,
         passed_label="converted",
         refused_label="blocked",
     )
+    if skipped:
+        text = text.replace(
+            f"records read {read - skipped:,} =", f"records read {read:,} - not selected {skipped:,} =", 1
+        )
+    return holds, text

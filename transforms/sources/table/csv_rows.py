@@ -25,7 +25,17 @@ from collections.abc import Iterator
 from transforms.common.errors import one_line
 from transforms.common.reasons import Reason
 
-__all__ = ["read_csv", "CsvRecord", "MAX_CELL"]
+__all__ = [
+    "read_csv",
+    "CsvRecord",
+    "MAX_CELL",
+    "DELIMITERS",
+    "delimiter_flag",
+    "detect_delimiter",
+    "delimiter_name",
+    "joined_by",
+    "not_utf8",
+]
 
 # Largest cell (characters): far beyond any user field, small enough to bound memory per row.
 MAX_CELL = 1 << 20
@@ -52,15 +62,18 @@ def _shown(row: list[str]) -> list[str]:
     return [c.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for c in row]
 
 
-def read_csv(stream: io.RawIOBase, delimiter: str = ",") -> tuple[list[str], Iterator[CsvRecord]]:
-    """The header (columns trimmed) and an iterator of the data rows (see module docstring).
+def read_csv(
+    stream: io.RawIOBase, delimiter: str = ",", encoding: str = "utf-8"
+) -> tuple[list[str], Iterator[CsvRecord]]:
+    """The header (columns trimmed) and an iterator of the data rows (see module docstring);
+    ``encoding`` (``--encoding``) decodes a file that is not UTF-8.
 
     The iterator raises InputReadError where the file cannot be read on (a cut or damaged
     ``.gz``); every row before it has been yielded.
     """
     seen = _NOT_UTF8[0]
     text = io.TextIOWrapper(
-        io.BufferedReader(stream, 1 << 20), encoding="utf-8", errors="zitadel_beam_csv", newline=""
+        io.BufferedReader(stream, 1 << 20), encoding=encoding, errors="zitadel_beam_csv", newline=""
     )
     reader = csv.reader(text, delimiter=delimiter, strict=False)
     header: list[str] = []
@@ -89,7 +102,11 @@ def _rows(reader, header: list[str], seen: int) -> Iterator[CsvRecord]:
             yield (
                 position,
                 dict(zip(header, _shown(row), strict=False)),
-                (Reason.MALFORMED_CSV, f"row {position + 1} holds bytes that are not UTF-8"),
+                (
+                    Reason.MALFORMED_CSV,
+                    f"row {position + 1} holds bytes that are not UTF-8 (a file saved as Windows-1252: "
+                    "convert it to UTF-8, or give --encoding=cp1252)",
+                ),
             )
         elif len(row) != width:
             record = dict(zip(header, row, strict=False))
@@ -115,3 +132,63 @@ def _utf8(row: list[str]) -> bool:
         return True
     except UnicodeEncodeError:
         return False
+
+
+# The delimiters a header line is tried with, in the order a tie is decided.
+DELIMITERS = (",", ";", "\t", "|")
+_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": " "}
+
+
+def delimiter_flag(text: str) -> str:
+    """``--delimiter`` → the character: one character, or ``tab``/``\\t`` (as a shell passes
+    them), ``comma``, ``semicolon``, ``pipe``, ``space``; ValueError naming the choices."""
+    if len(text) == 1:
+        return text
+    named = _NAMES.get(text.strip().lower())
+    if named is None:
+        raise ValueError(f"give one character, or one of {', '.join(_NAMES)}")
+    return named
+
+
+def delimiter_name(delimiter: str) -> str:
+    """How the summary names a delimiter (``tab`` for the tab)."""
+    return "tab" if delimiter == "\t" else repr(delimiter)
+
+
+def detect_delimiter(header_line: str) -> str:
+    """The delimiter of :data:`DELIMITERS` that cuts ``header_line`` into the most cells (``,``
+    when none cuts it: a one-column table)."""
+    best, cells = ",", 1
+    for delimiter in DELIMITERS:
+        row = next(csv.reader([header_line], delimiter=delimiter), [])
+        if len(row) > cells:
+            best, cells = delimiter, len(row)
+    return best
+
+
+def joined_by(cell: str, names: list[str]) -> str | None:
+    """The delimiter of :data:`DELIMITERS` that joins some of ``names`` in one header ``cell``
+    (``id;name;email`` read with ``,``), or None."""
+    folded = {n.strip().casefold() for n in names}
+    for delimiter in DELIMITERS:
+        parts = [p.strip().casefold() for p in cell.split(delimiter)]
+        if len(parts) > 1 and folded & set(parts):
+            return delimiter
+    return None
+
+
+def not_utf8(head: bytes, complete: bool) -> tuple[int, int, int] | None:
+    """(the first line, its first byte that is not UTF-8, how many lines hold such bytes) of
+    ``head``, or None (a character cut by the head's end is not counted)."""
+    first: tuple[int, int] | None = None
+    bad = 0
+    lines = head.split(b"\n")
+    for number, line in enumerate(lines, 1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            if number == len(lines) and not complete and err.reason == "unexpected end of data":
+                break
+            bad += 1
+            first = first or (number, line[err.start])
+    return None if first is None else (first[0], first[1], bad)

@@ -61,6 +61,7 @@ from transforms.sources.source_parts import ReadUsers
 from transforms.sources.table import accounting as ta
 from transforms.sources.table.csv_rows import read_csv
 from transforms.sources.table.mapping import TableOptions, TableRejection, TableUser, map_record
+from transforms.sources.table.sample import NestedFields, held, selected
 from transforms.sources.table.spec import for_columns
 
 __all__ = ["ReadTableUsers", "TableFile", "CHUNK_RECORDS", "CSV"]
@@ -82,6 +83,9 @@ class TableFile:
     size: int
     csv: bool
     delimiter: str = ","
+    delimiter_detected: bool = False  # read from the header line (no --delimiter)
+    encoding: str = "utf-8"  # --encoding (CSV)
+    items: str | None = None  # a wrapper's records ({"data": [...]}: "data.item"), JSON only
 
 
 # What the readers yield: (position, record or None, the record's JSON or None, (reason, detail) or None)
@@ -94,6 +98,9 @@ class _PlanUnitsFn(beam.DoFn):
     def process(self, file: TableFile) -> Iterator[tuple[TableFile, json_units.Unit]]:
         if file.csv:
             yield file, json_units.Unit(file.index, file.path, CSV)
+            return
+        if file.items is not None:  # the records of a wrapper object: one array, streamed
+            yield file, json_units.Unit(file.index, file.path, json_units.ARRAY, items=file.items)
             return
         for unit in json_units.plan_units(json_units.InputFile(file.index, file.path, file.size)):
             yield file, unit
@@ -111,6 +118,7 @@ class _ReadUnitFn(beam.DoFn):
     def setup(self):
         self._tally = HashTally()
         self._fields: FieldTally | None = None
+        self._nested = NestedFields(self._options.spec)
 
     def process(self, element: tuple[TableFile, json_units.Unit]):
         file, unit = element
@@ -153,12 +161,13 @@ class _ReadUnitFn(beam.DoFn):
             with open_input(file.path, progress=True) as stream:
                 if stream.encoding:
                     counts[counters.INPUTS_DECODED + stream.encoding] += 1
-                header, rows = read_csv(stream, file.delimiter)
+                header, rows = read_csv(stream, file.delimiter, file.encoding)
                 spec, _ = for_columns(self._options.spec, header)
                 self._file_options = dataclasses.replace(self._options, spec=spec)
                 # Columns the mapping does not name: counted per written user who had a value.
                 mapped = frozenset(spec.first_parts())
                 self._fields = FieldTally(ta.PREFIX, mapped, frozenset(header) - mapped)
+                self._nested = NestedFields(spec)
                 for position, record, problem in rows:
                     read += 1
                     yield position, record, None, problem
@@ -172,6 +181,7 @@ class _ReadUnitFn(beam.DoFn):
         self._file_options = self._options
         # Keys the mapping does not name: counted (by name) per written user as unknown fields.
         self._fields = FieldTally(ta.PREFIX, frozenset(self._options.spec.first_parts()), frozenset())
+        self._nested = NestedFields(self._options.spec)
         for position, raw, value, error in json_units.read_unit(unit):
             reason = getattr(error, "reason", Reason.MALFORMED_JSON)
             if error is not None and reason == Reason.UNREADABLE_INPUT and raw is None:
@@ -195,6 +205,8 @@ class _ReadUnitFn(beam.DoFn):
             # Its text as it was (it may not be JSON), or the CSV cells read.
             text = raw.decode("utf-8", "replace") if raw is not None else record
             return _dead(sortkey, problem, ta.SOURCE, {"id": None, "blocked": False, "record": text})
+        if type(record) is dict and not self._selected(record, counts):
+            return None  # --where: not a user; counted, neither written nor dead-lettered
         shown = orjson.Fragment(raw) if raw is not None else record
         mapped = map_record(record, self._file_options)
         if isinstance(mapped, TableRejection):
@@ -215,6 +227,18 @@ class _ReadUnitFn(beam.DoFn):
         self._count_converted(mapped, counts)
         return None
 
+    def _selected(self, record: dict, counts: collections.Counter[str]) -> bool:
+        """Whether ``--where`` selects ``record`` (else counted as not selected); a selected
+        record counts, per mapped field, whether it held a value there."""
+        spec = self._file_options.spec
+        if spec.where and not selected(record, spec.where):
+            counts[ta.NOT_SELECTED] += 1
+            return False
+        for field, path in spec.fields.items():
+            if held(record, path):
+                counts[ta.MAPPED + field] += 1
+        return True
+
     def _written(self, mapped: TableUser, record: object) -> tuple[tuple[str, ...], bytes]:
         """What the summary and the manifest count about the user once it is written: the row's
         ``tallies`` and passwordless line (transforms/output/written.py counts them)."""
@@ -232,7 +256,11 @@ class _ReadUnitFn(beam.DoFn):
             if refused is not None:
                 names.append(refused)
         names += [counters.note(note) for note in mapped.notes]
-        fields = self._fields.names(record) if self._fields is not None and type(record) is dict else ()
+        fields = (
+            self._fields.names(record, self._nested.names(record))
+            if self._fields is not None and type(record) is dict
+            else ()
+        )
         return (intern_tallies((*fields, *names)) if names else fields), line
 
     def _count_converted(self, mapped: TableUser, counts: collections.Counter[str]) -> None:

@@ -89,10 +89,12 @@ class TableSpec:
     fields: Mapping[str, FieldPath]
     metadata: tuple[FieldPath, ...] = ()
     hash_form: str | None = None
+    # --where PATH=VALUE: the records read as users (all must hold); the others are not selected.
+    where: tuple[tuple[FieldPath, str], ...] = ()
 
     def first_parts(self) -> list[str]:
         """The first part of every path: the columns a CSV header must have (or the top keys)."""
-        paths = [*self.fields.values(), *self.metadata]
+        paths = [*self.fields.values(), *self.metadata, *(path for path, _ in self.where)]
         return list(dict.fromkeys(p.parts[0] for p in paths))
 
 
@@ -165,8 +167,25 @@ def _from_flags(flags: Sequence[str]) -> dict[str, object]:
     return out
 
 
-def load_spec(file_text: str | bytes | None, flags: Sequence[str] = ()) -> TableSpec:
-    """The mapping file's JSON text (or None) and the ``--map`` flags → a :class:`TableSpec`."""
+def _where(flags: Sequence[str]) -> tuple[tuple[FieldPath, str], ...]:
+    """``--where PATH=VALUE`` flags → (path, value) pairs; the value is compared as text."""
+    where = []
+    for flag in flags:
+        path, sep, value = flag.partition("=")
+        if not sep or not path.strip():
+            raise SpecError(f"--where {flag!r}: expected PATH=VALUE, e.g. --where model=auth.user")
+        parts = tuple(path.strip().split("."))
+        if any(not p for p in parts) or len(parts) > _MAX_PATH:
+            raise SpecError(f"--where {flag!r}: {path!r} is not a column name or a dotted path (a.b.c)")
+        where.append((FieldPath(path.strip(), parts), value.strip()))
+    return tuple(where)
+
+
+def load_spec(
+    file_text: str | bytes | None, flags: Sequence[str] = (), where: Sequence[str] = ()
+) -> TableSpec:
+    """The mapping file's JSON text (or None), the ``--map`` flags and the ``--where`` flags → a
+    :class:`TableSpec`."""
     raw = {**_from_file(file_text), **_from_flags(flags)}
     if "id" not in raw:
         raise SpecError("the mapping names no 'id' (--map id=COLUMN): every user needs a stable id")
@@ -177,7 +196,9 @@ def load_spec(file_text: str | bytes | None, flags: Sequence[str] = ()) -> Table
         raise SpecError("mapping 'hash_form': give a hash form name as text")
     metadata = _metadata(raw.pop("metadata")) if "metadata" in raw else ()
     fields = {key: _path(key, value) for key, value in raw.items()}
-    return TableSpec(fields=fields, metadata=metadata, hash_form=form.strip() if form else None)
+    return TableSpec(
+        fields=fields, metadata=metadata, hash_form=form.strip() if form else None, where=_where(where)
+    )
 
 
 def for_columns(spec: TableSpec, columns: Sequence[str]) -> tuple[TableSpec, list[str]]:
@@ -201,4 +222,5 @@ def for_columns(spec: TableSpec, columns: Sequence[str]) -> tuple[TableSpec, lis
 
     fields = {key: spelled(path) for key, path in spec.fields.items()}
     metadata = tuple(spelled(path) for path in spec.metadata)
-    return dataclasses.replace(spec, fields=fields, metadata=metadata), missing
+    where = tuple((spelled(path), value) for path, value in spec.where)
+    return dataclasses.replace(spec, fields=fields, metadata=metadata, where=where), missing

@@ -68,7 +68,10 @@ def test_a_row_with_bytes_that_are_not_utf8_is_malformed_and_the_next_rows_are_r
     _, rows = _read(path)
     assert rows[0] == (0, {"id": "1", "email": "a@example.com"}, None)
     assert rows[1][1] == {"id": "2", "email": "\ufffd\ufffd@x"}
-    assert rows[1][2] == (Reason.MALFORMED_CSV, "row 2 holds bytes that are not UTF-8")
+    assert rows[1][2] is not None and rows[1][2][0] == Reason.MALFORMED_CSV
+    # The detail says what the file may be and what to do about it.
+    assert rows[1][2][1].startswith("row 2 holds bytes that are not UTF-8 (a file saved as Windows-1252")
+    assert "--encoding=cp1252" in rows[1][2][1]
     assert rows[2] == (2, {"id": "3", "email": "c@example.com"}, None)
 
 

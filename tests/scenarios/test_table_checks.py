@@ -1,0 +1,228 @@
+"""``migrate table`` on files other projects wrote, tried as a new user would: a small mistake in the
+mapping or the flags is refused with one line before anything is written, never a run that exits 0
+with people changed or dropped.
+
+The files are Django's own auth test fixtures and files derived from them, and Firebase Auth
+Emulator exports (tests/data/tables/, origins and licences in tests/data/README.md). Every run is
+the real command (``pipeline.cli.main``); the numbers are counted by hand from the files:
+``django-auth-tests-authtestdata.json`` holds 6 users (pk "1".."6"), one inactive (pk 2), one with
+an empty password (pk 4); ``django-auth-tests-regular.json`` holds one ``auth.group`` and one
+``auth.user``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from repo_files import DATA_DIR
+
+from pipeline.cli import main
+from transforms.common.reasons import Reason
+
+TABLES = DATA_DIR / "tables"
+DJANGO = TABLES / "django"
+AUTHTESTDATA = DJANGO / "django-auth-tests-authtestdata.json"
+REGULAR = DJANGO / "django-auth-tests-regular.json"
+ENABLED_CONFIG = DATA_DIR / "zitadel-config" / "verifiers-enabled.yaml"
+# The mapping of a Django fixture (docs/table.md): ids are the fixture's pk.
+DJANGO_MAP = [
+    "--map=id=pk",
+    "--map=username=fields.username",
+    "--map=email=fields.email",
+    "--map=password_hash=fields.password",
+    "--map=blocked=not(fields.is_active)",
+]
+
+
+def _run(tmp_path: Path, *args: str) -> tuple[int, dict | None]:
+    out = tmp_path / "out"
+    code = main(["migrate", "table", "--org=1", f"--output={out / 'importBody.json'}", *args])
+    manifest = out / "importBody.manifest.json"
+    return code, (json.loads(manifest.read_text()) if manifest.exists() else None)
+
+
+def _refused(tmp_path: Path, capsys, *args: str) -> str:
+    """Run, expect a configuration error (exit 2, one line, nothing written); the line."""
+    code, manifest = _run(tmp_path, *args)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and manifest is None, err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def _users(tmp_path: Path, manifest: dict) -> dict[str, dict]:
+    out = tmp_path / "out"
+    return {
+        entry["userId"]: entry["user"]
+        for body in manifest["bodies"]
+        for org in json.loads((out / body["path"]).read_text())["dataOrgs"]["orgs"]
+        for entry in org.get("humanUsers", [])
+    }
+
+
+def _dead(tmp_path: Path) -> list[dict]:
+    path = tmp_path / "out" / "importBody.dead-letter.ndjson"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.parametrize(
+    "mapping, expected",
+    [
+        # The typo that made 24 deactivated accounts active users.
+        (
+            "--map=blocked=not(fields.is_actve)",
+            "mapping 'blocked': none of its 6 records has fields.is_actve",
+        ),
+        # The typo that dropped every password.
+        (
+            "--map=password_hash=fields.pasword",
+            "mapping 'password_hash': none of its 6 records has fields.pasword",
+        ),
+        ("--map=email=fields.emial", "mapping 'email': none of its 6 records has fields.emial"),
+    ],
+)
+def test_a_json_path_found_in_no_record_is_refused_naming_the_nearest(tmp_path, capsys, mapping, expected):
+    field = mapping.split("=")[1]
+    flags = [f for f in DJANGO_MAP if not f.startswith(f"--map={field}=")] + [mapping]
+    err = _refused(tmp_path, capsys, f"--input={AUTHTESTDATA}", *flags)
+    assert expected in err
+    nearest = {"blocked": "fields.is_active", "password_hash": "fields.password", "email": "fields.email"}
+    assert f"(did you mean {nearest[field]!r}?)" in err
+
+
+def test_a_mapped_field_that_holds_nothing_in_any_record_is_refused(tmp_path, capsys):
+    # fields.first_name exists in the one user of the fixture, and is empty.
+    err = _refused(
+        tmp_path,
+        capsys,
+        f"--input={REGULAR}",
+        "--where=model=auth.user",
+        "--map=id=pk",
+        "--map=email=fields.email",
+        "--map=password_hash=fields.first_name",
+    )
+    assert "mapping 'password_hash': fields.first_name holds no value in any of its 2 records" in err
+    assert "imported without a password" in err
+
+
+def test_the_right_mapping_writes_the_fixture_and_counts_what_each_path_held(tmp_path, capsys):
+    code, manifest = _run(
+        tmp_path, f"--input={AUTHTESTDATA}", *DJANGO_MAP, "--on-unsupported-hash=import-without-password"
+    )
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"]
+    users = _users(tmp_path, manifest)
+    assert sorted(users) == ["1", "3", "4", "5", "6"]  # pk 2 is inactive
+    assert [(d["reason"], d["record"]["id"]) for d in _dead(tmp_path)] == [(Reason.BLOCKED, "2")]
+    counts = manifest["counts"]
+    # Per mapped field, the records that held a value: pk 4's password is empty.
+    assert counts["table.mapped.id"] == 6 and counts["table.mapped.password_hash"] == 5
+    assert counts["table.mapped.blocked"] == 6
+    # The nested fields no mapping read, per user written who had them (a forgotten
+    # fields.first_name is named, not only the top-level keys).
+    assert manifest["fields_not_carried"] == {
+        "table.fields.date_joined": 5,
+        "table.fields.first_name": 5,
+        "table.fields.is_staff": 1,
+        "table.fields.last_login": 5,
+        "table.fields.last_name": 5,
+    }
+    summary = capsys.readouterr().out
+    assert "mapped fields (records that held a value)" in summary
+    assert "  blocked (not(fields.is_active))" in summary
+
+
+def test_where_selects_the_users_of_a_dumpdata_file_and_counts_the_rest(tmp_path, capsys):
+    code, manifest = _run(
+        tmp_path,
+        f"--input={REGULAR}",
+        *DJANGO_MAP,
+        "--where=model=auth.user",
+        f"--zitadel-config={ENABLED_CONFIG}",
+    )
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"]
+    assert sorted(_users(tmp_path, manifest)) == ["1"]
+    assert _dead(tmp_path) == []  # the group is not a dead letter
+    assert manifest["counts"]["table.records_not_selected"] == 1
+    summary = capsys.readouterr().out
+    assert "records read 2 - not selected 1 = written 1 + dead-lettered 0" in summary
+    assert "  not selected (--where)" in summary
+
+
+def test_where_paths_and_values_are_checked_before_the_run(tmp_path, capsys):
+    err = _refused(tmp_path, capsys, f"--input={REGULAR}", *DJANGO_MAP, "--where=modl=auth.user")
+    assert "--where modl: none of its 2 records has modl (did you mean 'model'?)" in err
+    err = _refused(tmp_path, capsys, f"--input={REGULAR}", *DJANGO_MAP, "--where=model=auth.usr")
+    assert "--where: none of its 2 records is selected; model holds auth.group, auth.user" in err
+
+
+def test_natural_keys_without_pk_are_refused_naming_a_unique_field(tmp_path, capsys):
+    err = _refused(tmp_path, capsys, f"--input={DJANGO / 'authtestdata-natural-primary.json'}", *DJANGO_MAP)
+    assert "mapping 'id': none of its 6 records has pk" in err
+    assert "a field unique in them: --map id=fields.username" in err
+
+
+def test_a_wrapper_object_is_read_as_its_records_and_named(tmp_path, capsys):
+    code, manifest = _run(
+        tmp_path,
+        f"--input={DJANGO / 'authtestdata-data-wrapper.json'}",
+        "--map=id=id",
+        "--map=email=email",
+        "--map=blocked=not(is_active)",
+    )
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"]
+    assert sorted(_users(tmp_path, manifest)) == ["1", "3", "4", "5", "6"]
+    assert manifest["counts"]["table.records_read"] == 6
+    assert list(manifest["wrappers"].values()) == ["data"]
+    assert "records of the top-level 'data' array" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["faker-app-emulator-accounts.json", "opensourcehub-emulator-accounts.json"])
+def test_a_firebase_export_given_to_migrate_table_is_refused_naming_migrate_firebase(tmp_path, capsys, name):
+    err = _refused(
+        tmp_path,
+        capsys,
+        f"--input={TABLES / 'firebase-emulator' / name}",
+        "--map=id=localId",
+        "--map=email=email",
+    )
+    assert "looks like a Firebase Auth export" in err and "migrate firebase --users reads it" in err
+
+
+CSV_MAP = ["--map=id=id", "--map=email=email", "--map=first_name=first_name", "--map=blocked=not(is_active)"]
+
+
+@pytest.mark.parametrize(
+    "name, flags, delimiter",
+    [
+        ("authtestdata-excel-semicolon.csv", [], "';' (detected)"),
+        ("authtestdata-tab.txt", [], "tab (detected)"),
+        ("authtestdata-tab.txt", ["--delimiter=tab"], "tab"),
+        ("authtestdata-tab.txt", ["--delimiter=\\t"], "tab"),
+    ],
+)
+def test_delimiters_are_read_from_the_header_or_named(tmp_path, capsys, name, flags, delimiter):
+    code, manifest = _run(tmp_path, f"--input={DJANGO / name}", *CSV_MAP, *flags)
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"]
+    assert sorted(_users(tmp_path, manifest)) == ["1", "3", "4", "5", "6"]
+    assert manifest["csv_delimiters"] == [delimiter]
+    assert "CSV delimiter" in capsys.readouterr().out
+
+
+def test_a_wrong_delimiter_names_the_one_the_header_uses(tmp_path, capsys):
+    err = _refused(
+        tmp_path, capsys, f"--input={DJANGO / 'authtestdata-excel-semicolon.csv'}", *CSV_MAP, "--delimiter=,"
+    )
+    assert "the header has no column 'id'" in err and "joined by ';': --delimiter=';'" in err
+
+
+def test_a_cp1252_file_is_refused_saying_how_to_convert_it_or_read_with_encoding(tmp_path, capsys):
+    path = DJANGO / "authtestdata-cp1252.csv"
+    err = _refused(tmp_path, capsys, f"--input={path}", *CSV_MAP)
+    assert "not UTF-8" in err and "iconv -f cp1252 -t utf-8" in err and "--encoding=cp1252" in err
+    code, manifest = _run(tmp_path, f"--input={path}", *CSV_MAP, "--encoding=cp1252")
+    assert code == 0 and manifest is not None
+    users = _users(tmp_path, manifest)
+    assert users["1"]["profile"]["firstName"] == "Zoë" and users["3"]["profile"]["firstName"] == "Renée"
