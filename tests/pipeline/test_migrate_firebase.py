@@ -256,7 +256,9 @@ def test_hash_config_is_an_input_the_run_never_writes(tmp_path, capsys):
         ('{"user_id": "auth0|1", "email": "a@example.com"}\n', "migrate auth0 --users reads it"),
         ('[{"localId": "1"}]', "a JSON array, not a Firebase Auth export"),
         ('{"accounts": []}', 'no "users" array'),
-        ("email,password\nann@example.com,x\n", "first line has 2 columns"),
+        # A header row: a table, not auth:export's headerless CSV (its columns would be read by position).
+        ("email,password\nann@example.com,x\n", "header row (email, password), not a Firebase Auth CSV"),
+        ("ann@example.com,x\n", "first line has 2 columns"),
         ("", "the file is empty"),
     ],
 )

@@ -104,7 +104,10 @@ def test_a_mapped_field_that_holds_nothing_in_any_record_is_refused(tmp_path, ca
         "--map=email=fields.email",
         "--map=password_hash=fields.first_name",
     )
-    assert "mapping 'password_hash': fields.first_name holds no value in any of its 2 records" in err
+    assert (
+        "mapping 'password_hash': fields.first_name holds no value in any of the 1 records --where "
+        "selects (of its 2 records)" in err
+    )
     assert "imported without a password" in err
 
 
@@ -226,3 +229,18 @@ def test_a_cp1252_file_is_refused_saying_how_to_convert_it_or_read_with_encoding
     assert code == 0 and manifest is not None
     users = _users(tmp_path, manifest)
     assert users["1"]["profile"]["firstName"] == "Zoë" and users["3"]["profile"]["firstName"] == "Renée"
+
+
+@pytest.mark.parametrize("name", ["authtestdata-excel-semicolon.csv", "authtestdata-tab.txt"])
+def test_a_table_with_a_header_given_to_migrate_firebase_is_refused_naming_migrate_table(
+    tmp_path, capsys, name
+):
+    out = tmp_path / "out" / "importBody.json"
+    code = main(["migrate", "firebase", "--org=1", f"--users={DJANGO / name}", f"--output={out}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert (
+        "a table with a header row (id, username, first_name" in err
+        and "migrate table --input reads it" in err
+    )
+    assert not out.exists()

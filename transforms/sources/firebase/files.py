@@ -21,6 +21,7 @@ import csv
 import dataclasses
 import io
 import os
+import re
 from collections.abc import Iterator, Sequence
 
 import ijson
@@ -119,17 +120,48 @@ def _json_problem(head: bytes, complete: bool) -> str | None:
 
 
 def _csv_problem(head: bytes) -> str | None:
-    """Why a head is not a Firebase CSV export (its first row has too few columns), or None."""
+    """Why a head is not a Firebase CSV export (a header row: a table for ``migrate table``; a first
+    row of too few columns), or None."""
     first = head.split(b"\n", 1)[0]
     try:
         row = next(csv.reader([first.decode("utf-8")]), [])
     except (UnicodeDecodeError, csv.Error):
         row = []
+    cells = max((_cells(first, d) for d in ",;\t|"), key=len)
+    if _header_row(cells):
+        shown = ", ".join(cell.strip() for cell in cells[:6]) + (", ..." if len(cells) > 6 else "")
+        return (
+            f"a table with a header row ({shown}), not a Firebase Auth CSV export (firebase auth:export "
+            "writes no header: its columns are read by position); migrate table --input reads it with a "
+            "mapping (docs/table.md)"
+        )
     if len(row) >= CSV_MIN_COLUMNS:
         return None
     return (
         f"neither a JSON export nor a Firebase CSV export (its first line has {len(row)} columns, "
         f"firebase auth:export writes at least {CSV_MIN_COLUMNS}): {describe_head(head)}"
+    )
+
+
+def _cells(line: bytes, delimiter: str) -> list[str]:
+    try:
+        return next(csv.reader([line.decode("utf-8")], delimiter=delimiter), [])
+    except (UnicodeDecodeError, csv.Error):
+        return []
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ .:-]{0,63}")
+
+
+def _header_row(row: list[str]) -> bool:
+    """Whether a first row names columns rather than holding a user: every cell a name (no e-mail
+    address, no true/false, no number), two or more of them. A Firebase CSV export's first row is
+    a user (``uid,ann@example.com,true,...``)."""
+    cells = [cell.strip() for cell in row]
+    if len(cells) < 2 or any(not cell for cell in cells[:2]):
+        return False
+    return all(
+        _NAME.fullmatch(cell) is not None and cell.lower() not in ("true", "false") for cell in cells if cell
     )
 
 

@@ -223,7 +223,7 @@ def check_sample(sample: Sample, spec: TableSpec) -> None:
         raise ConfigError(f"--where: none of {counted} is selected; {first.text} holds {', '.join(seen)}")
     records = sample.selected
     if spec.where:
-        counted += f" selected by --where ({len(records):,})"
+        counted = f"the {len(records):,} records --where selects (of {counted})"
     for field, path in [*spec.fields.items(), *(("metadata", p) for p in spec.metadata)]:
         if not any(found(r, path) for r in records):
             raise ConfigError(_absent(field, path, records, known, counted))
@@ -238,6 +238,8 @@ def check_sample(sample: Sample, spec: TableSpec) -> None:
 
 def _absent(field: str, path: FieldPath, records: list[dict], known: list[str], counted: str) -> str:
     text = f"mapping {field!r}: none of {counted} has {path.text}"
+    if path.text in known:
+        return f"{text} (only records --where leaves out have it)"
     if field == "id":
         unique = unique_path(records)
         if unique:
