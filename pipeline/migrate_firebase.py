@@ -28,6 +28,7 @@ from pipeline.report import SummaryLine, shared_summary_lines, users_lines
 from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
+from transforms.common.reasons import Reason
 from transforms.files.storage import check_gcs_reachable
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.sources.firebase import accounting as fb
@@ -42,6 +43,13 @@ __all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
 _RESERVED = {
     "password": "'password' is Firebase's own e-mail/password sign-in, not an identity provider",
     "phone": "'phone' is Firebase's own phone sign-in, not an identity provider",
+}
+
+
+# The summary's name of each reason a password was not imported.
+_DROPPED = {
+    Reason.UNSUPPORTED_HASH: "Firebase scrypt hash not importable, reset needed (unsupported-hash)",
+    Reason.PLAINTEXT_PASSWORD: "emulator clear-text password not imported (plaintext-password)",
 }
 
 
@@ -68,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "hash come without a password and are listed, this command's --on-unsupported-hash "
         "default being import-without-password)",
     )
+    parser.add_argument(
+        "--allow-plaintext-passwords",
+        action="store_true",
+        help="a Firebase Auth Emulator export (passwordHash fakeHash:...:password=...) holds each "
+        "password in clear text: import it as the user's password with passwordChangeRequired, for test "
+        "tenants (default: the user comes without a password, listed for a reset, or is dead-lettered "
+        "as plaintext-password with --on-unsupported-hash=dead-letter)",
+    )
     add_idp_map_argument(parser, "providerUserInfo entries of providerId ALIAS (e.g. google.com, apple.com)")
     legacy_hashes.add_argument(parser)
     add_common_arguments(parser)
@@ -85,7 +101,11 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         lines.append((f"  from {suffix} files", value))
     lines.append(("users without a password in the export", counts.get(fb.NO_PASSWORD, 0)))
     for suffix, value in by_suffix(counts, fb.PASSWORD_DROPPED):
-        lines.append((f"Firebase scrypt hash not importable, reset needed ({suffix})", value))
+        lines.append((_DROPPED.get(suffix, f"password not importable, reset needed ({suffix})"), value))
+    if counts.get(fb.PLAINTEXT_IMPORTED):
+        lines.append(
+            ("emulator passwords imported as plaintext (change required)", counts[fb.PLAINTEXT_IMPORTED])
+        )
     lines.append(("disabled users written (--include-disabled, --state)", counts.get(fb.DISABLED_WRITTEN, 0)))
     mfa = by_suffix(counts, fb.MFA)
     if mfa:
@@ -153,6 +173,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         email_fallback=common.email_fallback,
         validation=ValidationOptions(hash_policy=common.hash_policy),
         idp_map=idp_map,
+        allow_plaintext_passwords=known_args.allow_plaintext_passwords,
     )
 
     def add_source(pipeline, tmp_dir: str):
@@ -195,7 +216,7 @@ DESCRIPTION = SourceDescription(
     kind=KIND,
     # --legacy-hashes: its users must be pushed with --api=user-v2, which the template does not
     # offer (docs/companion.md#users-must-be-active): a template run keeps the reset list.
-    flex=FlexPart(left_out=frozenset({"legacy_hashes"})),
+    flex=FlexPart(left_out=frozenset({"legacy_hashes", "allow_plaintext_passwords"})),
     files={"users": "--users", "hash_config": "--hash-config"},
     worker_files=("users",),
 )

@@ -94,6 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default auto: each value's form is detected; docs/hash-forms.md lists the forms)",
     )
     parser.add_argument(
+        "--allow-plaintext-passwords",
+        action="store_true",
+        help="a password column value that is plainly a password, not a hash (a seed row's "
+        "password123), is imported as the user's password with passwordChangeRequired, for test tenants "
+        "(default: such users are dead-lettered as plaintext-password)",
+    )
+    parser.add_argument(
         "--email-verified",
         action="store_true",
         help="mark every e-mail verified (default: the mapped column)",
@@ -177,6 +184,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
             allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy
         ),
         hash_form=_hash_form(known_args.hash_form or spec.hash_form),
+        allow_plaintext_passwords=known_args.allow_plaintext_passwords,
     )
     project = roles.project_id if roles is not None else None
 
@@ -260,7 +268,7 @@ DESCRIPTION = SourceDescription(
     summary_lines=summary_lines,
     invariant=ta.invariant,
     kind=KIND,
-    flex=FlexPart(),
+    flex=FlexPart(left_out=frozenset({"allow_plaintext_passwords"})),
     files={"input": "--input", "mapping": "--mapping"},
     worker_files=("input",),  # the launcher reads the mapping and hands the workers its spec
 )

@@ -204,7 +204,7 @@ HOSTILE = (
     "1,dupe@example.com,true,,,\n"  # the id of row 1 again
     "6,cells@example.com,true,,,,extra\n"  # one cell too many
     "7,brokenjson@example.com,true,{oops,,\n"  # the JSON column does not parse
-    "8,hash@example.com,true,,,not-a-hash\n"  # no verifier parses it
+    "8,hash@example.com,true,,,$not$a$hash\n"  # no verifier parses it
     '9,"quoted\nnewline@example.com",true,,,\n'  # an e-mail with a newline: refused
 )
 

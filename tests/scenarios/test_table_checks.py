@@ -244,3 +244,76 @@ def test_a_table_with_a_header_given_to_migrate_firebase_is_refused_naming_migra
         and "migrate table --input reads it" in err
     )
     assert not out.exists()
+
+
+LARAVEL = TABLES / "laravel" / "users-seeded.csv"
+LARAVEL_MAP = [
+    f"--input={LARAVEL}",
+    "--map=id=id",
+    "--map=email=email",
+    "--map=display_name=name",
+    "--map=password_hash=password",
+    "--map=email_verified=present(email_verified_at)",
+]
+
+
+def test_a_seed_rows_plaintext_password_is_named_as_such_and_imported_only_when_allowed(tmp_path):
+    code, manifest = _run(tmp_path / "default", *LARAVEL_MAP)
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"]
+    dead = _dead(tmp_path / "default")
+    assert [(d["reason"], d["record"]["id"]) for d in dead] == [(Reason.PLAINTEXT_PASSWORD, "2")]
+    assert "--allow-plaintext-passwords" in dead[0]["detail"] and "password123" not in dead[0]["detail"]
+    code, manifest = _run(tmp_path / "allowed", *LARAVEL_MAP, "--allow-plaintext-passwords")
+    assert code == 0 and manifest is not None
+    users = _users(tmp_path / "allowed", manifest)
+    assert users["2"]["password"] == "password123" and users["2"]["passwordChangeRequired"] is True
+    assert users["1"]["hashedPassword"]["value"].startswith("$2y$10$")
+    assert manifest["counts"]["table.with_password.plaintext"] == 1
+
+
+EMULATOR = TABLES / "firebase-emulator"
+
+
+def _firebase(tmp_path: Path, name: str, *flags: str) -> tuple[int, dict]:
+    out = tmp_path / "out"
+    argv = [
+        "migrate",
+        "firebase",
+        "--org=1",
+        f"--users={EMULATOR / name}",
+        f"--output={out / 'importBody.json'}",
+    ]
+    code = main([*argv, *flags])
+    return code, json.loads((out / "importBody.manifest.json").read_text())
+
+
+def test_an_emulator_export_is_named_as_such_and_its_passwords_imported_when_allowed(tmp_path, capsys):
+    code, manifest = _firebase(tmp_path / "default", "faker-app-emulator-accounts.json")
+    assert code == 0 and manifest["invariant"]["holds"]
+    summary = capsys.readouterr().out
+    assert "emulator clear-text password not imported (plaintext-password)" in summary
+    assert "modified scrypt" not in summary.lower() and "scrypt hash" not in summary
+    listed = (tmp_path / "default" / "out" / "importBody.passwordless.ndjson").read_text()
+    assert json.loads(listed)["reason"] == Reason.PLAINTEXT_PASSWORD
+    code, manifest = _firebase(
+        tmp_path / "allowed", "faker-app-emulator-accounts.json", "--allow-plaintext-passwords"
+    )
+    assert code == 0
+    (user,) = _users(tmp_path / "allowed", manifest).values()
+    # The emulator's fakeHash:salt=...:password=test1234 holds the password as typed.
+    assert user["password"] == "test1234" and user["passwordChangeRequired"] is True
+    assert manifest["counts"]["firebase.plaintext_passwords_imported"] == 1
+    assert manifest["cannot_sign_in_yet"] == 0
+    assert "emulator passwords imported as plaintext (change required)" in capsys.readouterr().out
+
+
+def test_an_emulator_export_dead_letters_its_passwords_by_name_with_dead_letter(tmp_path):
+    code, manifest = _firebase(
+        tmp_path, "faker-app-emulator-accounts.json", "--on-unsupported-hash=dead-letter"
+    )
+    assert code == 1  # the one user was dead-lettered
+    (letter,) = _dead(tmp_path)
+    assert (
+        letter["reason"] == Reason.PLAINTEXT_PASSWORD and "Firebase Auth Emulator export" in letter["detail"]
+    )
+    assert "test1234" not in json.dumps(letter["detail"])

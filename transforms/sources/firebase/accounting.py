@@ -19,6 +19,7 @@ __all__ = [
     "USERS_MAPPED",
     "NO_PASSWORD",
     "PASSWORD_DROPPED",
+    "PLAINTEXT_IMPORTED",
     "DISABLED_WRITTEN",
     "IDP_LINKS",
     "MFA",
@@ -38,6 +39,8 @@ USERS_READ = "firebase.users_read"
 USERS_MAPPED = "firebase.users_mapped"  # passed mapping and validation (written or duplicate)
 NO_PASSWORD = "firebase.no_password_in_export"  # no passwordHash (IdP or phone sign-in only)
 PASSWORD_DROPPED = "firebase.password_dropped."  # + reason: imported without it, must reset
+# An emulator export's clear-text password imported with --allow-plaintext-passwords (change required).
+PLAINTEXT_IMPORTED = "firebase.plaintext_passwords_imported"
 DISABLED_WRITTEN = "firebase.disabled_written"  # disabled users read for --state or --include-disabled
 IDP_LINKS = "firebase.idp_links."  # + outcome (linked, unmapped, invalid, firebase) + "." + provider
 MFA = "firebase.mfa."  # + kind (phone, totp, other): second factors, not carried

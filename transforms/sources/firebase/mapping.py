@@ -62,6 +62,8 @@ __all__ = [
     "CSV_PROVIDERS",
     "FIREBASE_PROVIDERS",
     "FIREBASE_SCRYPT",
+    "EMULATOR_HASH",
+    "emulator_password",
     "KNOWN_FIELDS",
     "not_carried_keys",
 ]
@@ -72,6 +74,9 @@ _User = Mapping[str, object]
 # The hash of every exported password: firebase-tools exports only hashes of the project's
 # default algorithm (accountExporter.ts drops the others), Firebase's modified scrypt.
 FIREBASE_SCRYPT = "firebase-scrypt"
+# The Firebase Auth Emulator keeps passwords as ``fakeHash:salt=<salt>:password=<password>``
+# (firebase-tools src/emulator/auth/operations.ts, hashPassword): the password in clear text.
+EMULATOR_HASH = "fakeHash:"
 # providerUserInfo providers that are Firebase's own sign-in, not an identity provider.
 FIREBASE_PROVIDERS = frozenset({"password", "phone"})
 
@@ -152,6 +157,8 @@ class FirebaseOptions:
     email_fallback: str | None = None
     # ``(providerId, ZITADEL IdP id)`` pairs from ``--idp-map``.
     idp_map: tuple[tuple[str, str], ...] = ()
+    # --allow-plaintext-passwords: an emulator export's clear-text passwords, with a forced change.
+    allow_plaintext_passwords: bool = False
 
 
 @dataclasses.dataclass
@@ -166,6 +173,7 @@ class MappedUser:
     link_outcomes: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     mfa: Sequence[str] = ()  # kinds of second factors (not carried)
     disabled: bool = False
+    plaintext: bool = False  # an emulator export's clear-text password, --allow-plaintext-passwords
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,12 +305,8 @@ def map_user(user: object, options: FirebaseOptions) -> MappedUser | Rejection:
     if isinstance(identity, Rejection):
         return identity
     body, fallback = identity
-    dropped_hash = None
-    if _text(user, "passwordHash"):
-        dropped_hash = HashFailure(
-            Reason.UNSUPPORTED_HASH,
-            "Firebase's modified scrypt: ZITADEL cannot verify it; the user must set a new password",
-        )
+    dropped_hash = _password(_text(user, "passwordHash"), options, body)
+    if dropped_hash is not None:
         if options.on_unsupported_hash != OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD:
             return Rejection(
                 dropped_hash.reason, dropped_hash.detail + " (--on-unsupported-hash=dead-letter)"
@@ -335,6 +339,41 @@ def map_user(user: object, options: FirebaseOptions) -> MappedUser | Rejection:
         link_outcomes=link_outcomes,
         mfa=mfa_kinds(user),
         disabled=disabled,
+        plaintext="password" in body,
+    )
+
+
+def emulator_password(value: str) -> str | None:
+    """The password a Firebase Auth Emulator export holds in clear text
+    (``fakeHash:salt=<salt>:password=<password>``, firebase-tools' emulator ``hashPassword``), or
+    None when ``value`` is not one."""
+    if not value.startswith(EMULATOR_HASH):
+        return None
+    _, sep, password = value.partition(":password=")
+    return password if sep else None
+
+
+def _password(hashed: str, options: FirebaseOptions, body: dict[str, object]) -> HashFailure | None:
+    """The export's ``passwordHash`` → why it cannot be imported, or None (none, or an emulator
+    export's clear-text password imported with ``--allow-plaintext-passwords``: ``password`` and
+    ``passwordChangeRequired`` in ``body``)."""
+    if not hashed:
+        return None
+    plaintext = emulator_password(hashed)
+    if plaintext is None:
+        return HashFailure(
+            Reason.UNSUPPORTED_HASH,
+            "Firebase's modified scrypt: ZITADEL cannot verify it; the user must set a new password",
+        )
+    if options.allow_plaintext_passwords and plaintext:
+        # A password that sat in a file in clear text (a test tenant's): the user must choose a new one.
+        body["password"] = plaintext
+        body["passwordChangeRequired"] = True
+        return None
+    return HashFailure(
+        Reason.PLAINTEXT_PASSWORD,
+        "a Firebase Auth Emulator export: its passwordHash (fakeHash:...) holds the password in clear "
+        "text, not a hash; --allow-plaintext-passwords imports it with a forced change (test tenants)",
     )
 
 

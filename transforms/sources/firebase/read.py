@@ -170,7 +170,9 @@ class _ReadFirebaseFileFn(beam.DoFn):
     def _count_mapped(self, mapped: MappedUser, counts: collections.Counter[str]) -> None:
         """What the summary counts about a user that is mapped (written or, later, a duplicate)."""
         counts[fb.USERS_MAPPED] += 1
-        if mapped.dropped_hash is None:
+        if mapped.plaintext:
+            counts[fb.PLAINTEXT_IMPORTED] += 1
+        elif mapped.dropped_hash is None:
             counts[fb.NO_PASSWORD] += 1
         for outcome, provider in mapped.link_outcomes:
             counts[f"{fb.IDP_LINKS}{outcome}.{provider}"] += 1
@@ -194,7 +196,7 @@ class _ReadFirebaseFileFn(beam.DoFn):
                 email.get("email") if isinstance(email, dict) else None,
             )
             names.append(name)
-        if "idps" not in body:
+        if "idps" not in body and not mapped.plaintext:
             names.append(counters.CANNOT_SIGN_IN + fb.PREFIX)
         if mapped.disabled:
             names.append(fb.DISABLED_WRITTEN)
@@ -231,7 +233,7 @@ def _row(
         name_key=user_name_key(body.get("userName")),
         entry_json=orjson.dumps(entry),
         metadata_json=meta,
-        password="",
+        password="password" if mapped.plaintext else "",  # a clear-text password: no verifier
         source=fb.SOURCE,
         record_json=orjson.dumps(user),
         companions_json=b"",

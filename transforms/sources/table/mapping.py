@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import re
 from typing import Any
 
 import orjson
@@ -55,6 +56,8 @@ class TableOptions:
     )
     # --hash-form: the form of every hash (None: detected per value, docs/hash-forms.md)
     hash_form: HashForm | None = None
+    # --allow-plaintext-passwords: a value that is plainly a password is imported, change required.
+    allow_plaintext_passwords: bool = False
 
 
 @dataclasses.dataclass
@@ -208,9 +211,39 @@ def _password(
     if isinstance(converted, ConvertedHash):
         body["hashedPassword"] = {"value": converted.value}
         return converted.algorithm, converted, None, outcome
+    if options.hash_form is None and plaintext_like(hashed.strip()):
+        if options.allow_plaintext_passwords:
+            # A password that sat in a table in clear text (a seed row): the user must choose a new one.
+            body["password"] = hashed.strip()
+            body["passwordChangeRequired"] = True
+            return PLAINTEXT, None, None, None
+        converted = HashFailure(
+            Reason.PLAINTEXT_PASSWORD,
+            f"{where} holds a password in clear text, not a hash (--allow-plaintext-passwords imports it "
+            "with a forced change)",
+        )
+        outcome = None
     if options.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD:
         return None, None, converted, outcome
     return TableRejection(converted.reason, converted.detail, refused=converted.refused, form_outcome=outcome)
+
+
+# The label of a clear-text password imported with --allow-plaintext-passwords.
+PLAINTEXT = "plaintext"
+# A value no hash form matched that is plainly a password: short, without the `$`, `:`, `{` of
+# hash layouts, and not the 13 characters of a DES crypt.
+_DES_CRYPT = re.compile(r"[./0-9A-Za-z]{13}")
+
+
+def plaintext_like(value: str) -> bool:
+    """Whether ``value`` (which no hash form matched) is plainly a password, not a hash: at most
+    24 characters, none of ``$ : { }``, not a DES crypt (Laravel's seed row ``password123``)."""
+    return (
+        0 < len(value) <= 24
+        and not any(c in value for c in "${}:")
+        and _DES_CRYPT.fullmatch(value) is None
+        and not value.isspace()
+    )
 
 
 def _metadata(values: Values, options: TableOptions) -> tuple[list[dict[str, str]], int]:

@@ -302,7 +302,11 @@ def _row(
         name_key=user_name_key(mapped.entry["user"].get("userName")),
         entry_json=orjson.dumps(mapped.entry),
         metadata_json=meta,
-        password=mapped.converted.verifier if mapped.converted is not None else "",
+        password=mapped.converted.verifier
+        if mapped.converted is not None
+        else "password"
+        if mapped.password
+        else "",
         source=ta.SOURCE,
         record_json=envelope_json,
         companions_json=b"",
