@@ -125,6 +125,17 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     return lines + shared_summary_lines(counts, fb.PREFIX)
 
 
+def unmatched_alias_lines(counts: Mapping[str, int], aliases: list[str]) -> list[SummaryLine]:
+    """The ``--idp-map`` aliases no providerUserInfo entry of the run named (a misspelt provider
+    links nobody), with the providers the export does name."""
+    named = {key.split(".", 3)[3] for key in counts if key.startswith(fb.IDP_LINKS) and key.count(".") >= 3}
+    unmatched = [alias for alias in aliases if alias not in named]
+    if not unmatched:
+        return []
+    seen = ", ".join(sorted(named)) or "none"
+    return [(f"--idp-map aliases that matched no entry (providers seen: {seen})", ", ".join(unmatched))]
+
+
 def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
     """The summary's rows for ``--hash-config`` (never a key's value)."""
     keys = [name for name in ("signer_key", "salt_separator") if recorded.get(f"{name}_given")]
@@ -180,7 +191,11 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         return pipeline | "ReadFirebase" >> ReadFirebaseUsers(files, options, NUM_PARTITIONS, tmp_dir)
 
     def lines(counts: Mapping[str, int]) -> list[SummaryLine]:
-        return summary_lines(counts) + (_hash_config_lines(recorded) if recorded is not None else [])
+        return (
+            summary_lines(counts)
+            + unmatched_alias_lines(counts, [alias for alias, _ in idp_map])
+            + (_hash_config_lines(recorded) if recorded is not None else [])
+        )
 
     extra: dict[str, object] = {"firebase_files": [_listed(f) for f in files]}
     if recorded is not None:

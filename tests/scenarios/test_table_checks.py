@@ -317,3 +317,23 @@ def test_an_emulator_export_dead_letters_its_passwords_by_name_with_dead_letter(
         letter["reason"] == Reason.PLAINTEXT_PASSWORD and "Firebase Auth Emulator export" in letter["detail"]
     )
     assert "test1234" not in json.dumps(letter["detail"])
+
+
+def test_the_summary_names_providers_as_idp_map_takes_them_and_reports_aliases_that_match_nothing(
+    tmp_path, capsys
+):
+    name = "opensourcehub-emulator-accounts.json"
+    # The name a summary used to print (github_com) links nobody: reported, with the names seen.
+    code, manifest = _firebase(tmp_path / "typo", name, "--idp-map=github_com=1234")
+    assert code == 0 and manifest["counts"]["firebase.idp_links.unmapped.github.com"] == 3
+    summary = capsys.readouterr().out
+    assert "no --idp-map, not linked: github.com" in summary
+    line = next(
+        line for line in summary.splitlines() if line.startswith("--idp-map aliases that matched no entry")
+    )
+    assert "(providers seen: github.com)" in line and line.endswith("github_com")
+    # What the summary names is what the flag takes.
+    code, manifest = _firebase(tmp_path / "right", name, "--idp-map=github.com=1234")
+    assert code == 0 and manifest["counts"]["firebase.idp_links.linked.github.com"] == 3
+    assert manifest["cannot_sign_in_yet"] == 0
+    assert "matched no entry" not in capsys.readouterr().out

@@ -13,12 +13,13 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from transforms.mapping.fields import counter_safe
 
-__all__ = ["LinkFields", "idp_links", "MAX_EXTERNAL_ID"]
+__all__ = ["LinkFields", "idp_links", "provider_name", "MAX_EXTERNAL_ID"]
 
 MAX_EXTERNAL_ID = 200  # ZITADEL's limit on externalUserId and displayName
 
@@ -33,6 +34,16 @@ class LinkFields(NamedTuple):
     display: Callable[[Mapping[str, object], Mapping[str, object], str], str]
     own: Mapping[str, str] = {}  # provider → outcome for the source's own sign-in (not an IdP)
     numbers: tuple[type, ...] = ()  # number types an external id may come as (written as an int)
+
+
+_AS_GIVEN = re.compile(r"[A-Za-z0-9_.-]{1,60}")
+
+
+def provider_name(provider: str) -> str:
+    """A provider as the summary and the manifest name it: as the export spells it, which is what
+    ``--idp-map`` takes (``google.com``, not ``google_com``), unless it holds characters a counter
+    name cannot (then ``fields.counter_safe``)."""
+    return provider if _AS_GIVEN.fullmatch(provider) else counter_safe(provider)
 
 
 def idp_links(
@@ -52,7 +63,7 @@ def idp_links(
             continue
         provider = entry.get(fields.provider)
         provider = provider if isinstance(provider, str) else ""
-        name = counter_safe(provider)
+        name = provider_name(provider)
         own = fields.own.get(provider)
         if own is not None:
             outcomes.append((own, name))

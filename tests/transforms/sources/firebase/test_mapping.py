@@ -130,13 +130,14 @@ def test_provider_user_info_links_mapped_providers_and_counts_the_rest():
         {"configId": "1", "externalUserId": "1098", "displayName": "ann@gmail.example"},
         {"configId": "2", "externalUserId": "000.abc.1", "displayName": "Ann"},
     ]
+    # Providers are named as --idp-map takes them (google.com, not google_com).
     assert outcomes == [
-        ("linked", "google_com"),
-        ("linked", "apple_com"),
-        ("unmapped", "github_com"),
+        ("linked", "google.com"),
+        ("linked", "apple.com"),
+        ("unmapped", "github.com"),
         ("firebase", "password"),
         ("firebase", "phone"),
-        ("invalid", "apple_com"),
+        ("invalid", "apple.com"),
         ("invalid", "unknown"),
     ]
 
