@@ -208,16 +208,18 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
 
 
 def _hash_form(name: str | None) -> HashForm | None:
-    """``--hash-form`` (or the mapping's ``hash_form``) → the form; a misspelling names the one meant."""
-    from transforms.sources.table.hashes import HASH_FORM_NAMES, hash_form
+    """``--hash-form`` (or the mapping's ``hash_form``) → the form; a misspelling names the one meant
+    (never a form that refuses every value)."""
+    from transforms.sources.table.hashes import FRAMEWORKS, WRITABLE_FORM_NAMES, hash_form
     from transforms.sources.table.spec import did_you_mean
 
     try:
         return hash_form(name)
     except ValueError:
         raise ConfigError(
-            f"--hash-form {name!r}: not a hash form{did_you_mean(name or '', HASH_FORM_NAMES)}; "
-            f"the forms: {', '.join(HASH_FORM_NAMES)}"
+            f"--hash-form {name!r}: not a hash form"
+            f"{did_you_mean(name or '', [*WRITABLE_FORM_NAMES, *FRAMEWORKS])}; the forms: "
+            f"auto, {', '.join(WRITABLE_FORM_NAMES)}; frameworks: {', '.join(FRAMEWORKS)} (docs/hash-forms.md)"
         ) from None
 
 

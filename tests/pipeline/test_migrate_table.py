@@ -253,7 +253,9 @@ def test_hostile_rows_are_dead_lettered_with_reasons_and_counted(tmp_path, capsy
         (["--map=id=id", "--map=email=email", "--metadata"], "--metadata: name the columns"),
         (["--map=id=id", "--map=email=email", "--project-id=2873423"], "name the roles column"),
         (["--map=email=email"], "names no 'id'"),
-        (["--map=id=id", "--map=email=email", "--hash-form=django"], "did you mean 'django-md5'?"),
+        (["--map=id=id", "--map=email=email", "--hash-form=djangoo"], "did you mean 'django'?"),
+        # A suggestion never names a form that refuses every value (wordpress-bcrypt).
+        (["--map=id=id", "--map=email=email", "--hash-form=wordpres"], "did you mean 'wordpress'?"),
     ],
 )
 def test_configuration_errors_are_one_line(tmp_path, capsys, args, message):

@@ -337,3 +337,44 @@ def test_the_summary_names_providers_as_idp_map_takes_them_and_reports_aliases_t
     assert code == 0 and manifest["counts"]["firebase.idp_links.linked.github.com"] == 3
     assert manifest["cannot_sign_in_yet"] == 0
     assert "matched no entry" not in capsys.readouterr().out
+
+
+def test_framework_names_are_hash_forms_and_wordpress_68_is_explained(tmp_path):
+    """--hash-form=wordpress: phpass ($P$, $H$) is written; 6.8's $wp$ is refused saying why."""
+    import passwap_rules
+
+    vectors = json.loads((DATA_DIR / "hash_forms_vectors.json").read_text())
+    phpass = [v for v in vectors["rewritten"] if v["form"] == "phpass"]
+    (wp68,) = [v for v in vectors["refused"] if v["form"] == "wordpress-bcrypt"]
+    rows = [
+        {"ID": n, "user_email": f"u{n}@example.com", "user_pass": v["value"]} for n, v in enumerate(phpass)
+    ]
+    rows.append({"ID": 9, "user_email": "wp68@example.com", "user_pass": wp68["value"]})
+    table = tmp_path / "wp_users.ndjson"
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, manifest = _run(
+        tmp_path,
+        f"--input={table}",
+        "--map=id=ID",
+        "--map=email=user_email",
+        "--map=password_hash=user_pass",
+        "--hash-form=wordpress",
+        f"--zitadel-config={ENABLED_CONFIG}",
+        "--on-unsupported-hash=import-without-password",
+    )
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"]
+    users = _users(tmp_path, manifest)
+    for n, vector in enumerate(phpass):
+        assert passwap_rules.verify(users[str(n)]["hashedPassword"]["value"], vector["password"])
+    assert "hashedPassword" not in users["9"]
+    listed = json.loads((tmp_path / "out" / "importBody.passwordless.ndjson").read_text())
+    assert listed["id"] == "9" and listed["reason"] == Reason.UNSUPPORTED_HASH
+    assert manifest["counts"]["table.password_dropped.unsupported-hash"] == 1
+
+
+def test_laravel_as_hash_form_reads_its_bcrypt(tmp_path):
+    code, manifest = _run(tmp_path, *LARAVEL_MAP, "--hash-form=laravel", "--allow-plaintext-passwords")
+    assert code == 0 and manifest is not None
+    # Declared bcrypt: the seed row's password123 is not a bcrypt value, refused as such.
+    assert [d["reason"] for d in _dead(tmp_path)] == [Reason.INVALID_HASH]
+    assert _users(tmp_path, manifest)["1"]["hashedPassword"]["value"].startswith("$2y$10$")

@@ -21,16 +21,44 @@ from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
 from transforms.hashing.forms import HashForm, Rewritten, to_passwap
 from transforms.hashing.policy import HashPolicy
 
-__all__ = ["convert_hash", "hash_form", "HASH_FORM_NAMES"]
+__all__ = ["convert_hash", "hash_form", "HASH_FORM_NAMES", "FRAMEWORKS", "WRITABLE_FORM_NAMES"]
 
 # --hash-form values: "auto" (the default) detects each value's form.
 HASH_FORM_NAMES = ("auto", *(form.value for form in HashForm))
+# Frameworks named as --hash-form: the form their users table holds (None: several, each value's
+# detected). Laravel's Hash::make, Rails' has_secure_password and Devise write bcrypt ($2y$/$2a$);
+# WordPress before 6.8 phpass ($P$; 6.8's $wp$ is refused with its reason, see convert_hash);
+# phpBB 3.0 phpass ($H$); Drupal 7 its $S$ sha512 form.
+FRAMEWORKS: dict[str, HashForm | None] = {
+    "laravel": HashForm.BCRYPT,
+    "rails": HashForm.BCRYPT,
+    "devise": HashForm.BCRYPT,
+    "wordpress": HashForm.PHPASS,
+    "phpbb": HashForm.PHPASS,
+    "drupal": HashForm.DRUPAL7,
+    "django": None,
+    "symfony": None,
+    "joomla": None,
+    "aspnet": None,
+    "werkzeug": None,
+    "flask": None,
+    "supabase": HashForm.BCRYPT,
+}
+# The forms a value can be written in: a suggestion never names one that refuses every value.
+WRITABLE_FORM_NAMES = tuple(
+    form.value
+    for form in HashForm
+    if not (to_passwap("x", form).code or "").startswith(Reason.UNSUPPORTED_HASH)
+)
 
 
 def hash_form(name: str | None) -> HashForm | None:
-    """``--hash-form`` / ``hash_form`` → the form, None for ``auto``; ValueError naming the choices."""
+    """``--hash-form`` / ``hash_form`` (a form, or a framework of :data:`FRAMEWORKS`) → the form,
+    None for ``auto``; ValueError naming the choices."""
     if name is None or name == "auto":
         return None
+    if name.lower() in FRAMEWORKS:
+        return FRAMEWORKS[name.lower()]
     try:
         return HashForm(name)
     except ValueError:
@@ -44,6 +72,8 @@ def convert_hash(
     counts (``HashTally.rewritten``: written or refused by form); None when the target's
     configuration refused a rewritten hash (counted as refused by verifier instead)."""
     outcome: Rewritten | None = None
+    if form is HashForm.PHPASS and value.startswith("$wp"):
+        form = None  # WordPress 6.8's bcrypt of an HMAC-SHA384: detected, refused with its reason
     parsed = parse_hash(value) if form is None and value.startswith("$2") else None
     if isinstance(parsed, ConvertedHash):
         # bcrypt, passwap's own form: written as it is (the common case, without the detection).

@@ -85,4 +85,25 @@ def test_hash_form_names():
     assert hash_form("auto") is None and hash_form(None) is None
     assert "django-pbkdf2-sha256" in HASH_FORM_NAMES
     with pytest.raises(ValueError, match="is not one of auto"):
-        hash_form("django")
+        hash_form("djangoo")
+
+
+def test_framework_names_map_to_their_forms_and_suggestions_skip_forms_that_refuse_all():
+    from transforms.hashing.forms import HashForm
+    from transforms.sources.table.hashes import WRITABLE_FORM_NAMES, convert_hash, hash_form
+
+    assert hash_form("laravel") is HashForm.BCRYPT and hash_form("Rails") is HashForm.BCRYPT
+    assert hash_form("wordpress") is HashForm.PHPASS and hash_form("django") is None  # several: detected
+    for refusing in (
+        "wordpress-bcrypt",
+        "firebase-scrypt",
+        "django-bcrypt-sha256",
+        "django-sha1",
+        "yescrypt",
+    ):
+        assert refusing not in WRITABLE_FORM_NAMES
+    assert "bcrypt" in WRITABLE_FORM_NAMES and "phpass" in WRITABLE_FORM_NAMES
+    # WordPress 6.8's $wp$ under --hash-form=wordpress: refused with its own reason, not as bad phpass.
+    wp68 = "$wp$2b$10$yguPGghrj1QSlpgzYYQpzuEA3BvxiLHW6nPpuJRXwMO8g.6UOnVCC"
+    refused, _ = convert_hash(wp68, hash_form("wordpress"), None)
+    assert "WordPress 6.8" in getattr(refused, "detail", "")
