@@ -38,8 +38,8 @@ METADATA = Path(__file__).resolve().parents[1] / "flex_template" / "metadata.jso
 # Parameters that name a file holding a secret: the value must be a path, never the secret.
 SECRET_FILE_PARAMETERS = frozenset({"token_file", "key_file", "client_secret_file"})
 # Flags whose value is repeatable (action="append"), and what separates the values in a parameter:
-# a comma, or for --map a semicolon (one field's path may hold commas, ``metadata=plan,tier``).
-_REPEATABLE = {"idp_map": ",", "client_project": ",", "map": ";"}
+# a comma, or for --map and --where a semicolon (one field's path may hold commas, ``metadata=plan,tier``).
+_REPEATABLE = {"idp_map": ",", "client_project": ",", "map": ";", "where": ";"}
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
 # Flags of every migrate command the template leaves out on purpose (docs/flex-template.md, "Left
 # out on purpose"); a source leaves out its own in its description (``FlexPart.left_out``).

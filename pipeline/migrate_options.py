@@ -117,8 +117,8 @@ def add_hash_arguments(parser: argparse.ArgumentParser) -> None:
         choices=ON_UNSUPPORTED_HASH,
         default=OnUnsupportedHash.DEAD_LETTER.value,
         help="a user whose hash the target cannot verify (unsupported algorithm, verifier not "
-        "enabled, parameter out of limits): dead-letter them (default), or import them "
-        "without a password and list them in <stem>.passwordless.ndjson for reset mails",
+        "enabled, parameter out of limits): dead-letter them, or import them without a password and "
+        "list them in <stem>.passwordless.ndjson for reset mails (default for this command: %(default)s)",
     )
     group.add_argument(
         "--bcrypt-min-cost",

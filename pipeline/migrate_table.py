@@ -123,8 +123,12 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     ]
     for suffix, value in by_suffix(counts, ta.WITH_PASSWORD):
         lines.append((f"  {suffix}", value))
-    lines.append(("  no password", counts.get(ta.WITHOUT_PASSWORD, 0)))
-    for suffix, value in by_suffix(counts, ta.PASSWORD_DROPPED):
+    # The lines add up to the records converted: a dropped password is not also "no password".
+    dropped = by_suffix(counts, ta.PASSWORD_DROPPED)
+    lines.append(
+        ("  no password in the table", counts.get(ta.WITHOUT_PASSWORD, 0) - sum(v for _, v in dropped))
+    )
+    for suffix, value in dropped:
         lines.append((f"  password dropped ({suffix})", value))
     if counts.get(ta.UNREADABLE_FILES):
         lines.append(("files not read to the end", counts[ta.UNREADABLE_FILES]))

@@ -77,7 +77,9 @@ def test_the_metadata_matches_the_registry_of_sources():
     assert set(flex_entry.template_sources()) == set(SOURCES)
     assert LEFT_OUT_OF == {
         "keycloak": {"allow_plaintext_passwords", "allow_missing_parts"},
-        "firebase": {"legacy_hashes"},  # its users need --api=user-v2, which the template lacks
+        # legacy_hashes: its users need --api=user-v2, which the template lacks.
+        "firebase": {"legacy_hashes", "allow_plaintext_passwords"},
+        "table": {"allow_plaintext_passwords"},
     }
 
 

@@ -134,10 +134,20 @@ CARRIED_FIELDS = frozenset(
     }
 )
 # Fields the import cannot take: counted per field among users written.
+# validSince (tokens issued before it are refused: a session cut-off) is not carried either.
 NOT_CARRIED_FIELDS = frozenset(
-    {"photoUrl", "createdAt", "lastSignedInAt", "lastLoginAt", "mfaInfo", "passwordUpdatedAt", "tenantId"}
+    {
+        "photoUrl",
+        "createdAt",
+        "lastSignedInAt",
+        "lastLoginAt",
+        "mfaInfo",
+        "passwordUpdatedAt",
+        "tenantId",
+        "validSince",
+    }
 )
-KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS | frozenset({"validSince", "version"})
+KNOWN_FIELDS = CARRIED_FIELDS | NOT_CARRIED_FIELDS | frozenset({"version"})
 
 
 def not_carried_keys(metadata: bool) -> frozenset[str]:

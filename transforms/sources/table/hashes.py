@@ -69,8 +69,9 @@ def convert_hash(
     value: str, form: HashForm | None, policy: HashPolicy | None
 ) -> tuple[ConvertedHash | HashFailure, Rewritten | None]:
     """``value`` (trimmed, not empty) → the written hash or why not, and the form outcome the run
-    counts (``HashTally.rewritten``: written or refused by form); None when the target's
-    configuration refused a rewritten hash (counted as refused by verifier instead)."""
+    counts (``HashTally.rewritten``: written or refused by form; a hash the target's
+    configuration refused counts as refused by its form, and by its verifier through the failure's
+    ``refused``)."""
     outcome: Rewritten | None = None
     if form is HashForm.PHPASS and value.startswith("$wp"):
         form = None  # WordPress 6.8's bcrypt of an HMAC-SHA384: detected, refused with its reason
@@ -87,5 +88,7 @@ def convert_hash(
     if policy is not None:
         refused = policy.check(converted)
         if refused is not None:
-            return refused, None
+            # Its form counted as refused (refused_hash_forms.<form>), its verifier as refused by
+            # the target (refused_hashes.<verifier>, from refused.refused).
+            return refused, outcome._replace(encoded=None, converted=None, code=refused.reason)
     return converted, outcome
