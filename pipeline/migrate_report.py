@@ -124,7 +124,7 @@ def _print_summary(done: FinishedRun, summary_lines: SummaryLines) -> None:
     lead = refused_lead(
         done.hash_fields, done.common.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD
     )
-    if lead:  # first: the one thing to fix before the users can import (issue: it hid in the dead letters)
+    if lead:  # first: the one thing to fix before the users can import (it used to hide in the dead letters)
         print(lead + "\n")
     lines = summary_lines(counts)
     if done.roles is not None or counts.get(counters.ROLES_USERS_HOLDING):

@@ -1,5 +1,5 @@
 """pipeline/cli.py: the command table, and unknown flags reported without their values, with the
-flag that was probably meant (issue 29, item 2)."""
+flag that was probably meant."""
 
 from __future__ import annotations
 

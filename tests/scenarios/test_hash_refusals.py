@@ -1,4 +1,4 @@
-"""Hashes the target's configuration refuses (issue 29, items 4 and 6), end to end through the CLI.
+"""Hashes the target's configuration refuses, end to end through the CLI.
 
 migrate puts the refusal first in its summary with the one ``SystemDefaults.PasswordHasher`` block
 that admits every hash of the run; a re-run with that block as ``--zitadel-config`` writes those

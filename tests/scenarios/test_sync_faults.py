@@ -1,4 +1,4 @@
-"""Two scheduled nights under faults, and the night after one that gave up (issue 37).
+"""Two scheduled nights under faults, and the night after one that gave up.
 
 Real CLI, real sockets, the test server answering as ZITADEL does. Day 1 imports an Auth0 export;
 day 2 changes it in every way a live source does (names, hashes, e-mails and their verified

@@ -2,7 +2,7 @@
 
 One user twice in an export (same id, two e-mails, no usable password) used to be counted twice
 in ``cannot sign in yet``, ``e-mail from --email-fallback``, the fields not carried and the hash
-forms, and listed twice for password-reset mails (issue 38): each source counted them as it read,
+forms, and listed twice for password-reset mails: each source counted them as it read,
 before de-duplication. Here each source runs end to end (the CLI, real files) with such a user,
 and every count, list and manifest field says what was written.
 """

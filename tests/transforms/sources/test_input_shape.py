@@ -1,5 +1,5 @@
 """transforms/sources/input_shape.py: each reader refuses, from the first records, the exports of
-the others (issue 29, item 3), with files written by other projects (tests/data/README.md).
+the others, with files written by other projects (tests/data/README.md).
 
 The ZITADEL export document is the one ``zitadel-beam export`` writes from the test server after
 zitadel-tools' reference body was imported into it (no export written by ZITADEL is vendored).
