@@ -378,3 +378,48 @@ def test_laravel_as_hash_form_reads_its_bcrypt(tmp_path):
     # Declared bcrypt: the seed row's password123 is not a bcrypt value, refused as such.
     assert [d["reason"] for d in _dead(tmp_path)] == [Reason.INVALID_HASH]
     assert _users(tmp_path, manifest)["1"]["hashedPassword"]["value"].startswith("$2y$10$")
+
+
+@pytest.mark.parametrize(
+    "command, default",
+    [("firebase", "import-without-password"), ("table", "dead-letter"), ("auth0", "dead-letter")],
+)
+def test_help_shows_each_commands_own_on_unsupported_hash_default(capsys, command, default):
+    with pytest.raises(SystemExit) as exited:
+        main(["migrate", command, "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert f"(default for this command: {default})" in text
+
+
+def test_converted_by_hash_adds_up_to_the_users_converted(tmp_path, capsys):
+    code, manifest = _run(
+        tmp_path, f"--input={AUTHTESTDATA}", *DJANGO_MAP, "--on-unsupported-hash=import-without-password"
+    )
+    assert code == 0 and manifest is not None
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("converted, by hash")))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("  "):
+            break
+        rows.append((line.rsplit(None, 1)[0].strip(), int(line.rsplit(None, 1)[1])))
+    # pk 4's empty password; pk 1 and 3's Django sha1, pk 5 and 6's "$" and "foo$bar" dropped.
+    assert dict(rows) == {
+        "no password in the table": 1,
+        "password dropped (unsupported-hash)": 2,
+        "password dropped (unsupported-hash-salted-sha)": 2,
+    }
+    assert sum(value for _, value in rows) == manifest["counts"]["users_written"] == 5
+
+
+def test_a_hash_the_target_refuses_is_counted_by_its_form(tmp_path):
+    code, manifest = _run(tmp_path, f"--input={REGULAR}", *DJANGO_MAP, "--where=model=auth.user")
+    assert code == 1 and manifest is not None  # the one user: pbkdf2 is not enabled by default
+    assert manifest["refused_hash_forms"] == {"django-pbkdf2-sha256": 1}
+    assert [d["reason"] for d in _dead(tmp_path)] == [Reason.HASH_VERIFIER_DISABLED]
+
+
+def test_firebase_valid_since_is_counted_as_a_field_not_carried(tmp_path):
+    code, manifest = _firebase(tmp_path, "faker-app-emulator-accounts.json")
+    assert code == 0 and manifest["fields_not_carried"]["firebase.validSince"] == 1
