@@ -423,3 +423,10 @@ def test_a_hash_the_target_refuses_is_counted_by_its_form(tmp_path):
 def test_firebase_valid_since_is_counted_as_a_field_not_carried(tmp_path):
     code, manifest = _firebase(tmp_path, "faker-app-emulator-accounts.json")
     assert code == 0 and manifest["fields_not_carried"]["firebase.validSince"] == 1
+
+
+def test_a_dumpdata_file_of_several_models_without_where_is_refused_naming_the_users_model(tmp_path, capsys):
+    # Without --where its group would be a missing-email dead letter, or with --email-fallback a
+    # user whose id (pk 1) collides with the real user's.
+    err = _refused(tmp_path, capsys, f"--input={REGULAR}", *DJANGO_MAP, "--email-fallback={id}@example.com")
+    assert "are of 2 models (auth.group, auth.user): select the users with --where model=auth.user" in err

@@ -221,6 +221,7 @@ def check_sample(sample: Sample, spec: TableSpec) -> None:
         first = spec.where[0][0]
         seen = sorted({str(where_text(lookup(r, first.parts))) for r in sample.records})[:8]
         raise ConfigError(f"--where: none of {counted} is selected; {first.text} holds {', '.join(seen)}")
+    _one_model(sample.records, spec, counted)
     records = sample.selected
     if spec.where:
         counted = f"the {len(records):,} records --where selects (of {counted})"
@@ -234,6 +235,21 @@ def check_sample(sample: Sample, spec: TableSpec) -> None:
                 f"{outcome}"
                 + ("; leave password_hash out if the table holds none" if field == "password_hash" else "")
             )
+
+
+def _one_model(records: list[dict], spec: TableSpec, counted: str) -> None:
+    """A Django ``dumpdata`` file holds every model in one array: without ``--where`` its groups,
+    permissions and sessions would be read as users (dead-lettered, or with ``--email-fallback``
+    written under ids that collide with the users')."""
+    if spec.where:
+        return
+    models = sorted({r["model"] for r in records if isinstance(r.get("model"), str) and "fields" in r})
+    if len(models) > 1:
+        users = [m for m in models if m.rsplit(".", 1)[-1].endswith("user")] or models[:1]
+        raise ConfigError(
+            f"--input: {counted} are of {len(models)} models ({', '.join(models[:6])}): select the users "
+            f"with --where model={users[0]}"
+        )
 
 
 def _absent(field: str, path: FieldPath, records: list[dict], known: list[str], counted: str) -> str:

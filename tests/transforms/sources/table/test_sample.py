@@ -76,9 +76,10 @@ def test_csv_rows_and_a_json_column(tmp_path):
     [
         (
             ["blocked=not(fields.is_actve)"],
-            (),
-            "none of its 3 records has fields.is_actve (did you mean 'fields.is_active'?)",
+            ("model=auth.user",),
+            "(of its 3 records) has fields.is_actve (did you mean 'fields.is_active'?)",
         ),
+        ([], (), "are of 2 models (auth.group, auth.user): select the users with --where model=auth.user"),
         ([], ("modl=auth.user",), "--where modl: none of its 3 records has modl (did you mean 'model'?)"),
         ([], ("model=user",), "model holds auth.group, auth.user"),
         (
