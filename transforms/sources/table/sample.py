@@ -88,15 +88,19 @@ def lookup(record: dict, parts: Sequence[str]) -> object:
     """The value at ``parts`` (a CSV column holding a JSON object is read into), ``_MISSING`` when a
     key on the way is absent (null is a value here: the key exists)."""
     value: object = record
-    for depth, part in enumerate(parts):
-        if depth and isinstance(value, str) and value.lstrip().startswith("{"):
+    for part in parts:
+        if type(value) is not dict:
+            if value is record or not isinstance(value, str) or not value.lstrip().startswith("{"):
+                return _MISSING
             try:
                 value = orjson.loads(value)
             except orjson.JSONDecodeError:
                 return _MISSING
-        if not isinstance(value, dict) or part not in value:
+            if type(value) is not dict:
+                return _MISSING
+        value = value.get(part, _MISSING)
+        if value is _MISSING:
             return _MISSING
-        value = value[part]
     return value
 
 
@@ -105,8 +109,10 @@ def found(record: dict, path: FieldPath) -> bool:
 
 
 def held(record: dict, path: FieldPath) -> bool:
-    value = lookup(record, path.parts)
-    return value is not _MISSING and value not in (None, "", [], {})
+    """Whether ``record`` holds a value at ``path`` (not absent, null, "", [] or {})."""
+    parts = path.parts
+    value = record.get(parts[0], _MISSING) if len(parts) == 1 else lookup(record, parts)
+    return value is not _MISSING and value is not None and value != "" and value != [] and value != {}
 
 
 def paths_of(record: dict, prefix: str = "", depth: int = 0) -> Iterator[str]:
@@ -341,19 +347,29 @@ class NestedFields:
                 parents.setdefault(path.parts[:cut], set()).add(path.parts[cut])
         self._parents = {parent: frozenset(read) for parent, read in parents.items()}
         self._seen: set[str] = set()
+        self._cache: dict[tuple[tuple[str, ...], object], str] = {}
 
     def names(self, record: dict) -> tuple[str, ...]:
         if not self._parents:
             return ()
-        names = []
+        names: list[str] = []
         for parent, read in self._parents.items():
-            value = lookup(record, parent)
+            value = record.get(parent[0]) if len(parent) == 1 else lookup(record, parent)
             if type(value) is not dict:
                 continue
-            for key, item in value.items():
-                if key not in read and item not in (None, "", [], {}, 0, False):
-                    names.append(self._name(parent, key))
-        return tuple(sorted(names))
+            for key in value.keys() - read:
+                item = value[key]
+                if (
+                    item is not None
+                    and item != ""
+                    and item is not False
+                    and item != 0
+                    and item != []
+                    and item != {}
+                ):
+                    name = self._cache.get((parent, key))
+                    names.append(name if name is not None else self._name(parent, key))
+        return tuple(sorted(names)) if len(names) > 1 else tuple(names)
 
     def _name(self, parent: tuple[str, ...], key: object) -> str:
         name = _UNSAFE.sub("_", ".".join((*parent, str(key))))[:80]
@@ -361,4 +377,6 @@ class NestedFields:
             if len(self._seen) >= self.MAX_NESTED_NAMES:
                 return _UNSAFE.sub("_", ".".join((*parent, "other")))[:80]
             self._seen.add(name)
+        if len(self._cache) < 10_000:
+            self._cache[(parent, key)] = name
         return name
