@@ -10,7 +10,6 @@ import apache_beam as beam
 import pytest
 from apache_beam.typehints.decorators import TypeCheckError
 
-from pipeline.migrate_zitadel import RenderBodies
 from transforms.common.records import DeadLetter, PartitionRows
 from transforms.files.sinks import WriteDeadLetterShards
 from transforms.output.batching import BodySpec
@@ -20,6 +19,7 @@ from transforms.sources.auth0.read import ReadAuth0Users
 from transforms.sources.keycloak.mapping import KeycloakOptions
 from transforms.sources.keycloak.read import ReadKeycloakUsers
 from transforms.sources.registry import kind
+from transforms.sources.zitadel.render import RenderBodies
 
 
 def _spec() -> BodySpec:
