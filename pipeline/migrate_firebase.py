@@ -150,13 +150,14 @@ def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
-    from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
     from transforms.sources.firebase.mapping import FirebaseOptions
-    from transforms.sources.firebase.read import ReadFirebaseUsers
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, _RESERVED)
+    # Beam's FileSystems: imported once the flags are checked.
+    from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
+    from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
+
     recorded: dict[str, object] | None = None
     if known_args.hash_config:
         try:
@@ -188,6 +189,10 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     )
 
     def add_source(pipeline, tmp_dir: str):
+        from transforms.sources.firebase.read import (
+            ReadFirebaseUsers,  # Beam: imported once the flags are checked
+        )
+
         return pipeline | "ReadFirebase" >> ReadFirebaseUsers(files, options, NUM_PARTITIONS, tmp_dir)
 
     def lines(counts: Mapping[str, int]) -> list[SummaryLine]:
