@@ -159,7 +159,7 @@ def _load_spec(known_args: argparse.Namespace) -> TableSpec:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.table.files import plan_table_files
+    from transforms.sources.table.csv_rows import delimiter_option, encoding_option
     from transforms.sources.table.mapping import TableOptions
 
     common = common_args(known_args)
@@ -167,13 +167,12 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     spec = _load_spec(known_args)
     if roles is not None and "roles" not in spec.fields:
         raise ConfigError("--project-id: name the roles column: --map roles=COLUMN (docs/table.md)")
+    delimiter, encoding = delimiter_option(known_args.delimiter), encoding_option(known_args.encoding)
     check_gcs_reachable([known_args.input] + ([known_args.mapping] if known_args.mapping else []))
+    from transforms.sources.table.files import plan_table_files  # after the flags: it imports Beam
+
     files = plan_table_files(
-        known_args.input,
-        spec=spec,
-        fmt=known_args.format,
-        delimiter=known_args.delimiter,
-        encoding=known_args.encoding,
+        known_args.input, spec=spec, fmt=known_args.format, delimiter=delimiter, encoding=encoding
     )
     options = TableOptions(
         spec=spec,

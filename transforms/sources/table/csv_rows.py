@@ -22,7 +22,7 @@ import csv
 import io
 from collections.abc import Iterator
 
-from transforms.common.errors import one_line
+from transforms.common.errors import ConfigError, one_line
 from transforms.common.reasons import Reason
 
 __all__ = [
@@ -31,6 +31,8 @@ __all__ = [
     "MAX_CELL",
     "DELIMITERS",
     "delimiter_flag",
+    "delimiter_option",
+    "encoding_option",
     "detect_delimiter",
     "delimiter_name",
     "joined_by",
@@ -148,6 +150,28 @@ def delimiter_flag(text: str) -> str:
     if named is None:
         raise ValueError(f"give one character, or one of {', '.join(_NAMES)}")
     return named
+
+
+def delimiter_option(flag: str | None) -> str | None:
+    """``--delimiter`` checked (None: read from the header); ConfigError, one line."""
+    if flag is None:
+        return None
+    try:
+        return delimiter_flag(flag)
+    except ValueError as err:
+        raise ConfigError(f"--delimiter {flag!r}: {err}") from None
+
+
+def encoding_option(name: str | None) -> str | None:
+    """``--encoding`` checked and named as Python names it (None: UTF-8); ConfigError, one line."""
+    if name is None:
+        return None
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        raise ConfigError(
+            f"--encoding {name!r}: not an encoding Python knows (e.g. cp1252, latin-1)"
+        ) from None
 
 
 def delimiter_name(delimiter: str) -> str:

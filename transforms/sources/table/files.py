@@ -21,7 +21,6 @@ Example::
 
 from __future__ import annotations
 
-import codecs
 import posixpath
 from collections.abc import Sequence
 
@@ -30,9 +29,10 @@ from transforms.sources import json_units
 from transforms.sources.input_shape import identify, read_head, shapes
 from transforms.sources.input_stream import InputReadError, open_input
 from transforms.sources.table.csv_rows import (
-    delimiter_flag,
     delimiter_name,
+    delimiter_option,
     detect_delimiter,
+    encoding_option,
     joined_by,
     not_utf8,
     read_csv,
@@ -60,14 +60,8 @@ def plan_table_files(
         matched = json_units.match_inputs([pattern], 0, "--input")
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
-    chosen = _delimiter(delimiter)
-    if encoding is not None:
-        try:
-            encoding = codecs.lookup(encoding).name
-        except LookupError:
-            raise ConfigError(
-                f"--encoding {encoding!r}: not an encoding Python knows (e.g. cp1252, latin-1)"
-            ) from None
+    chosen = delimiter_option(delimiter)
+    encoding = encoding_option(encoding)
     files: list[TableFile] = []
     json_samples: list[SampleFile] = []
     for file in matched:
@@ -92,15 +86,6 @@ def plan_table_files(
     if json_samples:
         check_sample(read_sample(json_samples, spec), spec)
     return files
-
-
-def _delimiter(flag: str | None) -> str | None:
-    if flag is None:
-        return None
-    try:
-        return delimiter_flag(flag)
-    except ValueError as err:
-        raise ConfigError(f"--delimiter {flag!r}: {err}") from None
 
 
 def _is_csv(path: str, wanted: str) -> bool:
