@@ -24,7 +24,7 @@ from pipeline import legacy_hashes
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, common_args
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import SummaryLine, shared_summary_lines, users_lines
+from pipeline.report import SummaryLine, shared_summary_lines, unmatched_alias_lines, users_lines
 from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
@@ -125,17 +125,6 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     return lines + shared_summary_lines(counts, fb.PREFIX)
 
 
-def unmatched_alias_lines(counts: Mapping[str, int], aliases: list[str]) -> list[SummaryLine]:
-    """The ``--idp-map`` aliases no providerUserInfo entry of the run named (a misspelt provider
-    links nobody), with the providers the export does name."""
-    named = {key.split(".", 3)[3] for key in counts if key.startswith(fb.IDP_LINKS) and key.count(".") >= 3}
-    unmatched = [alias for alias in aliases if alias not in named]
-    if not unmatched:
-        return []
-    seen = ", ".join(sorted(named)) or "none"
-    return [(f"--idp-map aliases that matched no entry (providers seen: {seen})", ", ".join(unmatched))]
-
-
 def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
     """The summary's rows for ``--hash-config`` (never a key's value)."""
     keys = [name for name in ("signer_key", "salt_separator") if recorded.get(f"{name}_given")]
@@ -198,7 +187,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     def lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         return (
             summary_lines(counts)
-            + unmatched_alias_lines(counts, [alias for alias, _ in idp_map])
+            + unmatched_alias_lines(counts, fb.IDP_LINKS, [alias for alias, _ in idp_map])
             + (_hash_config_lines(recorded) if recorded is not None else [])
         )
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from pipeline.migrate import run_migration
 from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import SummaryLine, shared_summary_lines, users_lines
+from pipeline.report import SummaryLine, shared_summary_lines, unmatched_alias_lines, users_lines
 from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common import counters
 from transforms.common.counters import by_suffix
@@ -171,7 +171,10 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         common=common,
         pipeline_args=pipeline_args,
         input_paths=sorted({s.path for s in sources}),  # the files read (--realm may be a folder)
-        summary_lines=summary_lines,
+        summary_lines=lambda counts: (
+            summary_lines(counts)
+            + unmatched_alias_lines(counts, kc.IDP_LINKS, [alias for alias, _ in idp_map])
+        ),
         invariant=kc.invariant,
         extra_manifest={"realm_files": [s.path for s in sources]},
         sync_source={"include_blocked": known_args.include_disabled, "realm": _realm_name(sources)},

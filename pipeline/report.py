@@ -19,6 +19,7 @@ __all__ = [
     "users_lines",
     "dead_letter_totals",
     "shared_summary_lines",
+    "unmatched_alias_lines",
     "not_carried_fields",
     "MAX_UNKNOWN_FIELD_NAMES",
 ]
@@ -84,6 +85,22 @@ def users_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
             ("  without password", compared - compared_pw),
         ]
     return lines
+
+
+def unmatched_alias_lines(counts: Mapping[str, int], prefix: str, aliases: list[str]) -> list[SummaryLine]:
+    """The ``--idp-map`` aliases no entry of the run named (a misspelt provider links nobody), with
+    the providers the export does name; ``prefix`` is the source's ``<source>.idp_links.`` counters'
+    (``+ outcome + "." + provider``)."""
+    named = {
+        key[len(prefix) :].split(".", 1)[1]
+        for key in counts
+        if key.startswith(prefix) and "." in key[len(prefix) :]
+    }
+    unmatched = [alias for alias in aliases if alias not in named]
+    if not unmatched:
+        return []
+    seen = ", ".join(sorted(named)) or "none"
+    return [(f"--idp-map aliases that matched no entry (providers seen: {seen})", ", ".join(unmatched))]
 
 
 def shared_summary_lines(counts: Mapping[str, int], source: str, idp_map: bool = True) -> list[SummaryLine]:

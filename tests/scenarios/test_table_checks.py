@@ -430,3 +430,15 @@ def test_a_dumpdata_file_of_several_models_without_where_is_refused_naming_the_u
     # user whose id (pk 1) collides with the real user's.
     err = _refused(tmp_path, capsys, f"--input={REGULAR}", *DJANGO_MAP, "--email-fallback={id}@example.com")
     assert "are of 2 models (auth.group, auth.user): select the users with --where model=auth.user" in err
+
+
+def test_a_keycloak_idp_map_alias_that_matches_nothing_is_reported(tmp_path, capsys):
+    realm = DATA_DIR / "zitadel-tools" / "keycloak" / "realm.json"
+    out = tmp_path / "out" / "importBody.json"
+    code = main(
+        ["migrate", "keycloak", "--org=1", f"--realm={realm}", "--idp-map=gooogle=1", f"--output={out}"]
+    )
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    (line,) = [line for line in lines if line.startswith("--idp-map aliases that matched no entry")]
+    assert line.endswith("gooogle")
