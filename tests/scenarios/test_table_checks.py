@@ -435,9 +435,8 @@ def test_a_dumpdata_file_of_several_models_without_where_is_refused_naming_the_u
 def test_a_keycloak_idp_map_alias_that_matches_nothing_is_reported(tmp_path, capsys):
     realm = DATA_DIR / "zitadel-tools" / "keycloak" / "realm.json"
     out = tmp_path / "out" / "importBody.json"
-    code = main(
-        ["migrate", "keycloak", "--org=1", f"--realm={realm}", "--idp-map=gooogle=1", f"--output={out}"]
-    )
+    argv = ["migrate", "keycloak", "--org=1", f"--realm={realm}", "--idp-map=gooogle=1", f"--output={out}"]
+    code = main([*argv, f"--zitadel-config={ENABLED_CONFIG}"])
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
     (line,) = [line for line in lines if line.startswith("--idp-map aliases that matched no entry")]
