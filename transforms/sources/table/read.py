@@ -27,7 +27,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import apache_beam as beam
 import orjson
@@ -61,8 +61,8 @@ from transforms.sources.source_parts import ReadUsers
 from transforms.sources.table import accounting as ta
 from transforms.sources.table.csv_rows import read_csv
 from transforms.sources.table.mapping import TableOptions, TableRejection, TableUser, map_record
-from transforms.sources.table.sample import NestedFields, held, selected
-from transforms.sources.table.spec import for_columns
+from transforms.sources.table.sample import NestedFields, holds, selected
+from transforms.sources.table.spec import TableSpec, for_columns
 
 __all__ = ["ReadTableUsers", "TableFile", "CHUNK_RECORDS", "CSV"]
 
@@ -119,6 +119,7 @@ class _ReadUnitFn(beam.DoFn):
         self._tally = HashTally()
         self._fields: FieldTally | None = None
         self._nested = NestedFields(self._options.spec)
+        self._holds = _holds(self._options.spec)
 
     def process(self, element: tuple[TableFile, json_units.Unit]):
         file, unit = element
@@ -168,6 +169,7 @@ class _ReadUnitFn(beam.DoFn):
                 mapped = frozenset(spec.first_parts())
                 self._fields = FieldTally(ta.PREFIX, mapped, frozenset(header) - mapped)
                 self._nested = NestedFields(spec)
+                self._holds = _holds(spec)
                 for position, record, problem in rows:
                     read += 1
                     yield position, record, None, problem
@@ -182,6 +184,7 @@ class _ReadUnitFn(beam.DoFn):
         # Keys the mapping does not name: counted (by name) per written user as unknown fields.
         self._fields = FieldTally(ta.PREFIX, frozenset(self._options.spec.first_parts()), frozenset())
         self._nested = NestedFields(self._options.spec)
+        self._holds = _holds(self._options.spec)
         for position, raw, value, error in json_units.read_unit(unit):
             reason = getattr(error, "reason", Reason.MALFORMED_JSON)
             if error is not None and reason == Reason.UNREADABLE_INPUT and raw is None:
@@ -234,9 +237,9 @@ class _ReadUnitFn(beam.DoFn):
         if spec.where and not selected(record, spec.where):
             counts[ta.NOT_SELECTED] += 1
             return False
-        for field, path in spec.fields.items():
-            if held(record, path):
-                counts[ta.MAPPED + field] += 1
+        for name, holds_value in self._holds:
+            if holds_value(record):
+                counts[name] += 1
         return True
 
     def _written(self, mapped: TableUser, record: object) -> tuple[tuple[str, ...], bytes]:
@@ -282,6 +285,11 @@ class _ReadUnitFn(beam.DoFn):
         mark = "end" if position < 0 else f"{position:012d}"
         prefix = f"table-{unit.index:05d}-{max(unit.start, 0):012d}-{mark}"
         return spill_parts(parts, self._tmp_dir, lambda part: f"{prefix}-p{part:03d}.pkl")
+
+
+def _holds(spec: TableSpec) -> list[tuple[str, Callable[[dict], bool]]]:
+    """(counter name, whether a record holds a value there) of each mapped field."""
+    return [(ta.MAPPED + field, holds(path)) for field, path in spec.fields.items()]
 
 
 def _row(

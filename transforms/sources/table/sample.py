@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import orjson
 
@@ -48,6 +48,7 @@ __all__ = [
     "unique_path",
     "selected",
     "held",
+    "holds",
     "found",
 ]
 
@@ -113,6 +114,33 @@ def held(record: dict, path: FieldPath) -> bool:
     parts = path.parts
     value = record.get(parts[0], _MISSING) if len(parts) == 1 else lookup(record, parts)
     return value is not _MISSING and value is not None and value != "" and value != [] and value != {}
+
+
+def holds(path: FieldPath) -> Callable[[dict], bool]:
+    """:func:`held` for one path, made once: the reader asks it of every record (a path of one or
+    two keys, the common ones, without the general walk)."""
+    parts = path.parts
+    empty = (None, "")
+    if len(parts) == 1:
+        (key,) = parts
+
+        def one(record: dict) -> bool:
+            value = record.get(key)
+            return value not in empty and value != [] and value != {}
+
+        return one
+    if len(parts) == 2:
+        first, second = parts
+
+        def two(record: dict) -> bool:
+            inner = record.get(first)
+            if type(inner) is dict:
+                value = inner.get(second)
+                return value not in empty and value != [] and value != {}
+            return held(record, path)
+
+        return two
+    return lambda record: held(record, path)
 
 
 def paths_of(record: dict, prefix: str = "", depth: int = 0) -> Iterator[str]:
