@@ -52,7 +52,7 @@ import zitadel_user_v2_create as user_v2_create
 from capacity import Capacity, add_capacity, add_capacity_arguments, print_summary
 from optional_deps import MissingDependency, optional
 from zitadel_management_v1 import ManagementError, ManagementV1
-from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
+from zitadel_user_v2 import UserServiceV2, V2Error, gateway_body, initial_state
 
 __all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "take_v2_schema_problems", "main"]
 
@@ -407,8 +407,16 @@ class ZitadelServer:
         self.management = ManagementV1(self)
         # A server without the admin API, org-scoped tokens, a per-call cost (zitadel_user_v2_create.py).
         self.admin_api = True
-        self.org_tokens: dict[str, str] = {}
+        self.org_tokens: dict[str, frozenset[str]] = {}  # token → the orgs it may manage
         self.per_call_delay = 0.0
+        # Which user service creates it serves (zitadel_user_v2_create.py): AddHumanUser (gone on a
+        # server past its deprecation), CreateUser (``POST /v2/users/new``, absent before it), and
+        # whether CreateUser keeps the metadata it is given (False: zitadel/zitadel#11826).
+        self.add_human_user = True
+        self.create_user = True
+        self.create_user_keeps_metadata = False
+        self.max_query_limit = 1000  # SystemDefaults.MaxQueryLimit: a larger ListUsers page is refused
+        self.quota_exhausted = False  # every call answers the quota's 429 (QUOTA-vjAy8)
         _LIVE.add(self)
 
     @property
@@ -606,6 +614,10 @@ class ZitadelServer:
                 created.append(user_id)
                 if user_id in self.faults.dropped_user_ids:
                     continue  # accepted and reported, but lost: what verify must catch
+                if user.get("passwordChangeRequired") and (user.get("hashedPassword") or {}).get("value"):
+                    # The import drops the flag whenever a hash is given (internal/command/
+                    # user_human.go createAddHumanEvent: AddPasswordData(human.HashedPassword, false)).
+                    user = {k: v for k, v in user.items() if k != "passwordChangeRequired"}
                 self.state.users[user_id] = (org_id, user)
                 self.state.user_states[user_id] = initial_state(user)
                 self.state.user_names.add(user["userName"])
@@ -1106,8 +1118,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _error(self, status: int, code: int, message: str) -> None:
-            server.refusals.append((self.path, message))
-            self._send(status, {"code": code, "message": message, "details": []})
+            body = gateway_body(code, message)  # "<text> (<id>)" and an ErrorDetail, as ZITADEL's gateway
+            server.refusals.append((self.path, str(body["message"])))
+            self._send(status, body)
 
         def _drop(self) -> None:
             # Close without a response: the client sees a reset / "remote end closed".
@@ -1167,6 +1180,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if not self._authorised():
                 return
+            if server.quota_exhausted:  # internal/api/grpc/server/middleware/limits_interceptor.go
+                self._error(429, 8, "ID=QUOTA-vjAy8 Message=Errors.Quota.Access.Exhausted")
+                return
             user_v2_create.call_cost(server)
             body = None
             if raw:
@@ -1177,6 +1193,10 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 except ValueError:
                     self._error(400, 3, "proto: syntax error (line 1:1): invalid JSON")
                     return
+            absent = user_v2_create.absent_route(server, method, self.path)
+            if absent is not None:
+                self._error(*absent)
+                return
             scope = user_v2_create.scope_refusal(server, method, self.path, body, self.headers)
             if scope is not None:
                 self._error(*scope)

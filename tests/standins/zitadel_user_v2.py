@@ -32,7 +32,7 @@ from typing import Any
 
 import passwap_rules
 
-__all__ = ["UserServiceV2", "V2Error", "initial_state"]
+__all__ = ["UserServiceV2", "V2Error", "initial_state", "gateway_body", "TRANSLATED"]
 
 _PATH = re.compile(
     r"^/v2/users/(?:human/(?P<human>[^/]+)|(?P<id>[^/?]+)(?:/(?P<rest>[^?]*))?)(?:\?(?P<query>.*))?$"
@@ -40,9 +40,42 @@ _PATH = re.compile(
 
 
 class V2Error(Exception):
+    """An error answer; ``message`` ``"ID=<detail id> Message=<key>"`` for ZITADEL's own errors
+    (rendered by ``gateway_body``), any other text for errors without a detail (request validation,
+    the gateway's routing)."""
+
     def __init__(self, status: int, code: int, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+# How ZITADEL's REST gateway writes an error (internal/api/grpc/gerrors/zitadel_errors.go
+# ``ZITADELToGRPCError``: the message is ``key + " (" + id + ")"`` after the i18n interceptor
+# translated the key into the instance's language, and the details hold one
+# ``zitadel.v1.ErrorDetail{id, message}``; a key without a translation stays the key). The test
+# server's instance speaks German for the answers a client must tell apart by code and detail id
+# (the texts are ours, in the manner of ZITADEL's de.yaml): a client that matches English words or
+# the key in the text fails against it, as it would against a real instance in another language.
+TRANSLATED = {
+    "Errors.User.AlreadyExisting": "Benutzer existiert bereits",
+    "Errors.User.AlreadyExists": "Der Benutzername ist bereits vergeben",
+    "Errors.User.ExternalIDP.AlreadyExists": "Der externe Login ist bereits einem Benutzer zugeordnet",
+    "Errors.PermissionDenied": "Keine Berechtigung",
+    "Errors.Quota.Access.Exhausted": "Das Kontingent ist aufgebraucht",
+    "Errors.Query.LimitExceeded": "Die angefragte Menge ist zu gross",
+}
+_ZITADEL_ERROR = re.compile(r"^ID=(?P<id>\S+) Message=(?P<key>.+)$")
+_DETAIL_TYPE = "type.googleapis.com/zitadel.v1.ErrorDetail"
+
+
+def gateway_body(code: int, message: str) -> dict:
+    """The JSON body of an error answer as ZITADEL's REST gateway writes it."""
+    match = _ZITADEL_ERROR.match(message)
+    if match is None:
+        return {"code": code, "message": message, "details": []}
+    text = TRANSLATED.get(match.group("key"), match.group("key"))
+    detail = {"@type": _DETAIL_TYPE, "id": match.group("id"), "message": text}
+    return {"code": code, "message": f"{text} ({match.group('id')})", "details": [detail]}
 
 
 def _not_found() -> V2Error:
@@ -155,7 +188,9 @@ class UserServiceV2:
         if "username" in body:
             name = str(body["username"] or "")
             if name != user["userName"] and name in state.user_names:
-                raise V2Error(409, 6, "ID=COMMAND-Uhbf3 Message=Errors.User.AlreadyExists")
+                raise V2Error(
+                    409, 6, "ID=V3-DKcYh Message=Errors.User.AlreadyExists"
+                )  # the unique constraint
         if "password" in body:
             password = body["password"] or {}
             hashed = (password.get("hashedPassword") or {}).get("hash")
@@ -268,7 +303,9 @@ class UserServiceV2:
                 (i.get("configId"), i.get("externalUserId")) == (idp, external)
                 for i in other.get("idps") or []
             ):
-                raise V2Error(409, 6, "ID=COMMAND-6m9Kd Message=Errors.User.ExternalIDP.AlreadyExists")
+                raise V2Error(
+                    409, 6, "ID=V3-DKcYh Message=Errors.User.ExternalIDP.AlreadyExists"
+                )  # the unique constraint
         user.setdefault("idps", []).append(
             {"configId": idp, "externalUserId": external, "displayName": str(link.get("userName", ""))}
         )

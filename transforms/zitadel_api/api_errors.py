@@ -5,6 +5,16 @@ Failures are classified by the HTTP status *and* the gRPC ``code``/``message`` o
 "Unauthenticated"): auth failures and invalid requests are never retried; 429, 502, 503, 504
 (other than the server's own ``context deadline exceeded``) are worth another attempt. No token,
 secret or password hash ever reaches a log line or an exception message: ``scrub`` removes them.
+
+What a failure *is* is read from the gRPC code and the ``zitadel.v1.ErrorDetail`` id of the body
+(``detail_id``), never from its text: ZITADEL's REST gateway writes ``"<text> (<id>)"`` where the
+text is the key translated into the instance's language
+(internal/api/grpc/gerrors/zitadel_errors.go ``ZITADELToGRPCError``), e.g.
+``{"code":9,"message":"... (COMMAND-7yiox1isql)","details":[{"@type":
+"type.googleapis.com/zitadel.v1.ErrorDetail","id":"COMMAND-7yiox1isql","message":"..."}]}``.
+The text is kept for the operator. A quota answer (``QUOTA-vjAy8`` ``Errors.Quota.Access.Exhausted``,
+``LIMITS-molsj`` ``Errors.Limits.Instance.Blocked``: HTTP 429, gRPC 8) does not clear until the
+quota's period ends: it is not retried (``QuotaExhausted``).
 Used by the transport (``transport.py``) and by every caller that catches a failed call::
 
     try:
@@ -28,6 +38,8 @@ __all__ = [
     "DeadlineExceeded",
     "RetriesExhausted",
     "ServerGone",
+    "QuotaExhausted",
+    "QUOTA_IDS",
     "Failure",
     "classify",
     "error_for",
@@ -35,6 +47,10 @@ __all__ = [
 ]
 
 _MAX_ERROR_TEXT = 300
+_ERROR_DETAIL = "zitadel.v1.ErrorDetail"
+# The detail ids of an exhausted quota or a blocked instance (internal/api/grpc/server/middleware/
+# limits_interceptor.go ``LimitsInterceptor``): ResourceExhausted until the period ends.
+QUOTA_IDS = ("QUOTA-vjAy8", "LIMITS-molsj")
 _RETRYABLE_STATUS = {429, 502, 503, 504}
 
 # Password hashes (MCF / PHC), bearer tokens, JWTs and token fields in echoed bodies.
@@ -67,13 +83,15 @@ def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 class AdminApiError(Exception):
-    """A failed call. ``status`` (0 for no answer), gRPC ``code`` and a scrubbed ``message``."""
+    """A failed call. ``status`` (0 for no answer), gRPC ``code``, a scrubbed ``message`` (for the
+    operator) and ``detail_id``, the ``zitadel.v1.ErrorDetail`` id ('' when the body had none)."""
 
-    def __init__(self, message: str, status: int = 0, code: int | None = None) -> None:
+    def __init__(self, message: str, status: int = 0, code: int | None = None, detail_id: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.detail_id = detail_id
 
 
 class AuthError(AdminApiError):
@@ -99,13 +117,27 @@ class ServerGone(AdminApiError):
     """Several requests in a row got no answer at all; every further call fails at once with this."""
 
 
+class QuotaExhausted(AdminApiError):
+    """The instance's quota is used up or the instance is blocked (``QUOTA_IDS``): not retried,
+    since it does not clear until the quota's period ends."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Failure:
-    kind: str  # "auth" | "invalid" | "deadline" | "retry" | "fatal"
+    kind: str  # "auth" | "invalid" | "deadline" | "retry" | "quota" | "fatal"
     status: int
     code: int | None
     message: str
     retry_after: float | None = None
+    detail_id: str = ""
+
+
+def _detail_id(parsed: dict) -> str:
+    """The id of the first ``zitadel.v1.ErrorDetail`` of a gateway body's ``details``, or ''."""
+    for detail in parsed.get("details") or []:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith(_ERROR_DETAIL):
+            return str(detail.get("id") or "")
+    return ""
 
 
 def _parse_retry_after(value: str | None) -> float | None:
@@ -128,6 +160,7 @@ def classify(status: int, body: bytes, retry_after: str | None = None) -> Failur
     """
     code: int | None = None
     message = ""
+    detail = ""
     try:
         parsed = json.loads(body or b"{}")
         if isinstance(parsed, dict):
@@ -135,20 +168,23 @@ def classify(status: int, body: bytes, retry_after: str | None = None) -> Failur
             message = str(
                 parsed.get("message") or parsed.get("error_description") or parsed.get("error") or ""
             )
+            detail = _detail_id(parsed)
     except ValueError:
         message = body[:200].decode("utf-8", "replace")
     message = scrub(message) or f"HTTP {status}"
     lowered = message.lower()
     auth_words = ("unauthenticated", "permissiondenied", "permission denied", "auth header missing")
     if status in (401, 403) or code in (7, 16) or any(w in lowered for w in auth_words):
-        return Failure("auth", status, code, message)
+        return Failure("auth", status, code, message, detail_id=detail)
     if code == 4 and "deadline exceeded" in lowered:
-        return Failure("deadline", status, code, message)
+        return Failure("deadline", status, code, message, detail_id=detail)
+    if detail in QUOTA_IDS:
+        return Failure("quota", status, code, message, detail_id=detail)
     if status in _RETRYABLE_STATUS or code in (8, 14):
-        return Failure("retry", status, code, message, _parse_retry_after(retry_after))
+        return Failure("retry", status, code, message, _parse_retry_after(retry_after), detail)
     if 400 <= status < 500 or code in (3, 5, 9):
-        return Failure("invalid", status, code, message)
-    return Failure("fatal", status, code, message)
+        return Failure("invalid", status, code, message, detail_id=detail)
+    return Failure("fatal", status, code, message, detail_id=detail)
 
 
 def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") -> AdminApiError:
@@ -159,10 +195,13 @@ def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") 
         "auth": AuthError,
         "invalid": InvalidRequest,
         "deadline": DeadlineExceeded,
+        "quota": QuotaExhausted,
         "fatal": AdminApiError,
     }.get(failure.kind)
     if cls is None:
-        exhausted = RetriesExhausted(f"{text} after {attempts} attempts", failure.status, failure.code)
+        exhausted = RetriesExhausted(
+            f"{text} after {attempts} attempts", failure.status, failure.code, failure.detail_id
+        )
         exhausted.retry_after = failure.retry_after
         return exhausted
-    return cls(text, failure.status, failure.code)
+    return cls(text, failure.status, failure.code, failure.detail_id)
