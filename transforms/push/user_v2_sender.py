@@ -278,34 +278,35 @@ class Sender:
         return Outcome(uid, "failed", attempts + 2, failure_of(job, uid, "duplicate-username", text))
 
     def _metadata(self, job: UserJob, outcome: Outcome) -> Outcome:
-        """Set the keys the user does not hold with the same value (``SetUserMetadata``)."""
+        """Set the keys the user does not hold with the same value (``SetUserMetadata``): a user
+        just created holds none; after a lost answer, or for a user already there, they are read
+        first (``ListUserMetadata``)."""
         wanted = {
             str(m["key"]): str(m.get("value") or "") for m in metadata_request(job.metadata)["metadata"]
         }
-        requests = outcome.requests
-        attempt = 0
+        requests, attempt = outcome.requests, 0
+        look_up = outcome.status != "created"
         while True:
             attempt += 1
             try:
-                requests += 1
-                once = self.client.single_attempt()
-                held_answer = self.client.request(
-                    "POST", metadata_search_path(outcome.user_id), {}, self.timeout
-                )
-                held = {
-                    str(m.get("key")): str(m.get("value") or "") for m in held_answer.get("metadata") or []
-                }
+                held: dict[str, str] = {}
+                if look_up:
+                    requests += 1
+                    found = self.client.request(
+                        "POST", metadata_search_path(outcome.user_id), {}, self.timeout
+                    )
+                    held = {str(m.get("key")): str(m.get("value") or "") for m in found.get("metadata") or []}
                 missing = [{"key": k, "value": v} for k, v in sorted(wanted.items()) if held.get(k) != v]
                 if missing:
                     requests += 1
-                    path = metadata_path(outcome.user_id)
+                    path, once = metadata_path(outcome.user_id), self.client.single_attempt()
                     self.client.request("POST", path, {"metadata": missing}, self.timeout, retrier=once)
                 return outcome._replace(requests=requests)
             except api_errors.RetriesExhausted as err:
-                if attempt < self.client.max_attempts:
-                    self.client.backoff(attempt, err.retry_after)
-                    continue
-                return self._metadata_failed(job, outcome, requests, err)
+                if attempt >= self.client.max_attempts:
+                    return self._metadata_failed(job, outcome, requests, err)
+                self.client.backoff(attempt, err.retry_after)
+                look_up = True  # the set may have landed: read before sending it again
             except api_errors.AdminApiError as err:
                 return self._metadata_failed(job, outcome, requests, err)
 
