@@ -415,6 +415,7 @@ class ZitadelServer:
         self.add_human_user = True
         self.create_user = True
         self.create_user_keeps_metadata = False
+        self.dropped_fields: set[str] = set()  # create fields an older server's gateway discards
         self.max_query_limit = 1000  # SystemDefaults.MaxQueryLimit: a larger ListUsers page is refused
         self.quota_exhausted = False  # every call answers the quota's 429 (QUOTA-vjAy8)
         _LIVE.add(self)

@@ -17,8 +17,9 @@ modelled are the ones a sync meets (docs/sync.md#traps):
 - ``AddIDPLink`` of a pair another user holds → ``Errors.User.ExternalIDP.AlreadyExists`` (409);
 - locking a user who is neither active nor initial (a locked one too) →
   ``Errors.User.ShouldBeActiveOrInitial`` (zitadel internal/command/user_v2.go ``LockUserV2``);
-- ``ListUserMetadata`` (``POST .../metadata/search``) and ``ListIDPLinks`` (``POST .../links/_search``)
-  answer what the user holds, for a sync's read-back.
+- ``ListUserMetadata`` (``POST .../metadata/search``), ``ListIDPLinks`` (``POST .../links/_search``)
+  and ``ListAuthenticationMethodTypes`` (``GET .../authentication_methods``: password, IdP, TOTP)
+  answer what the user holds, for a sync's and verify's read-back.
 
 Every request met ZITADEL's published schema before it gets here (lengths, forms, oneofs:
 tests/standins/schema_check_v2.py, docs/sync.md#schema-check); this module models only the state.
@@ -154,6 +155,16 @@ class UserServiceV2:
             elif method == "POST" and rest == "metadata/search":  # ListUserMetadata
                 held = sorted((k, v) for (u, k), v in state.metadata.items() if u == user_id)
                 answer = {"metadata": [{"key": k, "value": v} for k, v in held]}
+            elif method == "GET" and rest == "authentication_methods":  # ListAuthenticationMethodTypes
+                held = (
+                    (
+                        "AUTHENTICATION_METHOD_TYPE_PASSWORD",
+                        user.get("hashedPassword") or user.get("password"),
+                    ),
+                    ("AUTHENTICATION_METHOD_TYPE_IDP", user.get("idps")),
+                    ("AUTHENTICATION_METHOD_TYPE_TOTP", user.get("otpCode")),
+                )
+                answer = {"authMethodTypes": [name for name, there in held if there]}
             elif method == "POST" and rest == "links/_search":  # ListIDPLinks
                 answer = {
                     "result": [

@@ -28,7 +28,8 @@ What the test server answers for a target where ``/admin/v1/import`` is not the 
   ``{id, creationDate}``. It **drops** ``human.metadata`` (``createUserTypeHuman`` at e9d20ab4 builds
   its AddHumanUserRequest without ``Metadata``: zitadel/zitadel#11826) unless
   ``create_user_keeps_metadata`` (the later fix). ``create_user = False``: a server before it (the
-  route answers 404 Not Found); ``add_human_user = False``: a server past AddHumanUser's deprecation.
+  route answers 404 Not Found); ``add_human_user = False``: a server past AddHumanUser's deprecation;
+  ``dropped_fields`` (e.g. ``{"totpSecret"}``): an older server whose gateway discards those fields.
 - ``ListUsers`` (``POST /v2/users``) with ``organizationIdQuery``, ``inUserIdsQuery`` and
   ``userNameQuery`` (all of them must hold), paged by ``query{offset, limit}``; a limit above
   ``max_query_limit`` answers InvalidArgument ``QUERY-4M0fs`` ``Errors.Query.LimitExceeded``
@@ -158,8 +159,20 @@ def handle(server: Any, method: str, path: str, body: dict | None, headers: Any)
     if route == "/v2/users":
         return _list_users(server, body or {}, token_orgs(server, headers))
     if route == "/v2/users/new":
-        return _create_user(server, body or {})
-    return _add_human(server, body or {})
+        return _create_user(server, _older_server(server, body or {}))
+    return _add_human(server, _older_server(server, body or {}))
+
+
+def _older_server(server: Any, request: dict) -> dict:
+    """The request as a server whose protos lack ``server.dropped_fields`` reads it: its REST
+    gateway discards unknown JSON fields without a word (``totpSecret`` exists since 2024)."""
+    dropped = set(getattr(server, "dropped_fields", ()) or ())
+    if not dropped:
+        return request
+    out = {k: v for k, v in request.items() if k not in dropped}
+    if isinstance(out.get("human"), dict):
+        out["human"] = {k: v for k, v in out["human"].items() if k not in dropped}
+    return out
 
 
 def _create_user(server: Any, request: dict) -> dict:

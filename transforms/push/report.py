@@ -112,7 +112,10 @@ class PushReport:
         if blocked:
             parts.append(f"{len(blocked)} body(ies) not sent")
         if self.verify is not None and not self.verify.ok:
-            parts.append(f"verify: {len(self.verify.missing)} user(s) missing")
+            lost = (
+                f", {len(self.verify.dropped)} lack fields the server dropped" if self.verify.dropped else ""
+            )
+            parts.append(f"verify: {len(self.verify.missing)} user(s) missing{lost}")
         if self.sync is not None:
             parts += self.sync.failure_parts()
         return "; ".join(parts or ["not every user was created"]) + "; a re-run retries what failed"

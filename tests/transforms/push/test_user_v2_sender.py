@@ -219,3 +219,31 @@ def test_what_the_import_takes_v2_takes_or_says_why_before_sending(tmp_path):
         assert "passwordChangeRequired: 1 user(s) with a password hash keep their password unforced" in (
             report.table()
         )
+
+
+def test_verify_names_the_fields_an_older_server_dropped(v5, tmp_path):
+    """An older server's gateway discards ``totpSecret`` (and the create answers 200): verify reads
+    back what was sent and names it, instead of passing."""
+    v5.dropped_fields = {"totpSecret"}
+    with_otp = make_user("otp", None)
+    with_otp["user"].update(
+        otpCode="JBSWY3DPEHPK3PXP", phone={"phone": "+41791234567", "isPhoneVerified": True}
+    )
+    with_otp["user"]["idps"] = [{"configId": "google", "externalUserId": "g-7", "displayName": "g"}]
+    plain = make_user("plain", None)
+    report = _push(_manifest(tmp_path, {ORG: [with_otp, plain]}), v5, verify=True)
+    assert report.created == 2 and report.verify is not None and not report.verify.ok
+    assert report.verify.dropped == {"otp": ["totpSecret"]} and report.verify.missing == []
+    assert (
+        "verify: 1 user(s) lack what was sent (the server dropped it): otp (totpSecret)"
+        in report.verify.table()
+    )
+    lines = [json.loads(raw) for raw in open(report.verify.missing_file, encoding="utf-8")]
+    assert lines == [{"userId": "otp", "reason": "field-dropped", "fields": ["totpSecret"]}]
+    v5.dropped_fields = set()  # a current server keeps it: the same fields, read back, pass
+    second = make_user("otp2", None)
+    second["user"].update(otpCode="JBSWY3DPEHPK3PXP", phone={"phone": "+41791234568"})
+    again = _push(
+        _manifest(tmp_path / "b", {ORG: [second]}), v5, verify=True, results_dir=str(tmp_path / "r")
+    )
+    assert again.ok and again.verify is not None and again.verify.dropped == {}
