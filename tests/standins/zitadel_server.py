@@ -1267,6 +1267,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if not self._authorised():
                 return
+            if server.quota_exhausted:  # the same interceptor runs for the admin API
+                self._error(429, 8, "ID=QUOTA-vjAy8 Message=Errors.Quota.Access.Exhausted")
+                return
             refusal = user_v2_create.admin_refusal(server, self.path, self.headers)
             if refusal is not None:
                 self._error(*refusal)
