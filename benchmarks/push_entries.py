@@ -199,14 +199,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=16, help="imports the target serves at once (K)")
     parser.add_argument("--user-cost-ms", type=float, default=1.0, help="the target's cost per user imported")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--entries",
+        default="push,migrate,copy",
+        help="which entries to run, comma-separated (push is the base)",
+    )
     args = parser.parse_args(argv)
+    wanted = set(args.entries.split(","))
     with tempfile.TemporaryDirectory(prefix="push-entries-") as tmp:
         bench = Bench(args, pathlib.Path(tmp))
-        times: dict[str, list[float]] = {"push": [], "migrate --push-url": [], "copy": []}
+        entries = {"push": bench.push, "migrate --push-url": bench.migrate, "copy": bench.copy}
+        entries = {name: run for name, run in entries.items() if name.split()[0] in wanted | {"push"}}
+        times: dict[str, list[float]] = {name: [] for name in entries}
         for n in range(args.repeat):
-            times["push"].append(bench.push(n))
-            times["migrate --push-url"].append(bench.migrate(n))
-            times["copy"].append(bench.copy(n))
+            for name, run in entries.items():
+                times[name].append(run(n))
             print(f"run {n + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()), flush=True)
     base = statistics.median(times["push"])
     print(

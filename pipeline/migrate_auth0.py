@@ -236,7 +236,6 @@ def _auth0_options(
 
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
-    from transforms.sources.auth0.read import ReadAuth0Users
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)
@@ -267,6 +266,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         )
 
     def add_source(pipeline, tmp_dir: str):
+        from transforms.sources.auth0.read import ReadAuth0Users  # Beam: imported once the flags are checked
+
         return pipeline | "ReadAuth0" >> ReadAuth0Users(
             profiles, passwords, options, NUM_PARTITIONS, tmp_dir, mfa, role_files
         )

@@ -122,7 +122,6 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
     from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
     from transforms.sources.firebase.mapping import FirebaseOptions
-    from transforms.sources.firebase.read import ReadFirebaseUsers
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, _RESERVED)
@@ -156,6 +155,10 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     )
 
     def add_source(pipeline, tmp_dir: str):
+        from transforms.sources.firebase.read import (
+            ReadFirebaseUsers,  # Beam: imported once the flags are checked
+        )
+
         return pipeline | "ReadFirebase" >> ReadFirebaseUsers(files, options, NUM_PARTITIONS, tmp_dir)
 
     def lines(counts: Mapping[str, int]) -> list[SummaryLine]:

@@ -119,7 +119,6 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.keycloak.mapping import KeycloakOptions
-    from transforms.sources.keycloak.read import ReadKeycloakUsers
     from transforms.sources.keycloak.realm_files import RealmInputError, plan_realm_sources
 
     common = common_args(known_args)
@@ -154,6 +153,10 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
             raise ConfigError(f"--realm: {err}") from None
 
     def add_source(pipeline, tmp_dir: str):
+        from transforms.sources.keycloak.read import (
+            ReadKeycloakUsers,  # Beam: imported once the flags are checked
+        )
+
         return pipeline | "ReadKeycloak" >> ReadKeycloakUsers(
             sources, options, NUM_PARTITIONS, tmp_dir, roles=model
         )

@@ -200,7 +200,6 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.table.mapping import TableOptions
-    from transforms.sources.table.read import ReadTableUsers
 
     common = common_args(known_args)
     roles = role_settings(known_args)
@@ -225,6 +224,8 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     project = roles.project_id if roles is not None else None
 
     def add_source(pipeline, tmp_dir: str):
+        from transforms.sources.table.read import ReadTableUsers  # Beam: imported once the flags are checked
+
         return pipeline | "ReadTable" >> ReadTableUsers(files, options, NUM_PARTITIONS, tmp_dir, project)
 
     return run_migration(

@@ -30,19 +30,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import logging
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
-
-import apache_beam as beam
-import orjson
-from apache_beam.metrics import Metrics
 
 from pipeline import signals
 from pipeline.migrate_options import MAX_BATCH_SIZE, add_output_arguments
@@ -52,14 +46,13 @@ from pipeline.source_description import SourceDescription
 from transforms.common.counters import PASSWORD_HASHES
 from transforms.common.durations import normalise_duration
 from transforms.common.errors import ConfigError
-from transforms.common.records import NAMESPACE
 from transforms.files.storage import is_remote, size
 from transforms.hashing.policy import load_policy
 from transforms.hashing.summary import hash_manifest
 from transforms.sources.zitadel.plan import BodyElement, ExportPlan
 from transforms.sources.zitadel.source import KIND
 
-__all__ = ["DESCRIPTION", "add_arguments", "run", "split_export", "SplitResult", "RenderBodies"]
+__all__ = ["DESCRIPTION", "add_arguments", "run", "split_export", "SplitResult"]
 
 _LOGGER = logging.getLogger(__name__)
 SOURCE = "zitadel"
@@ -123,66 +116,14 @@ def _print_hash_report(manifest_path: str, policy) -> None:
         print(f"warning: the target's config does not cover this export: {line}")
 
 
-# --- Beam: render the bodies ---------------------------------------------------------------------
-class _RenderBodyFn(beam.DoFn):
-    """(index, org id, org JSON, segment paths) → a temporary body file named by index and sha256."""
-
-    def __init__(self, tmp_dir: str, timeout: str, multiline: bool):
-        self._tmp_dir = tmp_dir
-        self._timeout = timeout
-        self._multiline = multiline
-
-    def process(self, element: BodyElement) -> Iterator[str]:
-        from apache_beam.io.filesystems import FileSystems
-
-        from transforms.files.sinks import open_private
-        from transforms.files.spill import read_spill
-        from transforms.output.batching import body_temp_name
-        from transforms.sources.zitadel.data_org import render_data_org
-
-        index, org_id, org_json, segments = element
-        data_org = render_data_org(org_id, org_json, [read_spill(p) for p in segments])
-        body = {"dataOrgsv1": {"orgs": [data_org]}, "timeout": self._timeout}
-        option = orjson.OPT_INDENT_2 if self._multiline else 0
-        data = orjson.dumps(body, option=option) + b"\n"
-        digest = hashlib.sha256(data).hexdigest()
-        users = len(data_org.get("humanUsers") or [])
-        path = FileSystems.join(self._tmp_dir, body_temp_name((0, index), users, digest))
-        with open_private(path) as handle:
-            handle.write(data)
-        Metrics.counter(NAMESPACE, "bodies_written").inc()
-        Metrics.counter(NAMESPACE, "human_users_written").inc(users)
-        Metrics.counter(NAMESPACE, "machine_users_written").inc(len(data_org.get("machineUsers") or []))
-        yield path
-
-
-@beam.typehints.with_input_types(BodyElement)
-@beam.typehints.with_output_types(str)
-class RenderBodies(beam.PTransform):
-    """Body elements of a plan → temporary body files (paths), in parallel.
-
-    Example::
-
-        p | beam.Create(elements) | 'Render' >> RenderBodies(tmp_dir, '5m0s', multiline=False)
-    """
-
-    def __init__(self, tmp_dir: str, timeout: str, multiline: bool = False):
-        super().__init__()
-        self._tmp_dir, self._timeout, self._multiline = tmp_dir, timeout, multiline
-
-    def expand(self, elements: beam.PCollection[BodyElement]) -> beam.PCollection[str]:
-        return (
-            elements
-            | "Spread" >> beam.Reshuffle()
-            | "RenderBody" >> beam.ParDo(_RenderBodyFn(self._tmp_dir, self._timeout, self._multiline))
-        )
-
-
 def build_pipeline(
     elements: list[BodyElement], tmp_dir: str, timeout: str, multiline: bool, pipeline_args: list[str]
 ):
     """Build (not run) the render pipeline for a plan's body elements."""
+    import apache_beam as beam
+
     from pipeline.beam_run import make_pipeline
+    from transforms.sources.zitadel.render import RenderBodies
 
     pipeline = make_pipeline(pipeline_args)
     _ = (

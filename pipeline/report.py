@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apache_beam.metrics.metric import MetricsFilter
-
 from transforms.common import counters
 from transforms.common.counters import count_prefix
 from transforms.common.records import NAMESPACE
@@ -33,6 +31,8 @@ SummaryLine = tuple[str, int | str]
 
 def counters_from_result(result) -> dict[str, int]:
     """Every counter of our namespace, summed over steps (committed values where the runner has them)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
     totals: dict[str, int] = {}
     query = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
     for counter in query["counters"]:

@@ -222,7 +222,7 @@ def finalize_passwordless(run: RunOutputs) -> tuple[str, int, str | None]:
 
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.files.sinks import open_private
+    from transforms.files.storage import open_private
     from transforms.hashing.tally import PASSWORDLESS_PREFIX
 
     layout = run.layout
@@ -255,7 +255,7 @@ def write_manifest(path: str, manifest: Mapping[str, Any]) -> None:
     """The manifest goes last, whole or not at all (temp name + rename, mode 0600)."""
     import orjson
 
-    from transforms.files.sinks import open_private
+    from transforms.files.storage import open_private
 
     with open_private(path, fsync=True) as handle:
         handle.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
@@ -278,7 +278,7 @@ def write_authorizations(
     """
     import hashlib
 
-    from transforms.files.sinks import open_private
+    from transforms.files.storage import open_private
     from transforms.output.grants import authorizations_body, authorizations_fields
 
     layout = run.layout

@@ -10,7 +10,6 @@ import apache_beam as beam
 import pytest
 from apache_beam.typehints.decorators import TypeCheckError
 
-from pipeline.migrate_zitadel import RenderBodies
 from transforms.common.records import DeadLetter, PartitionRows
 from transforms.files.sinks import WriteDeadLetterShards
 from transforms.output.batching import BodySpec
@@ -20,6 +19,7 @@ from transforms.sources.auth0.read import ReadAuth0Users
 from transforms.sources.keycloak.mapping import KeycloakOptions
 from transforms.sources.keycloak.read import ReadKeycloakUsers
 from transforms.sources.registry import kind
+from transforms.sources.zitadel.render import RenderBodies
 
 
 def _spec() -> BodySpec:
@@ -52,14 +52,14 @@ def test_readers_declare_what_they_emit(tmp_path):
     auth0 = p | "Auth0" >> ReadAuth0Users([], [], Auth0Options(), 2, str(tmp_path))
     keycloak = p | "Keycloak" >> ReadKeycloakUsers([], KeycloakOptions(), 2, str(tmp_path))
     for out in (auth0, keycloak):
-        assert out["rows"].element_type == beam.typehints.native_type_compatibility.convert_to_beam_type(
+        assert out.rows.element_type == beam.typehints.native_type_compatibility.convert_to_beam_type(
             PartitionRows
         )
-        assert out["dead"].element_type == beam.typehints.native_type_compatibility.convert_to_beam_type(
+        assert out.dead.element_type == beam.typehints.native_type_compatibility.convert_to_beam_type(
             DeadLetter
         )
     # And what they emit is what the next steps take: wiring them builds.
-    bodies = auth0["rows"] | UsersToBodies(_spec(), str(tmp_path))
+    bodies = auth0.rows | UsersToBodies(_spec(), str(tmp_path))
     _ = bodies.dead | WriteDeadLetterShards(str(tmp_path))
     assert bodies.bodies.element_type is str
 
@@ -70,7 +70,7 @@ def test_compare_with_state_takes_rows_and_gives_rows_changes_and_dead_letters(t
     options = SyncOptions(org_id="1", source="auth0", records=kind("auth0").records, partitions=4)
     p = beam.Pipeline()
     source = p | "Auth0" >> ReadAuth0Users([], [], Auth0Options(), 2, str(tmp_path))
-    out = SourceUsers(source["rows"], source["dead"]) | CompareWithState(options, {}, str(tmp_path))
+    out = SourceUsers(source.rows, source.dead) | CompareWithState(options, {}, str(tmp_path))
     rows_type = beam.typehints.native_type_compatibility.convert_to_beam_type(PartitionRows)
     dead_type = beam.typehints.native_type_compatibility.convert_to_beam_type(DeadLetter)
     assert out.rows.element_type == rows_type
@@ -78,4 +78,4 @@ def test_compare_with_state_takes_rows_and_gives_rows_changes_and_dead_letters(t
     _ = out.rows | UsersToBodies(_spec(), str(tmp_path))  # new users go on to the bodies
     wrong = p | "Wrong" >> beam.Create(["not rows"])
     with pytest.raises(TypeCheckError):
-        _ = SourceUsers(wrong, source["dead"]) | "WrongSync" >> CompareWithState(options, {}, str(tmp_path))
+        _ = SourceUsers(wrong, source.dead) | "WrongSync" >> CompareWithState(options, {}, str(tmp_path))

@@ -15,6 +15,7 @@ from pipeline.migrate import build_pipeline, run_migration
 from pipeline.migrate_options import CommonArgs
 from transforms.common.errors import ConfigError
 from transforms.sources.registry import syncing_names
+from transforms.sources.source_parts import ReadUsers
 
 
 def _common(output: str, **flags) -> CommonArgs:
@@ -34,10 +35,7 @@ def _common(output: str, **flags) -> CommonArgs:
 
 
 def _empty_source(pipeline, tmp_dir):
-    return {
-        "rows": pipeline | "Rows" >> beam.Create([]),
-        "dead": pipeline | "Dead" >> beam.Create([]),
-    }
+    return ReadUsers(pipeline | "Rows" >> beam.Create([]), pipeline | "Dead" >> beam.Create([]))
 
 
 def test_the_pipeline_is_built_not_run_with_its_labelled_steps(tmp_path):

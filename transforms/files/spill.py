@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from transforms.common.records import EncodedRow, pack_rows
-from transforms.files.sinks import open_private
-from transforms.files.storage import is_remote
+from transforms.files.storage import is_remote, open_private
 
 __all__ = ["write_spill", "spill_parts", "read_spill", "read_spill_head", "load_blob"]
 

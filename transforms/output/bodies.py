@@ -53,8 +53,8 @@ from transforms.common.records import (
     no_gc,
     partition_of,
 )
-from transforms.files.sinks import open_private
 from transforms.files.spill import load_blob, read_spill_head
+from transforms.files.storage import open_private
 from transforms.mapping.roles import grant_items
 from transforms.mapping.validate import Reason
 from transforms.output.batching import (

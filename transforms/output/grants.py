@@ -124,7 +124,7 @@ class _ResolveFn(beam.DoFn):
     def process(self, entries: list[RoleEntry]):
         from apache_beam.io.filesystems import FileSystems
 
-        from transforms.files.sinks import open_private
+        from transforms.files.storage import open_private
 
         kept, losers = resolve(entries)
         with open_private(FileSystems.join(self._tmp_dir, CATALOGUE_NAME)) as handle:

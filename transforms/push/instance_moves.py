@@ -23,11 +23,11 @@ from typing import Any
 
 from transforms.common.durations import flag_duration, parse_duration
 from transforms.common.errors import ConfigError
-from transforms.files.sinks import open_private
 from transforms.files.storage import (
     check_gcs_reachable,
     check_local_outputs,
     exists,
+    open_private,
     read_bytes,
     size,
     split_gcs_url,

@@ -381,7 +381,7 @@ class _CompareFn(beam.DoFn):
             data = b"".join(line + b"\n" for _, line in work.changes)
             from apache_beam.io.filesystems import FileSystems
 
-            from transforms.files.sinks import open_private
+            from transforms.files.storage import open_private
 
             path = FileSystems.join(self._tmp_dir, change_shard_name(part))
             with open_private(path) as handle:

@@ -43,7 +43,7 @@ from typing import IO, NamedTuple
 
 import orjson
 
-from transforms.files.sinks import open_private
+from transforms.files.storage import open_private
 from transforms.hashing.convert import ConvertedHash, parse_hash
 from transforms.sources.zitadel.export_reader import iter_export
 
