@@ -48,6 +48,7 @@ from typing import Any
 # (optional_deps.py), so the server runs after `./run_local.sh`, which installs no test extras.
 import passwap_rules
 import zitadel_actions_v2 as actions_v2
+import zitadel_authorization_v2 as authorization_v2
 import zitadel_user_v2_create as user_v2_create
 from capacity import Capacity, add_capacity, add_capacity_arguments, print_summary
 from optional_deps import MissingDependency, optional
@@ -415,6 +416,8 @@ class ZitadelServer:
         self.add_human_user = True
         self.create_user = True
         self.create_user_keeps_metadata = False
+        # The authorization service v2 (zitadel_authorization_v2.py); False: a server without it.
+        self.authorization_v2 = True
         self.dropped_fields: set[str] = set()  # create fields an older server's gateway discards
         self.max_query_limit = 1000  # SystemDefaults.MaxQueryLimit: a larger ListUsers page is refused
         self.quota_exhausted = False  # every call answers the quota's 429 (QUOTA-vjAy8)
@@ -1198,6 +1201,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if absent is not None:
                 self._error(*absent)
                 return
+            if authorization_v2.owns(self.path):
+                self._authorization(body or {}, fault)
+                return
             scope = user_v2_create.scope_refusal(server, method, self.path, body, self.headers)
             if scope is not None:
                 self._error(*scope)
@@ -1243,11 +1249,32 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(server.faults.slow_seconds)
             self._send(200, answer)
 
+        def _authorization(self, body: dict, fault: str | None) -> None:
+            """The authorization service v2, the Connect way (zitadel_authorization_v2.py)."""
+            if not server.authorization_v2:  # no such procedure: the mux's plain 404
+                server.refusals.append((self.path, "404 page not found"))
+                self._send(404, b"404 page not found\n")
+                return
+            orgs = user_v2_create.token_orgs(server, self.headers)
+            try:
+                answer = authorization_v2.handle(server, self.path, body, orgs)
+            except authorization_v2.ConnectError as err:
+                connect = authorization_v2.connect_body(err.code, err.message)
+                server.refusals.append((self.path, str(connect["message"])))
+                self._send(err.status, connect)
+                return
+            if fault == "504_after":  # the change was made; the answer is lost in a gateway
+                self._send(504, b"<html><body>gateway timeout</body></html>")
+            elif fault in ("drop_after", "silent", "late"):
+                self._drop()
+            else:
+                self._send(200, answer)
+
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
             self._guarded(self._post)
 
         def _post(self) -> None:
-            if self.path.startswith(("/v2/", "/management/v1/")):
+            if self.path.startswith(("/v2/", "/management/v1/", authorization_v2.SERVICE)):
                 self._v2("POST")
                 return
             raw, fault, answered = self._read_and_fault()

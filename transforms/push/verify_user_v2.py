@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from transforms.common.errors import ConfigError
 from transforms.push.api_choice import admin_absent
+from transforms.push.grant_service import list_org_grants
 from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.management_v1 import GRANTS_SEARCH_PATH, org_grants_page_request
@@ -79,7 +80,14 @@ def listed_users(client: AdminClient, org_id: str, page_size: int = 1000) -> tup
 
 
 def listed_grants(client: AdminClient, org_id: str, page_size: int = 1000) -> set[tuple[str, str]]:
-    """(user id, project id) of every user grant of ``org_id`` (management ``ListUserGrants``)."""
+    """(user id, project id) of every user grant of ``org_id``: the authorization service v2's
+    ``ListAuthorizations`` where the server has it, else management ``ListUserGrants``."""
+    try:
+        authorized = list_org_grants(client, org_id, page_size)
+    except api_errors.AdminApiError as err:
+        raise ConfigError(f"listing the authorizations of org {org_id} failed: {err.message}") from None
+    if authorized is not None:
+        return authorized
     found: set[tuple[str, str]] = set()
     offset = 0
     while True:

@@ -12,7 +12,9 @@ text is the key translated into the instance's language
 (internal/api/grpc/gerrors/zitadel_errors.go ``ZITADELToGRPCError``), e.g.
 ``{"code":9,"message":"... (COMMAND-7yiox1isql)","details":[{"@type":
 "type.googleapis.com/zitadel.v1.ErrorDetail","id":"COMMAND-7yiox1isql","message":"..."}]}``.
-The text is kept for the operator. A quota answer (``QUOTA-vjAy8`` ``Errors.Quota.Access.Exhausted``,
+The text is kept for the operator. A Connect answer (the v2 services without a REST mapping,
+e.g. the authorization service) names its code in words (``"already_exists"``) and carries the
+detail as ``{"type": "zitadel.v1.ErrorDetail", "value": <base64 protobuf>}``: read the same way. A quota answer (``QUOTA-vjAy8`` ``Errors.Quota.Access.Exhausted``,
 ``LIMITS-molsj`` ``Errors.Limits.Instance.Blocked``: HTTP 429, gRPC 8) does not clear until the
 quota's period ends: it is not retried (``QuotaExhausted``).
 Used by the transport (``transport.py``) and by every caller that catches a failed call::
@@ -25,6 +27,7 @@ Used by the transport (``transport.py``) and by every caller that catches a fail
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import email.utils
 import json
@@ -132,11 +135,61 @@ class Failure:
     detail_id: str = ""
 
 
+# Connect's error codes in words (connectrpc.com protocol, "Error Codes") → the gRPC numbers.
+_CONNECT_CODES = {
+    "canceled": 1, "unknown": 2, "invalid_argument": 3, "deadline_exceeded": 4, "not_found": 5,
+    "already_exists": 6, "permission_denied": 7, "resource_exhausted": 8, "failed_precondition": 9,
+    "aborted": 10, "out_of_range": 11, "unimplemented": 12, "internal": 13, "unavailable": 14,
+    "data_loss": 15, "unauthenticated": 16,
+}  # fmt: skip
+
+
+def _proto_string(data: bytes, field: int) -> str:
+    """The first string of ``field`` in a protobuf message's bytes ('' when absent or malformed)."""
+    at = 0
+    try:
+        while at < len(data):
+            key, at = _varint(data, at)
+            number, wire = key >> 3, key & 7
+            if wire == 2:
+                size, at = _varint(data, at)
+                if number == field:
+                    return data[at : at + size].decode("utf-8", "replace")
+                at += size
+            elif wire == 0:
+                _, at = _varint(data, at)
+            else:
+                return ""
+    except IndexError:
+        return ""
+    return ""
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+
+
 def _detail_id(parsed: dict) -> str:
-    """The id of the first ``zitadel.v1.ErrorDetail`` of a gateway body's ``details``, or ''."""
+    """The id of the first ``zitadel.v1.ErrorDetail`` of an answer's ``details``, or '': the
+    gateway's ``{"@type", "id"}``, or Connect's ``{"type", "value"}`` (the message's field 1)."""
     for detail in parsed.get("details") or []:
-        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith(_ERROR_DETAIL):
+        if not isinstance(detail, dict):
+            continue
+        if str(detail.get("@type", "")).endswith(_ERROR_DETAIL):
             return str(detail.get("id") or "")
+        if str(detail.get("type", "")).endswith(_ERROR_DETAIL):
+            raw = str(detail.get("value") or "")
+            try:
+                return _proto_string(base64.b64decode(raw + "=" * (-len(raw) % 4)), 1)
+            except ValueError:
+                return ""
     return ""
 
 
@@ -165,6 +218,7 @@ def classify(status: int, body: bytes, retry_after: str | None = None) -> Failur
         parsed = json.loads(body or b"{}")
         if isinstance(parsed, dict):
             code = parsed.get("code") if isinstance(parsed.get("code"), int) else None
+            code = _CONNECT_CODES.get(str(parsed.get("code"))) if code is None else code
             message = str(
                 parsed.get("message") or parsed.get("error_description") or parsed.get("error") or ""
             )
