@@ -119,12 +119,14 @@ def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
-    from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
     from transforms.sources.firebase.mapping import FirebaseOptions
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map, _RESERVED)
+    # Beam's FileSystems: imported once the flags are checked.
+    from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
+    from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
+
     recorded: dict[str, object] | None = None
     if known_args.hash_config:
         try:

@@ -119,10 +119,14 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.keycloak.mapping import KeycloakOptions
-    from transforms.sources.keycloak.realm_files import RealmInputError, plan_realm_sources
 
     common = common_args(known_args)
     idp_map = parse_idp_map(known_args.idp_map)
+    from transforms.sources.keycloak.realm_files import (  # Beam's FileSystems
+        RealmInputError,
+        plan_realm_sources,
+    )
+
     check_gcs_reachable([known_args.realm])  # planning reads the realm: fail fast, not after ~120 s
     try:
         sources = plan_realm_sources(known_args.realm, known_args.realm_name, known_args.allow_missing_parts)

@@ -226,10 +226,12 @@ def split_export(
     from pipeline.layout import output_layout
     from pipeline.run_outputs import open_outputs
     from transforms.files.storage import check_gcs_reachable, register_cleanup, unregister_cleanup
+
+    timeout = _checked_settings(output, timeout, batch_size)
+    # Beam's FileSystems: imported once the flags are checked.
     from transforms.sources.input_shape import shape_problem
     from transforms.sources.zitadel.export_reader import ExportFormatError
 
-    timeout = _checked_settings(output, timeout, batch_size)
     layout = output_layout(output, dead_letter)
     check_gcs_reachable([export, layout.output, layout.dead_letter])
     # Its first records only: a realm or an Auth0 export is named as such, not streamed to its
