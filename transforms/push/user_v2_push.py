@@ -4,8 +4,8 @@ The path for a ZITADEL without the admin API (v5) or a credential that may not u
 user manager; docs/user-v2.md). Each ``humanUsers`` entry of the body is one ``CreateUser`` (or,
 on a server without it, ``AddHumanUser``) carrying everything the entry carries
 (``transforms/zitadel_api/user_v2.py``), its metadata set after it; its ``userGrants`` follow
-through the management calls (``grant_calls.write_grant``, which a scheduled sync's changes use
-too). The body is checked first with the user service's limits (``body_check``, target user-v2).
+through ``grant_calls.write_grant`` (the authorization service v2 where the server has it, else the
+management API; a scheduled sync's changes use it too). The body is checked first with the user service's limits (``body_check``, target user-v2).
 Per user (``user_v2_sender.py`` reads ZITADEL's answers by code and detail id):
 
 - created: the create answered 200; **present**: the create was refused because the user is there

@@ -107,25 +107,25 @@ class OrgAccess:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.denied: dict[str, str] = {}  # org → why
-        self.allowed: set[str] = set()
+        self.met: set[str] = set()  # orgs a create was sent for
 
     def deny(self, org_id: str, message: str) -> str:
         text = f"this credential may not create users in org {org_id} (permission {USER_WRITE}): {message}"
         with self._lock:
             return self.denied.setdefault(org_id, text)
 
-    def allow(self, org_id: str) -> None:
+    def meet(self, org_id: str) -> None:
         with self._lock:
-            self.allowed.add(org_id)
+            self.met.add(org_id)
 
     def refused(self, org_id: str) -> str | None:
         with self._lock:
             return self.denied.get(org_id)
 
     def every_org_denied(self) -> str | None:
-        """The stop line when every org met was refused and none let a user in, else None."""
+        """The stop line when every org a create was sent for refused it, else None."""
         with self._lock:
-            if not self.denied or self.allowed - set(self.denied):
+            if not self.denied or self.met - set(self.denied):
                 return None
             orgs = ", ".join(sorted(self.denied))
         return f"permission denied in every org ({orgs}): this credential lacks {USER_WRITE}"
@@ -162,6 +162,7 @@ class Sender:
         denied = self.access.refused(job.org_id)
         if denied is not None:
             return Outcome(uid, "failed", 0, failure_of(job, uid, "permission-denied", denied))
+        self.access.meet(job.org_id)
         attempts = [0]
 
         def bump() -> None:
@@ -177,7 +178,6 @@ class Sender:
             return self._failed_call(job, uid, err, attempts[0])
         if outcome.status not in ("created", "present"):
             return outcome
-        self.access.allow(job.org_id)
         if job.metadata and not (with_metadata and outcome.status == "created"):
             outcome = self._metadata(job, outcome)
         if outcome.status in ("created", "present") and job.grants:

@@ -140,6 +140,15 @@ def test_one_403_is_one_org_and_403_in_every_org_stops(v5, tmp_path):
     only_theirs = _manifest(tmp_path / "theirs", {OTHER: [make_user("t9", None)]})
     stopped = _push(only_theirs, v5, creds=Credentials("token", token=TOKEN))
     assert stopped.fatal and "permission denied in every org (999)" in stopped.fatal
+    # An org whose creates the server answered otherwise (here: an id held in another org) was not
+    # refused: one denied org besides it does not stop the push.
+    fast_client(v5.url, ADMIN).request(
+        "POST", CREATE_USER_PATH, create_user_request(OTHER, make_user("x1", None))
+    )
+    mixed = _manifest(tmp_path / "mixed", {OTHER: [make_user("t8", None)], ORG: [make_user("x1", None)]})
+    report = _push(mixed, v5, creds=Credentials("token", token=TOKEN), results_dir=str(tmp_path / "m"))
+    assert report.fatal is None and {f["reason"] for f in _failures(report).values()} == {
+        "permission-denied", "in-another-org"}  # fmt: skip
 
 
 def test_without_add_human_user_create_user_lands_the_metadata_once(v5, tmp_path):
