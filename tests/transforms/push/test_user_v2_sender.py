@@ -5,6 +5,7 @@ a credential that manages some of the orgs."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 
@@ -192,11 +193,8 @@ def test_verify_halves_its_page_on_a_server_configured_lower(v5, tmp_path):
 
 def _argon2id_204() -> str:
     """A valid argon2id hash with a 64-byte salt and key: 204 characters (passwap's PHC form)."""
-    import base64
-    import hashlib as hl
-
     salt = bytes(range(64))
-    key = hl.sha512(b"not a real key").digest()
+    key = hashlib.sha512(b"not a real key").digest()
     raw = lambda b: base64.b64encode(b).decode().rstrip("=")  # noqa: E731 - RawStd, as passwap reads it
     return f"$argon2id$v=19$m=65536,t=3,p=4${raw(salt)}${raw(key)}"
 
@@ -256,3 +254,20 @@ def test_verify_names_the_fields_an_older_server_dropped(v5, tmp_path):
         _manifest(tmp_path / "b", {ORG: [second]}), v5, verify=True, results_dir=str(tmp_path / "r")
     )
     assert again.ok and again.verify is not None and again.verify.dropped == {}
+
+
+def test_the_targets_hash_limits_are_checked_before_sending(v5, tmp_path):
+    """With the target's limits known (``--zitadel-config``), a hash out of them is dead-lettered
+    before the create: the import would refuse it at creation, some user service versions only at
+    sign-in. Keycloak 24+'s argon2id default (m=7168 KiB) is below ZITADEL's MinMemory (8192)."""
+    from transforms.hashing.policy import HashPolicy
+
+    raw = lambda b: base64.b64encode(b).decode().rstrip("=")  # noqa: E731 - RawStd, as passwap reads it
+    low = f"$argon2id$v=19$m=7168,t=5,p=1${raw(bytes(16))}${raw(bytes(range(32)))}"
+    entries = [make_user("kc", low), make_user("ok", None)]
+    policy = HashPolicy(verifiers=frozenset({"bcrypt", "argon2"}))
+    report = _push(_manifest(tmp_path, {ORG: entries}, metadata=False), v5, hash_policy=policy)
+    failure = _failures(report)["kc"]
+    assert report.created == 1 and failure["reason"] == "hash-parameter-out-of-limits"
+    assert "Argon2.MinMemory" in failure["message"] or "MinMemory" in failure["message"]
+    assert v5.user_ids(ORG) == {"ok"} and v5.refusals == []  # never sent
