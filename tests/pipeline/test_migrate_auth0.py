@@ -340,6 +340,8 @@ def test_synthetic_dead_letters_by_reason(synthetic_run):
 KEYCLOAK_ONLY = {Reason.UNSUPPORTED_HASH, Reason.PLAINTEXT_PASSWORD, Reason.DISABLED, Reason.SERVICE_ACCOUNT}
 # Codes only push's validation of foreign bodies produces (tests/pipeline/test_push.py, test_validate.py).
 NOT_FROM_AUTH0 = {Reason.INVALID_PASSWORD, Reason.INVALID_IDP_LINK}
+# The user service path's own limit (tests/transforms/push/test_user_v2_sender.py).
+NOT_FROM_AUTH0 |= {Reason.HASH_TOO_LONG_FOR_USER_V2}
 # A table's own reasons, exercised in tests/pipeline/test_migrate_table.py.
 NOT_FROM_AUTH0 |= {Reason.INVALID_FIELD_TYPE, Reason.BAD_PATH, Reason.MALFORMED_CSV}
 

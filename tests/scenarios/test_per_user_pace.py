@@ -13,6 +13,7 @@ import pytest
 import zitadel_user_v2_create as creation
 from zitadel_fixtures import PAT, fast_client, hash_pool, write_manifest
 from zitadel_server import ZitadelServer
+from zitadel_user_v2_create import CREATE_PATHS
 
 from pipeline.cli import main
 from transforms.output.manifest import load_manifest
@@ -42,7 +43,7 @@ def v5_fixture():
 
 
 def _created_calls(server: ZitadelServer) -> int:
-    return sum(1 for path, status in server.requests if path == "/v2/users/human" and status == 200)
+    return sum(1 for path, status in server.requests if path in CREATE_PATHS and status == 200)
 
 
 def _refused_late(server: ZitadelServer, after: float) -> tuple[int, int]:

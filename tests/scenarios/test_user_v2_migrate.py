@@ -17,6 +17,7 @@ from zitadel_fixtures import PAT
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
+from transforms.zitadel_api.user_v2 import CREATE_USER_PATH
 
 ORG = "123456789"
 ORG_TOKEN = "org-token-Q7vL2OnlyOrg123456789manager"
@@ -94,9 +95,9 @@ def test_migrate_push_lands_every_user_in_the_named_org_as_an_import_would(sourc
         held, expected = _held(v5, ids), _held(imported, ids)
         assert all(creation.same_but_state(held[uid], expected[uid]) for uid in ids), (held, expected)
 
-    posts = sum(1 for path, _ in v5.requests if path == "/v2/users/human")
+    posts = sum(1 for path, _ in v5.requests if path == CREATE_USER_PATH)
     rc = _migrate(source, inputs, tmp_path / "v2", v5.url, token_file)
-    assert rc == 0 and sum(1 for path, _ in v5.requests if path == "/v2/users/human") == posts
+    assert rc == 0 and sum(1 for path, _ in v5.requests if path == CREATE_USER_PATH) == posts
     assert set(v5.added_event_counts().values()) == {1}
 
 

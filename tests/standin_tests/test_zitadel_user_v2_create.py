@@ -17,9 +17,12 @@ from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
 from transforms.zitadel_api.user_v2 import (
     ADD_HUMAN_PATH,
+    CREATE_USER_PATH,
     LIST_USERS_PATH,
     add_human_request,
+    create_user_request,
     list_users_request,
+    metadata_search_path,
 )
 
 ORG = "123"
@@ -81,7 +84,10 @@ def test_a_created_user_is_held_like_an_imported_one(servers):
         assert out["userId"] == entry["userId"]
     for entry in entries:
         held = creation.stored_user(created, entry["userId"])
-        assert {**held, "state": None} == {**creation.stored_user(imported, entry["userId"]), "state": None}
+        assert creation.same_but_state(held, creation.stored_user(imported, entry["userId"]))
+    # ZITADEL's second difference: the import drops passwordChangeRequired with a hash, v2 keeps it.
+    assert creation.stored_user(created, "u-1")["user"]["passwordChangeRequired"] is True
+    assert "passwordChangeRequired" not in creation.stored_user(imported, "u-1")["user"]
     # ZITADEL's one difference: the user service adds no initialisation code, so nobody is initial.
     states = {e["userId"]: creation.stored_user(imported, e["userId"])["state"] for e in entries}
     assert states == {"u-0": "active", "u-1": "initial", "u-2": "active", "u-3": "active", "u-4": "initial"}
@@ -97,16 +103,23 @@ def test_an_id_or_name_in_use_is_refused_and_admin_calls_are_not_found(servers):
     client.request("POST", ADD_HUMAN_PATH, add_human_request(ORG, entries[0]))
     with pytest.raises(api_errors.InvalidRequest) as again:
         client.request("POST", ADD_HUMAN_PATH, add_human_request(ORG, entries[0]))
-    assert (again.value.status, again.value.code) == (400, 9)
-    assert "Errors.User.AlreadyExisting" in again.value.message
+    # As ZITADEL's gateway writes it: the key translated (here German), the id, and an ErrorDetail.
+    assert (again.value.status, again.value.code, again.value.detail_id) == (400, 9, "COMMAND-7yiox1isql")
+    assert "Benutzer existiert bereits (COMMAND-7yiox1isql)" in again.value.message
     renamed = {**entries[0], "userId": "other"}
     with pytest.raises(api_errors.InvalidRequest) as name:
         client.request("POST", ADD_HUMAN_PATH, add_human_request(ORG, renamed))
-    assert name.value.status == 409 and "Errors.User.AlreadyExists" in name.value.message
+    assert (name.value.status, name.value.code, name.value.detail_id) == (409, 6, "V3-DKcYh")
+    client.request("POST", CREATE_USER_PATH, create_user_request(ORG, entries[2]))
+    linked = {"userId": "third", "user": {**entries[2]["user"], "userName": "third@example.com"}}
+    with pytest.raises(api_errors.InvalidRequest) as link:  # the same IdP link: its unique constraint
+        client.request("POST", CREATE_USER_PATH, create_user_request(ORG, linked))
+    assert (link.value.status, link.value.code, link.value.detail_id) == (409, 6, "V3-DKcYh")
+    assert "Der externe Login ist bereits einem Benutzer zugeordnet" in link.value.message
     with pytest.raises(api_errors.InvalidRequest) as gone:
         client.probe()
     assert (gone.value.status, gone.value.code) == (404, 5)
-    assert created.added_event_counts() == {"u-0": 1}
+    assert created.added_event_counts() == {"u-0": 1, "u-2": 1}
 
 
 def test_an_org_scoped_credential_stays_in_its_org(servers):
@@ -145,3 +158,51 @@ def test_admin_paths_answer_like_a_service_the_server_does_not_have():
         assert json.loads(err.value.read()) == {"code": 5, "message": "Not Found", "details": []}
     finally:
         server.stop()
+
+
+def test_create_user_drops_its_metadata_and_a_server_may_lack_either_create(servers):
+    """CreateUser as ZITADEL's createUserTypeHuman (e9d20ab4) runs it: the user as AddHumanUser makes
+    it, the metadata dropped (zitadel/zitadel#11826); a server past AddHumanUser's deprecation, or
+    before CreateUser, answers its route 404 without a ZITADEL error detail."""
+    imported, created = servers
+    entries, metadata = _entries()
+    client = _client(created)
+    answer = client.request("POST", CREATE_USER_PATH, {**create_user_request(ORG, entries[0]),
+                            "human": {**create_user_request(ORG, entries[0])["human"],
+                                      "metadata": [{"key": "k", "value": metadata[0]["value"]}]}})  # fmt: skip
+    assert answer["id"] == "u-0" and answer["creationDate"]
+    assert client.request("POST", metadata_search_path("u-0"), {}) == {"metadata": []}
+    created.create_user_keeps_metadata = True  # the later fix
+    request = create_user_request(ORG, entries[1])
+    request["human"]["metadata"] = [{"key": "k", "value": metadata[0]["value"]}]
+    client.request("POST", CREATE_USER_PATH, request)
+    assert [m["key"] for m in client.request("POST", metadata_search_path("u-1"), {})["metadata"]] == ["k"]
+    created.add_human_user, created.create_user = False, False
+    for path, request in ((ADD_HUMAN_PATH, add_human_request(ORG, entries[3])),
+                          (CREATE_USER_PATH, create_user_request(ORG, entries[3]))):  # fmt: skip
+        with pytest.raises(api_errors.InvalidRequest) as absent:
+            client.request("POST", path, request)
+        assert (absent.value.status, absent.value.code, absent.value.detail_id) == (404, 5, "")
+    assert created.v2_schema_problems == [] and imported.v2_schema_problems == []
+
+
+def test_a_credential_of_two_orgs_and_the_limits_of_lists_and_quota(servers):
+    imported, _ = servers
+    for org in (ORG, "777", "999"):
+        creation.add_org(imported, org)
+    creation.add_org_token(imported, ORG_TOKEN, ORG, "777")
+    entries, _ = _entries()
+    mine = _client(imported, ORG_TOKEN)
+    mine.request("POST", CREATE_USER_PATH, create_user_request("777", entries[0]))
+    with pytest.raises(api_errors.AuthError) as refused:
+        mine.request("POST", CREATE_USER_PATH, create_user_request("999", entries[1]))
+    assert (refused.value.status, refused.value.code, refused.value.detail_id) == (403, 7, "AUTHZ-HKJD33")
+    assert "Keine Berechtigung" in refused.value.message
+    imported.max_query_limit = 100
+    with pytest.raises(api_errors.InvalidRequest) as limit:
+        mine.request("POST", LIST_USERS_PATH, list_users_request(limit=1000))
+    assert (limit.value.code, limit.value.detail_id) == (3, "QUERY-4M0fs")
+    imported.quota_exhausted = True
+    with pytest.raises(api_errors.QuotaExhausted) as quota:
+        mine.request("POST", LIST_USERS_PATH, list_users_request(limit=10))
+    assert (quota.value.status, quota.value.code, quota.value.detail_id) == (429, 8, "QUOTA-vjAy8")

@@ -36,6 +36,7 @@ from schema_check import SchemaChecker, option_extension
 
 DESCRIPTOR_SET = Path(__file__).resolve().parents[1] / "data" / "zitadel-user-v2.binpb"
 SERVICE = "zitadel.user.v2.UserService"
+SERVICE_PACKAGE = "zitadel.user.v2."
 _HTTP = 72295728  # the field number of the google.api.http extension of MethodOptions
 _VERBS = ("get", "put", "post", "delete", "patch")
 
@@ -107,6 +108,14 @@ class UserServiceChecker:
                         method.input_type.full_name,
                     )
                 )
+        if service == SERVICE and not any(r.rpc == "CreateUser" for r in self.routes):
+            # CreateUser's REST rule came after @zitadel/proto 1.3.1 (zitadel/zitadel#9680:
+            # ``post: "/v2/users/new" body: "*"``); its request message is in the descriptors.
+            self.routes.append(
+                Route(
+                    "POST", ("v2", "users", "new"), "*", "CreateUser", SERVICE_PACKAGE + "CreateUserRequest"
+                )
+            )
         self._lock = threading.Lock()
         self.checked = 0
 

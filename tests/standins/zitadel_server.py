@@ -48,11 +48,12 @@ from typing import Any
 # (optional_deps.py), so the server runs after `./run_local.sh`, which installs no test extras.
 import passwap_rules
 import zitadel_actions_v2 as actions_v2
+import zitadel_authorization_v2 as authorization_v2
 import zitadel_user_v2_create as user_v2_create
 from capacity import Capacity, add_capacity, add_capacity_arguments, print_summary
 from optional_deps import MissingDependency, optional
 from zitadel_management_v1 import ManagementError, ManagementV1
-from zitadel_user_v2 import UserServiceV2, V2Error, initial_state
+from zitadel_user_v2 import UserServiceV2, V2Error, gateway_body, initial_state
 
 __all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "take_v2_schema_problems", "main"]
 
@@ -407,8 +408,19 @@ class ZitadelServer:
         self.management = ManagementV1(self)
         # A server without the admin API, org-scoped tokens, a per-call cost (zitadel_user_v2_create.py).
         self.admin_api = True
-        self.org_tokens: dict[str, str] = {}
+        self.org_tokens: dict[str, frozenset[str]] = {}  # token → the orgs it may manage
         self.per_call_delay = 0.0
+        # Which user service creates it serves (zitadel_user_v2_create.py): AddHumanUser (gone on a
+        # server past its deprecation), CreateUser (``POST /v2/users/new``, absent before it), and
+        # whether CreateUser keeps the metadata it is given (False: zitadel/zitadel#11826).
+        self.add_human_user = True
+        self.create_user = True
+        self.create_user_keeps_metadata = False
+        # The authorization service v2 (zitadel_authorization_v2.py); False: a server without it.
+        self.authorization_v2 = True
+        self.dropped_fields: set[str] = set()  # create fields an older server's gateway discards
+        self.max_query_limit = 1000  # SystemDefaults.MaxQueryLimit: a larger ListUsers page is refused
+        self.quota_exhausted = False  # every call answers the quota's 429 (QUOTA-vjAy8)
         _LIVE.add(self)
 
     @property
@@ -606,6 +618,10 @@ class ZitadelServer:
                 created.append(user_id)
                 if user_id in self.faults.dropped_user_ids:
                     continue  # accepted and reported, but lost: what verify must catch
+                if user.get("passwordChangeRequired") and (user.get("hashedPassword") or {}).get("value"):
+                    # The import drops the flag whenever a hash is given (internal/command/
+                    # user_human.go createAddHumanEvent: AddPasswordData(human.HashedPassword, false)).
+                    user = {k: v for k, v in user.items() if k != "passwordChangeRequired"}
                 self.state.users[user_id] = (org_id, user)
                 self.state.user_states[user_id] = initial_state(user)
                 self.state.user_names.add(user["userName"])
@@ -1106,8 +1122,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _error(self, status: int, code: int, message: str) -> None:
-            server.refusals.append((self.path, message))
-            self._send(status, {"code": code, "message": message, "details": []})
+            body = gateway_body(code, message)  # "<text> (<id>)" and an ErrorDetail, as ZITADEL's gateway
+            server.refusals.append((self.path, str(body["message"])))
+            self._send(status, body)
 
         def _drop(self) -> None:
             # Close without a response: the client sees a reset / "remote end closed".
@@ -1167,6 +1184,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if not self._authorised():
                 return
+            if server.quota_exhausted:  # internal/api/grpc/server/middleware/limits_interceptor.go
+                self._error(429, 8, "ID=QUOTA-vjAy8 Message=Errors.Quota.Access.Exhausted")
+                return
             user_v2_create.call_cost(server)
             body = None
             if raw:
@@ -1177,6 +1197,13 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 except ValueError:
                     self._error(400, 3, "proto: syntax error (line 1:1): invalid JSON")
                     return
+            absent = user_v2_create.absent_route(server, method, self.path)
+            if absent is not None:
+                self._error(*absent)
+                return
+            if authorization_v2.owns(self.path):
+                self._authorization(body or {}, fault)
+                return
             scope = user_v2_create.scope_refusal(server, method, self.path, body, self.headers)
             if scope is not None:
                 self._error(*scope)
@@ -1222,11 +1249,32 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(server.faults.slow_seconds)
             self._send(200, answer)
 
+        def _authorization(self, body: dict, fault: str | None) -> None:
+            """The authorization service v2, the Connect way (zitadel_authorization_v2.py)."""
+            if not server.authorization_v2:  # no such procedure: the mux's plain 404
+                server.refusals.append((self.path, "404 page not found"))
+                self._send(404, b"404 page not found\n")
+                return
+            orgs = user_v2_create.token_orgs(server, self.headers)
+            try:
+                answer = authorization_v2.handle(server, self.path, body, orgs)
+            except authorization_v2.ConnectError as err:
+                connect = authorization_v2.connect_body(err.code, err.message)
+                server.refusals.append((self.path, str(connect["message"])))
+                self._send(err.status, connect)
+                return
+            if fault == "504_after":  # the change was made; the answer is lost in a gateway
+                self._send(504, b"<html><body>gateway timeout</body></html>")
+            elif fault in ("drop_after", "silent", "late"):
+                self._drop()
+            else:
+                self._send(200, answer)
+
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
             self._guarded(self._post)
 
         def _post(self) -> None:
-            if self.path.startswith(("/v2/", "/management/v1/")):
+            if self.path.startswith(("/v2/", "/management/v1/", authorization_v2.SERVICE)):
                 self._v2("POST")
                 return
             raw, fault, answered = self._read_and_fault()
@@ -1245,6 +1293,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(status, body)
                 return
             if not self._authorised():
+                return
+            if server.quota_exhausted:  # the same interceptor runs for the admin API
+                self._error(429, 8, "ID=QUOTA-vjAy8 Message=Errors.Quota.Access.Exhausted")
                 return
             refusal = user_v2_create.admin_refusal(server, self.path, self.headers)
             if refusal is not None:

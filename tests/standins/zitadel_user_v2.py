@@ -17,8 +17,9 @@ modelled are the ones a sync meets (docs/sync.md#traps):
 - ``AddIDPLink`` of a pair another user holds → ``Errors.User.ExternalIDP.AlreadyExists`` (409);
 - locking a user who is neither active nor initial (a locked one too) →
   ``Errors.User.ShouldBeActiveOrInitial`` (zitadel internal/command/user_v2.go ``LockUserV2``);
-- ``ListUserMetadata`` (``POST .../metadata/search``) and ``ListIDPLinks`` (``POST .../links/_search``)
-  answer what the user holds, for a sync's read-back.
+- ``ListUserMetadata`` (``POST .../metadata/search``), ``ListIDPLinks`` (``POST .../links/_search``)
+  and ``ListAuthenticationMethodTypes`` (``GET .../authentication_methods``: password, IdP, TOTP)
+  answer what the user holds, for a sync's and verify's read-back.
 
 Every request met ZITADEL's published schema before it gets here (lengths, forms, oneofs:
 tests/standins/schema_check_v2.py, docs/sync.md#schema-check); this module models only the state.
@@ -32,7 +33,7 @@ from typing import Any
 
 import passwap_rules
 
-__all__ = ["UserServiceV2", "V2Error", "initial_state"]
+__all__ = ["UserServiceV2", "V2Error", "initial_state", "gateway_body", "TRANSLATED"]
 
 _PATH = re.compile(
     r"^/v2/users/(?:human/(?P<human>[^/]+)|(?P<id>[^/?]+)(?:/(?P<rest>[^?]*))?)(?:\?(?P<query>.*))?$"
@@ -40,9 +41,42 @@ _PATH = re.compile(
 
 
 class V2Error(Exception):
+    """An error answer; ``message`` ``"ID=<detail id> Message=<key>"`` for ZITADEL's own errors
+    (rendered by ``gateway_body``), any other text for errors without a detail (request validation,
+    the gateway's routing)."""
+
     def __init__(self, status: int, code: int, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+# How ZITADEL's REST gateway writes an error (internal/api/grpc/gerrors/zitadel_errors.go
+# ``ZITADELToGRPCError``: the message is ``key + " (" + id + ")"`` after the i18n interceptor
+# translated the key into the instance's language, and the details hold one
+# ``zitadel.v1.ErrorDetail{id, message}``; a key without a translation stays the key). The test
+# server's instance speaks German for the answers a client must tell apart by code and detail id
+# (the texts are ours, in the manner of ZITADEL's de.yaml): a client that matches English words or
+# the key in the text fails against it, as it would against a real instance in another language.
+TRANSLATED = {
+    "Errors.User.AlreadyExisting": "Benutzer existiert bereits",
+    "Errors.User.AlreadyExists": "Der Benutzername ist bereits vergeben",
+    "Errors.User.ExternalIDP.AlreadyExists": "Der externe Login ist bereits einem Benutzer zugeordnet",
+    "Errors.PermissionDenied": "Keine Berechtigung",
+    "Errors.Quota.Access.Exhausted": "Das Kontingent ist aufgebraucht",
+    "Errors.Query.LimitExceeded": "Die angefragte Menge ist zu gross",
+}
+_ZITADEL_ERROR = re.compile(r"^ID=(?P<id>\S+) Message=(?P<key>.+)$")
+_DETAIL_TYPE = "type.googleapis.com/zitadel.v1.ErrorDetail"
+
+
+def gateway_body(code: int, message: str) -> dict:
+    """The JSON body of an error answer as ZITADEL's REST gateway writes it."""
+    match = _ZITADEL_ERROR.match(message)
+    if match is None:
+        return {"code": code, "message": message, "details": []}
+    text = TRANSLATED.get(match.group("key"), match.group("key"))
+    detail = {"@type": _DETAIL_TYPE, "id": match.group("id"), "message": text}
+    return {"code": code, "message": f"{text} ({match.group('id')})", "details": [detail]}
 
 
 def _not_found() -> V2Error:
@@ -121,6 +155,16 @@ class UserServiceV2:
             elif method == "POST" and rest == "metadata/search":  # ListUserMetadata
                 held = sorted((k, v) for (u, k), v in state.metadata.items() if u == user_id)
                 answer = {"metadata": [{"key": k, "value": v} for k, v in held]}
+            elif method == "GET" and rest == "authentication_methods":  # ListAuthenticationMethodTypes
+                held = (
+                    (
+                        "AUTHENTICATION_METHOD_TYPE_PASSWORD",
+                        user.get("hashedPassword") or user.get("password"),
+                    ),
+                    ("AUTHENTICATION_METHOD_TYPE_IDP", user.get("idps")),
+                    ("AUTHENTICATION_METHOD_TYPE_TOTP", user.get("otpCode")),
+                )
+                answer = {"authMethodTypes": [name for name, there in held if there]}
             elif method == "POST" and rest == "links/_search":  # ListIDPLinks
                 answer = {
                     "result": [
@@ -155,7 +199,9 @@ class UserServiceV2:
         if "username" in body:
             name = str(body["username"] or "")
             if name != user["userName"] and name in state.user_names:
-                raise V2Error(409, 6, "ID=COMMAND-Uhbf3 Message=Errors.User.AlreadyExists")
+                raise V2Error(
+                    409, 6, "ID=V3-DKcYh Message=Errors.User.AlreadyExists"
+                )  # the unique constraint
         if "password" in body:
             password = body["password"] or {}
             hashed = (password.get("hashedPassword") or {}).get("hash")
@@ -268,7 +314,9 @@ class UserServiceV2:
                 (i.get("configId"), i.get("externalUserId")) == (idp, external)
                 for i in other.get("idps") or []
             ):
-                raise V2Error(409, 6, "ID=COMMAND-6m9Kd Message=Errors.User.ExternalIDP.AlreadyExists")
+                raise V2Error(
+                    409, 6, "ID=V3-DKcYh Message=Errors.User.ExternalIDP.AlreadyExists"
+                )  # the unique constraint
         user.setdefault("idps", []).append(
             {"configId": idp, "externalUserId": external, "displayName": str(link.get("userName", ""))}
         )

@@ -58,6 +58,8 @@ class Reason:
     UNSUPPORTED_PASSWORD_ENCODING = "unsupported-password-encoding"
     HASH_VERIFIER_DISABLED = "hash-verifier-disabled"
     HASH_OUT_OF_LIMITS = "hash-parameter-out-of-limits"
+    # The user service v2 takes a hash of at most 200 characters (HashedPassword.hash); the import takes longer.
+    HASH_TOO_LONG_FOR_USER_V2 = "hash-too-long-for-user-v2"
     # Users without id or e-mail, text hygiene (README "Text rules").
     CONTROL_CHARACTERS = "control-characters"
     INVALID_EMAIL_FALLBACK = "invalid-email-fallback"

@@ -6,6 +6,13 @@ elsewhere. One invalid user makes the server reject the whole request (docs/zita
 human user is checked with :func:`transforms.mapping.validate.validate_user` (same rules, same reason
 codes as ``migrate``) before the body is sent; invalid users are taken out and reported, never sent.
 
+The two ways in have their own limits (``LIMITS``): the user service v2 refuses a password hash
+over 200 characters (``HashedPassword.hash``, which the admin import takes) and an IdP link
+without a user name (which ``user_v2.add_human_request`` fills with the external id, as the sync
+does); ``target=USER_V2_TARGET`` applies them, and ``v2_validation`` adds the target's hash limits
+(a hash whose parameters the target refuses is refused by the import at creation, but accepted by
+some versions of the user service and refused only at sign-in).
+
 Each human user is rewritten in the form the migrate pipelines write: lowerCamel field names
 (protojson accepts both, but the rules are written for one), no ``hashedPassword.algorithm``
 (the server reads the algorithm from the hash string; newer servers do not know the field), and
@@ -26,13 +33,25 @@ import dataclasses
 import re
 from typing import Any
 
+from transforms.common.reasons import Reason
+from transforms.hashing.policy import HashPolicy
 from transforms.mapping.validate import ValidationOptions, validate_user
 
-__all__ = ["CheckedBody", "check_body", "camel_keys", "PUSH_VALIDATION"]
+__all__ = ["CheckedBody", "check_body", "camel_keys", "PUSH_VALIDATION", "LIMITS", "v2_validation"]
+__all__ += ["IMPORT_TARGET", "USER_V2_TARGET"]
 
 # Push cannot know the source, so every hash family the server verifies is accepted; the bcrypt
 # cost range is the instance's (flags of push), by default anything bcrypt itself allows.
 PUSH_VALIDATION = ValidationOptions(4, 31, ("bcrypt", "argon2", "pbkdf2", "other"))
+
+IMPORT_TARGET, USER_V2_TARGET = "admin-import", "user-v2"
+# What each way in takes beyond the shared rules (transforms/mapping/validate.py): the longest
+# password hash (None: no limit). The user service's from ZITADEL's published schema
+# (zitadel.user.v2.HashedPassword.hash, max_len 200); the import's ImportHumanUserRequest has none.
+LIMITS: dict[str, dict[str, int | None]] = {
+    IMPORT_TARGET: {"hash": None},
+    USER_V2_TARGET: {"hash": 200},
+}
 
 _DATA_KEYS = ("dataOrgs", "data_orgs", "dataOrgsv1", "data_orgsv1")
 _USER_KEYS = ("humanUsers", "human_users")
@@ -74,7 +93,27 @@ def _normalise_user(entry: Any) -> Any:
     return entry
 
 
-def check_body(body: dict, options: ValidationOptions = PUSH_VALIDATION) -> CheckedBody:
+def v2_validation(policy: HashPolicy | None) -> ValidationOptions:
+    """The push's rules plus the target's hash verifiers and limits, when known."""
+    return PUSH_VALIDATION if policy is None else dataclasses.replace(PUSH_VALIDATION, hash_policy=policy)
+
+
+def _target_problem(entry: dict, target: str) -> tuple[str, str] | None:
+    """What ``target`` refuses of a user the shared rules passed."""
+    longest = LIMITS[target]["hash"]
+    hashed = ((entry.get("user") or {}).get("hashedPassword") or {}).get("value")
+    if longest is not None and isinstance(hashed, str) and len(hashed) > longest:
+        return (
+            Reason.HASH_TOO_LONG_FOR_USER_V2,
+            f"the password hash has {len(hashed)} characters; the user service v2 takes at most {longest} "
+            "(HashedPassword.hash): push this user with --api=admin-import, which takes it",
+        )
+    return None
+
+
+def check_body(
+    body: dict, options: ValidationOptions = PUSH_VALIDATION, target: str = IMPORT_TARGET
+) -> CheckedBody:
     """Validate every human user of an ImportDataRequest (``dataOrgs``/``data_orgs``/v1 forms).
 
     Rejected users go to ``rejected`` as ``{"userId", "orgId", "userName", "reason", "type",
@@ -106,6 +145,8 @@ def check_body(body: dict, options: ValidationOptions = PUSH_VALIDATION) -> Chec
                 result_reason, detail = result.reason, result.detail
                 for note in result.notes:
                     notes[note] = notes.get(note, 0) + 1
+                if result_reason is None:
+                    result_reason, detail = _target_problem(entry, target) or (None, "")
             user = entry.get("user") if isinstance(entry, dict) else None
             user_id = str(entry.get("userId") or "") if isinstance(entry, dict) else ""
             if result_reason is not None:

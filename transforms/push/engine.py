@@ -42,6 +42,7 @@ from transforms.push.progress import PushProgress
 from transforms.push.report import FollowUp, PushReport
 from transforms.push.send_body import send_body
 from transforms.push.user_v2_push import LimiterRunner, send_body_v2
+from transforms.push.user_v2_sender import CreatePath, OrgAccess
 from transforms.push.verification import verify_manifest
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
@@ -63,9 +64,12 @@ def _send_all(
     progress: bool,
     stream: TextIO,
     api: str = ADMIN_IMPORT,
+    hash_policy: HashPolicy | None = None,
 ) -> tuple[list[BodyResult], str | None]:
     """Every body, skipping those the ledger says are done; the results in manifest order, and
-    why the push stopped (None when it did not)."""
+    why the push stopped (None when it did not). On the user service path one 403 refuses one
+    org's users (``OrgAccess``); a 403 in every org the bodies name stops the push."""
+    access, create = OrgAccess(), CreatePath()
     with PushProgress(manifest, stream, progress, limiter=limiter) as live:
 
         def skip(ref: BodyRef) -> BodyResult | None:
@@ -79,7 +83,10 @@ def _send_all(
             if api == USER_V2:  # one call per user, a limiter slot per user (user_v2_push.py)
                 paced = client.paced(limiter)
                 runner = LimiterRunner(limiter)
-                return send_body_v2(paced, ref, ledger.load(ref), live, ledger, runner, request_timeout)
+                return send_body_v2(
+                    paced, ref, ledger.load(ref), live, ledger, runner, request_timeout,
+                    access=access, create=create, hash_policy=hash_policy,
+                )  # fmt: skip
             return send_body(
                 client,
                 ref,
@@ -96,7 +103,7 @@ def _send_all(
         bodies = Limiter(fixed=1) if api == USER_V2 else limiter
         scheduler = BodyScheduler(manifest, bodies, work, skip, live.body_done)
         results = scheduler.run()
-    return [results[b.index] for b in manifest.bodies], scheduler.fatal
+    return [results[b.index] for b in manifest.bodies], scheduler.fatal or access.every_org_denied()
 
 
 def _open(
@@ -155,7 +162,9 @@ def push_manifest(
     >>> report.ok, report.created, report.present, report.failed  # doctest: +SKIP
     """
     stream = stream or sys.stderr
-    precheck(manifest, stream)  # before the ledger and the network: a refused manifest leaves nothing
+    forced = precheck(
+        manifest, stream
+    )  # before the ledger and the network: a refused manifest leaves nothing
     warn_uncovered(manifest.raw, hash_policy)
     if manifest.sync is not None and then is None:
         raise ConfigError(f"{manifest.path}: a sync manifest: its changes are pushed with its bodies by push")
@@ -178,6 +187,7 @@ def push_manifest(
         progress=progress,
         stream=stream,
         api=api,
+        hash_policy=hash_policy,
     )
     report = PushReport(
         ordered,
@@ -187,6 +197,7 @@ def push_manifest(
         client.stats,
         None if fatal is None else _stopped_line(fatal, ordered),
         limiter=limiter.stats(),
+        change_dropped=forced if api != USER_V2 else 0,
     )
     if then is not None:
         report.sync = then.after(

@@ -9,7 +9,8 @@
 - ``expected_grants`` / ``missing_grants``: verify compares the grants of the bodies with the
   ``user.grant.added`` events of each org and names what did not arrive.
 - ``write_grant``: set (add or update) or remove one user's grant on one project through the
-  management API, the way the user service path and a sync's changes set grants.
+  authorization service v2 where the server has it, else the management API (grant_service.py),
+  the way the user service path and a sync's changes set grants.
 """
 
 from __future__ import annotations
@@ -166,7 +167,12 @@ def _grant_once(
     timeout: float | None,
     sent: list[int],
 ) -> None:
-    """One look-up and at most one write per grant found; ``sent[0]`` counts the requests."""
+    """One look-up and at most one write per grant found; ``sent[0]`` counts the requests. The
+    authorization service v2 where the server has it (grant_service.py), else the management API."""
+    from transforms.push.grant_service import write_grant_v2
+
+    if write_grant_v2(client, user_id, org_id, project_id, role_keys, timeout, sent):
+        return
     once = client.single_attempt()
     search = mgmt.grants_search_request(user_id, project_id)
     sent[0] += 1

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from transforms.common.errors import ConfigError
 from transforms.files.storage import is_gcs
-from transforms.output.body_parts import body_user_ids, shape_problem
+from transforms.output.body_parts import body_user_ids, orgs_of, shape_problem, users_of
 from transforms.output.manifest import BodyRef, Manifest, read_body
 
 __all__ = ["precheck"]
@@ -66,8 +66,10 @@ def _listing_problems(manifest: Manifest) -> list[str]:
     return problems
 
 
-def precheck(manifest: Manifest, stream: TextIO) -> None:
+def precheck(manifest: Manifest, stream: TextIO) -> int:
     """Before the first request: the manifest and its bodies agree, and every user is valid.
+    Returns how many users carry ``passwordChangeRequired`` with a password hash (the admin import
+    drops the flag for them: ``change_dropped_by_import``).
 
     Refused (ConfigError, nothing sent) when a listed body is missing, changed since its sha256
     was taken, not an import request, or holds another number of users than its entry; when
@@ -81,7 +83,7 @@ def precheck(manifest: Manifest, stream: TextIO) -> None:
         raise ConfigError(f"{manifest.path}: {problems[0]}; nothing was sent")
     reasons: dict[str, int] = {}
     notes: dict[str, int] = {}
-    total = 0
+    total = forced = 0
     for ref in manifest.bodies:
         try:
             body = json.loads(read_body(ref))
@@ -110,6 +112,7 @@ def precheck(manifest: Manifest, stream: TextIO) -> None:
             reasons[failure["reason"]] = reasons.get(failure["reason"], 0) + 1
         for note, count in checked.notes.items():
             notes[note] = notes.get(note, 0) + count
+        forced += change_dropped_by_import(checked.body)
     claimed = manifest.counts
     for key in ("users_written", "human_users_written"):
         if key in claimed and claimed[key] != total:
@@ -135,3 +138,18 @@ def precheck(manifest: Manifest, stream: TextIO) -> None:
             + ")\n"
         )
     stream.flush()
+    return forced
+
+
+def change_dropped_by_import(body: dict) -> int:
+    """Users with ``passwordChangeRequired`` and a password hash: the admin import drops the flag
+    whenever a hash is given (internal/command/user_human.go ``createAddHumanEvent``:
+    ``AddPasswordData(human.HashedPassword, false)``), the user service keeps it
+    (``hashedPassword.changeRequired``)."""
+    count = 0
+    for org in orgs_of(body):
+        for entry in users_of(org):
+            user = entry.get("user") if isinstance(entry, dict) else None
+            if isinstance(user, dict) and user.get("passwordChangeRequired"):
+                count += bool((user.get("hashedPassword") or {}).get("value"))
+    return count

@@ -65,6 +65,9 @@ class PushReport:
     verify: VerifyReport | None = None  # when verify=True
     sync: FollowUpReport | None = None  # for a manifest with change files (transforms/sync/night.py)
     limiter: LimiterStats | None = None  # the pace it sent at (transforms/zitadel_api/limiter.py)
+    # Users sent by the admin import with passwordChangeRequired and a hash: the import drops the
+    # flag (precheck.change_dropped_by_import), so they are not asked to change their password.
+    change_dropped: int = 0
 
     @property
     def created(self) -> int:
@@ -109,7 +112,10 @@ class PushReport:
         if blocked:
             parts.append(f"{len(blocked)} body(ies) not sent")
         if self.verify is not None and not self.verify.ok:
-            parts.append(f"verify: {len(self.verify.missing)} user(s) missing")
+            lost = (
+                f", {len(self.verify.dropped)} lack fields the server dropped" if self.verify.dropped else ""
+            )
+            parts.append(f"verify: {len(self.verify.missing)} user(s) missing{lost}")
         if self.sync is not None:
             parts += self.sync.failure_parts()
         return "; ".join(parts or ["not every user was created"]) + "; a re-run retries what failed"
@@ -124,6 +130,11 @@ class PushReport:
             lines.append(
                 f"pace: settled at {self.limiter.line(self.seconds)}; "
                 f"refused {self.limiter.refused}, retried {self.limiter.retried}"
+            )
+        if self.change_dropped:
+            lines.append(
+                f"passwordChangeRequired: {self.change_dropped} user(s) with a password hash keep their "
+                "password unforced: the admin import drops the flag with a hash (--api=user-v2 keeps it)"
             )
         after_lost = sum(b.present_after_lost_answer for b in self.bodies)
         if after_lost:

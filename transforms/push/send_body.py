@@ -170,10 +170,12 @@ class _BodySender:
             else:
                 self._fail(part, "deadline-exceeded", err.message)
             return "deadline-exceeded"
-        except (api_errors.AuthError, api_errors.ServerGone) as err:
+        except (api_errors.AuthError, api_errors.ServerGone, api_errors.QuotaExhausted) as err:
             self._stop(counter.count, with_seconds=True)
             if isinstance(err, api_errors.ServerGone):
                 raise Abort(_server_gone(err)) from None
+            if isinstance(err, api_errors.QuotaExhausted):  # clears when its period ends, not on a retry
+                raise Abort(f"the instance's quota is used up until its period ends: {err.message}") from None
             raise Abort(f"authentication failed: {err.message}") from None
         except api_errors.InvalidRequest as err:
             return self._fail(part, "invalid-request", err.message)

@@ -1,19 +1,20 @@
 """Sending one import body through the user service v2: one create call per user, then its grants.
 
 The path for a ZITADEL without the admin API (v5) or a credential that may not use it (an org's
-user manager; docs/user-v2.md). Each ``humanUsers`` entry of the body is one ``AddHumanUser``
-request carrying everything the entry carries (``transforms/zitadel_api/user_v2.py``); its
-``userGrants`` follow through the management calls (``grant_calls.write_grant``, which a
-scheduled sync's changes use too). Per user:
+user manager; docs/user-v2.md). Each ``humanUsers`` entry of the body is one ``CreateUser`` (or,
+on a server without it, ``AddHumanUser``) carrying everything the entry carries
+(``transforms/zitadel_api/user_v2.py``), its metadata set after it; its ``userGrants`` follow
+through ``grant_calls.write_grant`` (the authorization service v2 where the server has it, else the
+management API; a scheduled sync's changes use it too). The body is checked first with the user service's limits (``body_check``, target user-v2).
+Per user (``user_v2_sender.py`` reads ZITADEL's answers by code and detail id):
 
-- created: the create answered 200; **present**: it answered 409 and a read-back
-  (``GET /v2/users/{id}``, or ``ListUsers`` by user name for an entry without ``userId``) shows the
-  user in the org the body names. The server refuses a second user with the same id or user name,
-  so a create whose answer was lost (a dropped connection, a 504 after the effect) and is sent
-  again can never make a second user: the 409 and the read-back say it is there (exactly once);
-- failed with a reason and the server's message: ``in-another-org`` (the id exists in another org,
-  or in one this credential may not read), ``duplicate-username``, ``rejected``, ``grant-rejected``,
-  ``retries-exhausted``, ``server-error``.
+- created: the create answered 200; **present**: the create was refused because the user is there
+  (its id in the org the body names; or, by its user name, the same user) — a create whose answer
+  was lost (a dropped connection, a 504 after the effect) and is sent again can never make a
+  second user: the refusal and the read-back say it is there (exactly once);
+- failed with a reason and the server's message: ``in-another-org``, ``duplicate-username``,
+  ``idp-link-taken``, ``permission-denied`` (the org's users only), ``rejected``,
+  ``metadata-rejected``, ``grant-rejected``, ``retries-exhausted``, ``server-error``.
 
 Every finished user is one line of ``users-NNNNN.ndjson`` in the ledger folder, flushed at once,
 so a killed run resumes per user: the users a line says created or present are not sent again.
@@ -33,7 +34,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from transforms.output.body_parts import (
     body_user_ids,
@@ -45,22 +46,18 @@ from transforms.output.body_parts import (
     users_of,
 )
 from transforms.output.manifest import BodyRef, read_body
-from transforms.push.grant_calls import grants_of, write_grant
-from transforms.push.import_answers import IN_ANOTHER_ORG, Json
+from transforms.push.grant_calls import grants_of
+from transforms.push.import_answers import Json
 from transforms.push.ledger import BodyResult, BodyStatus, Ledger, now
 from transforms.push.progress import PushProgress
 from transforms.push.send_body import Abort
+from transforms.push.user_v2_sender import CreatePath, OrgAccess, Outcome, Sender, UserJob
 from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.limiter import Limiter
-from transforms.zitadel_api.user_v2 import (
-    ADD_HUMAN_PATH,
-    LIST_USERS_PATH,
-    add_human_request,
-    list_users_request,
-    owner_of,
-    user_path,
-)
+
+if TYPE_CHECKING:  # the type only: the policy module is read where a push has one
+    from transforms.hashing.policy import HashPolicy
 
 __all__ = ["send_body_v2", "UserRunner", "ThreadRunner", "LimiterRunner", "UserJob", "USER_LEDGER"]
 __all__ += ["ORG_KEYS"]
@@ -113,23 +110,6 @@ class LimiterRunner:
         return [f.result() for f in futures]
 
 
-class UserJob(NamedTuple):
-    """One user to create: its org, import entry, metadata items and grants."""
-
-    org_id: str
-    entry: Json
-    metadata: list[Json]
-    grants: list[Json]
-
-
-class _Outcome(NamedTuple):
-    user_id: str
-    status: str  # created | present | failed | not-sent
-    requests: int
-    failure: dict | None = None
-    after_lost_answer: bool = False
-
-
 def _jobs(body: Json) -> list[UserJob]:
     jobs = []
     for org in orgs_of(body):
@@ -140,10 +120,6 @@ def _jobs(body: Json) -> list[UserJob]:
             grants = [g for g in grants_of(org) if uid and str(g.get("userId", g.get("user_id"))) == uid]
             jobs.append(UserJob(org_id, entry, meta, grants))
     return jobs
-
-
-def _failure(job: UserJob, uid: str, reason: str, message: str) -> dict:
-    return {"userId": uid, "orgId": job.org_id, "reason": reason, "type": "human_user", "message": message}
 
 
 class _UserLedger:
@@ -181,106 +157,12 @@ def _key(job: UserJob) -> str:
     return user_id_of(job.entry) or "userName:" + user_name_of(job.entry)
 
 
-class _Sender:
-    """Creates the users of one body; ``stop`` is shared by its threads."""
-
-    def __init__(self, client: AdminClient, timeout: float | None) -> None:
-        self.client, self.timeout = client, timeout
-        self.stop_reason: str | None = None  # the server stopped answering
-        self.auth_failed: str | None = None
-
-    def create(self, job: UserJob) -> _Outcome:
-        uid = user_id_of(job.entry)
-        if self.stop_reason or self.auth_failed:
-            return _Outcome(uid, "not-sent", 0)
-        attempts = [0]
-
-        def bump() -> None:
-            attempts[0] += 1
-
-        request = add_human_request(job.org_id, job.entry, job.metadata)
-        try:
-            answer = self.client.request(
-                "POST", ADD_HUMAN_PATH, request, self.timeout, on_attempt=bump, org_id=job.org_id
-            )
-            outcome = _Outcome(str(answer.get("userId") or uid), "created", attempts[0])
-        except api_errors.InvalidRequest as err:
-            if err.status != 409 and "AlreadyExist" not in err.message:
-                return _Outcome(uid, "failed", attempts[0], _failure(job, uid, "rejected", err.message))
-            outcome = self._read_back(job, err.message, attempts[0])
-        except api_errors.AuthError as err:
-            self.auth_failed = self.auth_failed or err.message
-            return _Outcome(uid, "not-sent", attempts[0])
-        except api_errors.ServerGone as err:
-            self.stop_reason = self.stop_reason or err.message
-            return _Outcome(uid, "not-sent", attempts[0])
-        except api_errors.RetriesExhausted as err:
-            return _Outcome(uid, "failed", attempts[0], _failure(job, uid, "retries-exhausted", err.message))
-        except api_errors.AdminApiError as err:
-            return _Outcome(uid, "failed", attempts[0], _failure(job, uid, "server-error", err.message))
-        if outcome.status in ("created", "present") and job.grants:
-            return self._grant(job, outcome)
-        return outcome
-
-    def _read_back(self, job: UserJob, message: str, attempts: int) -> _Outcome:
-        """After a 409: is the user there, in the org the body names?"""
-        uid = user_id_of(job.entry)
-        lost = attempts > 1
-        try:
-            if uid:
-                owner = owner_of(self.client.request("GET", user_path(uid), None, self.timeout))
-            else:
-                found = self.client.request(
-                    "POST",
-                    LIST_USERS_PATH,
-                    list_users_request(org_id=job.org_id, user_name=user_name_of(job.entry), limit=1),
-                    self.timeout,
-                )
-                users = found.get("result") or []
-                uid = str(users[0].get("userId", "")) if users else ""
-                owner = job.org_id if users else ""
-        except api_errors.AuthError:
-            text = f"{message}; it exists outside org {job.org_id} (this credential may not read it)"
-            return _Outcome(uid, "failed", attempts + 1, _failure(job, uid, IN_ANOTHER_ORG, text))
-        except api_errors.InvalidRequest:
-            owner = ""  # not found by id: the user name is another user's
-        except api_errors.AdminApiError as err:
-            text = f"{message}; reading it back failed: {err.message}"
-            return _Outcome(uid, "failed", attempts + 1, _failure(job, uid, "server-error", text))
-        if owner == job.org_id:
-            return _Outcome(uid, "present", attempts + 1, after_lost_answer=lost)
-        if owner:
-            text = f"it already exists in org {owner}, not in org {job.org_id}"
-            return _Outcome(uid, "failed", attempts + 1, _failure(job, uid, IN_ANOTHER_ORG, text))
-        return _Outcome(uid, "failed", attempts + 1, _failure(job, uid, "duplicate-username", message))
-
-    def _grant(self, job: UserJob, outcome: _Outcome) -> _Outcome:
-        """The user's grants, set as a sync sets them (grant_calls.write_grant: look up, then add
-        or update; a grant whose answer was lost is found, not added twice)."""
-        requests = outcome.requests
-        for grant in job.grants:
-            project, keys = str(grant.get("projectId", "")), list(grant.get("roleKeys") or [])
-            try:
-                requests += write_grant(self.client, outcome.user_id, job.org_id, project, keys, self.timeout)
-            except api_errors.AuthError as err:
-                self.auth_failed = self.auth_failed or err.message
-                return outcome._replace(status="not-sent", requests=requests)
-            except api_errors.ServerGone as err:
-                self.stop_reason = self.stop_reason or err.message
-                return outcome._replace(status="not-sent", requests=requests)
-            except api_errors.AdminApiError as err:
-                message = f"SetUserGrant: {err.message}"
-                failure = _failure(job, outcome.user_id, "grant-rejected", message)
-                return outcome._replace(status="failed", requests=requests, failure=failure)
-        return outcome._replace(requests=requests)
-
-
 def _unsupported(body: Json) -> list[str]:
     """Org-level parts of a body only the admin import creates (org, projects, roles, ...)."""
     return sorted({k for org in orgs_of(body) for k in org if k not in ORG_KEYS})
 
 
-def _read(ref: BodyRef, result: BodyResult) -> Json | None:
+def _read(ref: BodyRef, result: BodyResult, hash_policy: HashPolicy | None = None) -> Json | None:
     try:
         body = json.loads(read_body(ref) or b"")
     except (OSError, ValueError) as err:
@@ -289,9 +171,10 @@ def _read(ref: BodyRef, result: BodyResult) -> Json | None:
             {"userId": "", "orgId": "", "reason": "unreadable-body", "type": "body", "message": message}
         )
         return None
-    from transforms.output.body_check import check_body
+    from transforms.output.body_check import USER_V2_TARGET, check_body, v2_validation
 
-    checked = check_body(body)  # the migrate pipelines' rules: an invalid user is never sent
+    # The migrate pipelines' rules and the user service's own limits: an invalid user is never sent.
+    checked = check_body(body, v2_validation(hash_policy), target=USER_V2_TARGET)
     result.failed.extend(checked.rejected)
     extra = _unsupported(checked.body)
     if extra:
@@ -309,7 +192,7 @@ def _read(ref: BodyRef, result: BodyResult) -> Json | None:
     return cast(Json, checked.body)
 
 
-def _take(result: BodyResult, outcome: _Outcome, progress: PushProgress) -> None:
+def _take(result: BodyResult, outcome: Outcome, progress: PushProgress) -> None:
     result.requests += outcome.requests
     if outcome.status == "created":
         result.created.append(outcome.user_id)
@@ -331,15 +214,21 @@ def send_body_v2(
     ledger: Ledger,
     runner: UserRunner,
     timeout: float | None = None,
+    *,
+    access: OrgAccess | None = None,
+    create: CreatePath | None = None,
+    hash_policy: HashPolicy | None = None,
 ) -> BodyResult:
-    """Create the users of one body, one call each; never raises except Abort."""
+    """Create the users of one body, one call each; never raises except Abort. ``access`` and
+    ``create`` carry what the push learned from earlier bodies (the orgs refused, whether the
+    server has CreateUser); ``hash_policy``: the target's hash limits, checked before sending."""
     result = BodyResult(
         ref.index, ref.name, ref.sha256, ref.users, status=BodyStatus.IN_PROGRESS,
         runs=(previous.runs if previous else 0) + 1, started_at=now(),
     )  # fmt: skip
     ledger.save(result)
     started = time.monotonic()
-    body = _read(ref, result)
+    body = _read(ref, result, hash_policy)
     progress.users_processed(0, 0, sum(1 for f in result.failed if f.get("type") != "body"))
     users = _UserLedger(ledger, ref)
     jobs = _jobs(body) if body is not None else []
@@ -353,9 +242,9 @@ def send_body_v2(
             progress.users_processed(int(created), int(not created), 0)
         else:
             todo.append(job)
-    sender = _Sender(client, timeout)
+    sender = Sender(client, timeout, access or OrgAccess(), create or CreatePath())
 
-    def work(job: UserJob) -> _Outcome:
+    def work(job: UserJob) -> Outcome:
         outcome = sender.create(job)
         if outcome.status != "not-sent":
             line = {
@@ -376,7 +265,7 @@ def send_body_v2(
         ledger.save(result)
         if sender.auth_failed:
             raise Abort(f"authentication failed: {sender.auth_failed}")
-        raise Abort(f"the server stopped answering: {sender.stop_reason}")
+        raise Abort(str(sender.stop_reason))
     result.status = BodyStatus.FAILED if result.failed else BodyStatus.DONE
     ledger.save(result)
     return result

@@ -27,6 +27,7 @@ from transforms.output.body_parts import body_user_ids, orgs_of, user_name_of, u
 from transforms.output.manifest import Manifest, default_results_dir, read_body
 from transforms.push.api_choice import open_client
 from transforms.push.grant_calls import expected_grants, missing_grants
+from transforms.push.verify_fields import dropped_fields
 from transforms.push.verify_user_v2 import admin_reads_refused, listed_grants, listed_users, owners_elsewhere
 from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
@@ -74,6 +75,8 @@ class VerifyReport:
     grants_expected: int = 0
     # Missing users found in another org: user id → that org (verify_user_v2.owners_elsewhere).
     elsewhere: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Through the user service: user id → the fields sent that the server dropped (verify_fields.py).
+    dropped: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def created(self) -> int:
@@ -89,7 +92,7 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        return not self.missing and not self.missing_grants
+        return not self.missing and not self.missing_grants and not self.dropped
 
     def table(self) -> str:
         width = max([len("org")] + [len(o.org_id) for o in self.orgs])
@@ -117,6 +120,11 @@ class VerifyReport:
             named = [f"{u} (in {o})" for u, o in sorted(self.elsewhere.items())[:5]]
             lines.append(
                 f"verify: {len(self.elsewhere)} missing user(s) are in another org: {', '.join(named)}"
+            )
+        if self.dropped:
+            named = [f"{u} ({', '.join(f)})" for u, f in sorted(self.dropped.items())[:5]]
+            lines.append(
+                f"verify: {len(self.dropped)} user(s) lack what was sent (the server dropped it): {', '.join(named)}"
             )
         if self.missing_file:
             lines.append(f"missing ids: {self.missing_file}")
@@ -237,6 +245,12 @@ def verify_manifest(
     ]
     report = VerifyReport(checks)
     report.elsewhere = owners_elsewhere(client, {u: o.org_id for o in checks for u in o.missing}, not v2)
+    if v2:  # the user service path: read back what each user was sent
+        gone = set(report.missing)
+        present = {
+            u for users in per_org.values() for u in users if u not in gone and not u.startswith(NAME_KEY)
+        }
+        report.dropped = dropped_fields(client, manifest, present)
     grants = expected_grants_of(manifest)
     if grants:
         report.grants_expected = sum(len(v) for v in grants.values())
@@ -270,23 +284,30 @@ def _write_missing(manifest: Manifest, results_dir: str | None, report: VerifyRe
             os.unlink(path)
         return None
     os.makedirs(directory, exist_ok=True)
-    lines = [
-        json.dumps(
-            {"orgId": o.org_id, "userId": u, "reason": "in-another-org", "foundIn": report.elsewhere[u]}
-            if u in report.elsewhere
-            else {"orgId": o.org_id, "userId": u, "reason": "no-user.human.added-event"}
-        )
-        for o in report.orgs
-        for u in o.missing
-    ] + [
-        json.dumps(
-            {
-                "userId": g.rsplit("@", 1)[0],
-                "projectId": g.rsplit("@", 1)[1],
-                "reason": "no-user.grant.added-event",
-            }
-        )
-        for g in report.missing_grants
-    ]
+    lines = (
+        [
+            json.dumps(
+                {"orgId": o.org_id, "userId": u, "reason": "in-another-org", "foundIn": report.elsewhere[u]}
+                if u in report.elsewhere
+                else {"orgId": o.org_id, "userId": u, "reason": "no-user.human.added-event"}
+            )
+            for o in report.orgs
+            for u in o.missing
+        ]
+        + [
+            json.dumps({"userId": u, "reason": "field-dropped", "fields": fields})
+            for u, fields in sorted(report.dropped.items())
+        ]
+        + [
+            json.dumps(
+                {
+                    "userId": g.rsplit("@", 1)[0],
+                    "projectId": g.rsplit("@", 1)[1],
+                    "reason": "no-user.grant.added-event",
+                }
+            )
+            for g in report.missing_grants
+        ]
+    )
     write_atomic(path, ("\n".join(lines) + "\n").encode())
     return path

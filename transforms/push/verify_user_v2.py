@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from transforms.common.errors import ConfigError
 from transforms.push.api_choice import admin_absent
+from transforms.push.grant_service import list_org_grants
 from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.management_v1 import GRANTS_SEARCH_PATH, org_grants_page_request
@@ -31,6 +32,7 @@ __all__ = ["admin_reads_refused", "listed_users", "listed_grants", "owners_elsew
 NAME_KEY = "userName:"  # verification.NAME_KEY: users sent without userId are expected by name
 NOT_READABLE = "an org this credential may not read"
 _LOOKUPS = 4  # user look-ups at once (hosted limit: 50 requests/s)
+_INVALID_ARGUMENT = 3
 
 
 def admin_reads_refused(client: AdminClient) -> bool:
@@ -47,7 +49,9 @@ def admin_reads_refused(client: AdminClient) -> bool:
 
 
 def listed_users(client: AdminClient, org_id: str, page_size: int = 1000) -> tuple[set[str], dict[str, str]]:
-    """Ids of the users ListUsers shows in ``org_id``, and user-name key → id."""
+    """Ids of the users ListUsers shows in ``org_id``, and user-name key → id. Pages of 1000 are
+    ZITADEL's default maximum (``SystemDefaults.MaxQueryLimit``); a server configured lower answers
+    InvalidArgument (``QUERY-4M0fs`` ``Errors.Query.LimitExceeded``), and the page is halved."""
     ids: set[str] = set()
     named: dict[str, str] = {}
     offset = 0
@@ -55,6 +59,11 @@ def listed_users(client: AdminClient, org_id: str, page_size: int = 1000) -> tup
         request = list_users_request(org_id=org_id, offset=offset, limit=page_size)
         try:
             page = client.request("POST", LIST_USERS_PATH, request)
+        except api_errors.InvalidRequest as err:
+            if err.code == _INVALID_ARGUMENT and page_size > 1:
+                page_size //= 2
+                continue
+            raise ConfigError(f"listing the users of org {org_id} failed: {err.message}") from None
         except api_errors.AdminApiError as err:
             raise ConfigError(f"listing the users of org {org_id} failed: {err.message}") from None
         users = [u for u in page.get("result") or [] if isinstance(u, dict)]
@@ -71,7 +80,14 @@ def listed_users(client: AdminClient, org_id: str, page_size: int = 1000) -> tup
 
 
 def listed_grants(client: AdminClient, org_id: str, page_size: int = 1000) -> set[tuple[str, str]]:
-    """(user id, project id) of every user grant of ``org_id`` (management ``ListUserGrants``)."""
+    """(user id, project id) of every user grant of ``org_id``: the authorization service v2's
+    ``ListAuthorizations`` where the server has it, else management ``ListUserGrants``."""
+    try:
+        authorized = list_org_grants(client, org_id, page_size)
+    except api_errors.AdminApiError as err:
+        raise ConfigError(f"listing the authorizations of org {org_id} failed: {err.message}") from None
+    if authorized is not None:
+        return authorized
     found: set[tuple[str, str]] = set()
     offset = 0
     while True:

@@ -388,12 +388,20 @@ def _worn_out(result: ChangeResult) -> bool:
     return result.status == Outcome.FAILED and bool(_WORN_OUT.search(result.message))
 
 
+# AlreadyExists as the client writes it (api_errors.error_for): the one unique constraint an
+# UpdateHumanUser meets is the user name's (its text is in the instance's language, so the code decides).
+_ALREADY_EXISTS = re.compile(r"\(HTTP 409, code 6\)")
+
+
 def _name_taken(result: ChangeResult) -> bool:
     """Refused because its user name is another user's (``Errors.User.AlreadyExists``)."""
     return (
         result.status == Outcome.FAILED
         and result.message.startswith(Call.UPDATE_HUMAN_USER)
-        and ("Errors.User.AlreadyExists" in result.message or "Errors.User.AlreadyExisting" in result.message)
+        and (
+            bool(_ALREADY_EXISTS.search(result.message))
+            or "Errors.User.AlreadyExists" in result.message  # a server that wrote the key
+        )
     )
 
 

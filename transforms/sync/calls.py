@@ -45,7 +45,15 @@ _ALREADY_DONE: dict[str, tuple[str, ...]] = {
     Call.REMOVE_PHONE: ("Errors.User.Phone.NotFound", "NotFound"),
 }
 _CANT_DEACTIVATE_INITIAL = "Errors.User.CantDeactivateInitial"
+_ALREADY_EXISTS = 6  # gRPC AlreadyExists: the one unique constraint AddIDPLink can meet is the link's
 _STATE_CALLS = (Call.DEACTIVATE_USER, Call.REACTIVATE_USER, Call.LOCK_USER, Call.UNLOCK_USER)
+
+
+def _held(call_name: str, err: api_errors.AdminApiError) -> bool:
+    """``AddIDPLink`` answered AlreadyExists: the link's unique constraint (eventstore v3
+    ``V3-DKcYh``, key ``Errors.User.ExternalIDP.AlreadyExists``, translated in the message), read
+    from the code since the text is in the instance's language."""
+    return call_name == Call.ADD_IDP_LINK and err.code == _ALREADY_EXISTS
 
 
 class Outcome(enum.StrEnum):
@@ -306,7 +314,7 @@ class _UserCalls:
             message = api_errors.scrub(err.message, self.secrets)
             if call_name == Call.DEACTIVATE_USER and _CANT_DEACTIVATE_INITIAL in message:
                 return self._lock_instead()
-            if any(marker in message for marker in _ALREADY_DONE.get(call_name, ())):
+            if any(marker in message for marker in _ALREADY_DONE.get(call_name, ())) or _held(call_name, err):
                 result.confirmed.append(call_name)
                 return True
             return self._refused(call, message)

@@ -5,6 +5,18 @@ Failures are classified by the HTTP status *and* the gRPC ``code``/``message`` o
 "Unauthenticated"): auth failures and invalid requests are never retried; 429, 502, 503, 504
 (other than the server's own ``context deadline exceeded``) are worth another attempt. No token,
 secret or password hash ever reaches a log line or an exception message: ``scrub`` removes them.
+
+What a failure *is* is read from the gRPC code and the ``zitadel.v1.ErrorDetail`` id of the body
+(``detail_id``), never from its text: ZITADEL's REST gateway writes ``"<text> (<id>)"`` where the
+text is the key translated into the instance's language
+(internal/api/grpc/gerrors/zitadel_errors.go ``ZITADELToGRPCError``), e.g.
+``{"code":9,"message":"... (COMMAND-7yiox1isql)","details":[{"@type":
+"type.googleapis.com/zitadel.v1.ErrorDetail","id":"COMMAND-7yiox1isql","message":"..."}]}``.
+The text is kept for the operator. A Connect answer (the v2 services without a REST mapping,
+e.g. the authorization service) names its code in words (``"already_exists"``) and carries the
+detail as ``{"type": "zitadel.v1.ErrorDetail", "value": <base64 protobuf>}``: read the same way. A quota answer (``QUOTA-vjAy8`` ``Errors.Quota.Access.Exhausted``,
+``LIMITS-molsj`` ``Errors.Limits.Instance.Blocked``: HTTP 429, gRPC 8) does not clear until the
+quota's period ends: it is not retried (``QuotaExhausted``).
 Used by the transport (``transport.py``) and by every caller that catches a failed call::
 
     try:
@@ -15,6 +27,7 @@ Used by the transport (``transport.py``) and by every caller that catches a fail
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import email.utils
 import json
@@ -28,6 +41,8 @@ __all__ = [
     "DeadlineExceeded",
     "RetriesExhausted",
     "ServerGone",
+    "QuotaExhausted",
+    "QUOTA_IDS",
     "Failure",
     "classify",
     "error_for",
@@ -35,6 +50,10 @@ __all__ = [
 ]
 
 _MAX_ERROR_TEXT = 300
+_ERROR_DETAIL = "zitadel.v1.ErrorDetail"
+# The detail ids of an exhausted quota or a blocked instance (internal/api/grpc/server/middleware/
+# limits_interceptor.go ``LimitsInterceptor``): ResourceExhausted until the period ends.
+QUOTA_IDS = ("QUOTA-vjAy8", "LIMITS-molsj")
 _RETRYABLE_STATUS = {429, 502, 503, 504}
 
 # Password hashes (MCF / PHC), bearer tokens, JWTs and token fields in echoed bodies.
@@ -67,13 +86,15 @@ def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 class AdminApiError(Exception):
-    """A failed call. ``status`` (0 for no answer), gRPC ``code`` and a scrubbed ``message``."""
+    """A failed call. ``status`` (0 for no answer), gRPC ``code``, a scrubbed ``message`` (for the
+    operator) and ``detail_id``, the ``zitadel.v1.ErrorDetail`` id ('' when the body had none)."""
 
-    def __init__(self, message: str, status: int = 0, code: int | None = None) -> None:
+    def __init__(self, message: str, status: int = 0, code: int | None = None, detail_id: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.detail_id = detail_id
 
 
 class AuthError(AdminApiError):
@@ -99,13 +120,77 @@ class ServerGone(AdminApiError):
     """Several requests in a row got no answer at all; every further call fails at once with this."""
 
 
+class QuotaExhausted(AdminApiError):
+    """The instance's quota is used up or the instance is blocked (``QUOTA_IDS``): not retried,
+    since it does not clear until the quota's period ends."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Failure:
-    kind: str  # "auth" | "invalid" | "deadline" | "retry" | "fatal"
+    kind: str  # "auth" | "invalid" | "deadline" | "retry" | "quota" | "fatal"
     status: int
     code: int | None
     message: str
     retry_after: float | None = None
+    detail_id: str = ""
+
+
+# Connect's error codes in words (connectrpc.com protocol, "Error Codes") → the gRPC numbers.
+_CONNECT_CODES = {
+    "canceled": 1, "unknown": 2, "invalid_argument": 3, "deadline_exceeded": 4, "not_found": 5,
+    "already_exists": 6, "permission_denied": 7, "resource_exhausted": 8, "failed_precondition": 9,
+    "aborted": 10, "out_of_range": 11, "unimplemented": 12, "internal": 13, "unavailable": 14,
+    "data_loss": 15, "unauthenticated": 16,
+}  # fmt: skip
+
+
+def _proto_string(data: bytes, field: int) -> str:
+    """The first string of ``field`` in a protobuf message's bytes ('' when absent or malformed)."""
+    at = 0
+    try:
+        while at < len(data):
+            key, at = _varint(data, at)
+            number, wire = key >> 3, key & 7
+            if wire == 2:
+                size, at = _varint(data, at)
+                if number == field:
+                    return data[at : at + size].decode("utf-8", "replace")
+                at += size
+            elif wire == 0:
+                _, at = _varint(data, at)
+            else:
+                return ""
+    except IndexError:
+        return ""
+    return ""
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+
+
+def _detail_id(parsed: dict) -> str:
+    """The id of the first ``zitadel.v1.ErrorDetail`` of an answer's ``details``, or '': the
+    gateway's ``{"@type", "id"}``, or Connect's ``{"type", "value"}`` (the message's field 1)."""
+    for detail in parsed.get("details") or []:
+        if not isinstance(detail, dict):
+            continue
+        if str(detail.get("@type", "")).endswith(_ERROR_DETAIL):
+            return str(detail.get("id") or "")
+        if str(detail.get("type", "")).endswith(_ERROR_DETAIL):
+            raw = str(detail.get("value") or "")
+            try:
+                return _proto_string(base64.b64decode(raw + "=" * (-len(raw) % 4)), 1)
+            except ValueError:
+                return ""
+    return ""
 
 
 def _parse_retry_after(value: str | None) -> float | None:
@@ -128,27 +213,32 @@ def classify(status: int, body: bytes, retry_after: str | None = None) -> Failur
     """
     code: int | None = None
     message = ""
+    detail = ""
     try:
         parsed = json.loads(body or b"{}")
         if isinstance(parsed, dict):
             code = parsed.get("code") if isinstance(parsed.get("code"), int) else None
+            code = _CONNECT_CODES.get(str(parsed.get("code"))) if code is None else code
             message = str(
                 parsed.get("message") or parsed.get("error_description") or parsed.get("error") or ""
             )
+            detail = _detail_id(parsed)
     except ValueError:
         message = body[:200].decode("utf-8", "replace")
     message = scrub(message) or f"HTTP {status}"
     lowered = message.lower()
     auth_words = ("unauthenticated", "permissiondenied", "permission denied", "auth header missing")
     if status in (401, 403) or code in (7, 16) or any(w in lowered for w in auth_words):
-        return Failure("auth", status, code, message)
+        return Failure("auth", status, code, message, detail_id=detail)
     if code == 4 and "deadline exceeded" in lowered:
-        return Failure("deadline", status, code, message)
+        return Failure("deadline", status, code, message, detail_id=detail)
+    if detail in QUOTA_IDS:
+        return Failure("quota", status, code, message, detail_id=detail)
     if status in _RETRYABLE_STATUS or code in (8, 14):
-        return Failure("retry", status, code, message, _parse_retry_after(retry_after))
+        return Failure("retry", status, code, message, _parse_retry_after(retry_after), detail)
     if 400 <= status < 500 or code in (3, 5, 9):
-        return Failure("invalid", status, code, message)
-    return Failure("fatal", status, code, message)
+        return Failure("invalid", status, code, message, detail_id=detail)
+    return Failure("fatal", status, code, message, detail_id=detail)
 
 
 def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") -> AdminApiError:
@@ -159,10 +249,13 @@ def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") 
         "auth": AuthError,
         "invalid": InvalidRequest,
         "deadline": DeadlineExceeded,
+        "quota": QuotaExhausted,
         "fatal": AdminApiError,
     }.get(failure.kind)
     if cls is None:
-        exhausted = RetriesExhausted(f"{text} after {attempts} attempts", failure.status, failure.code)
+        exhausted = RetriesExhausted(
+            f"{text} after {attempts} attempts", failure.status, failure.code, failure.detail_id
+        )
         exhausted.retry_after = failure.retry_after
         return exhausted
-    return cls(text, failure.status, failure.code)
+    return cls(text, failure.status, failure.code, failure.detail_id)

@@ -75,6 +75,8 @@ class AdminClient(AdminV1Calls):
         self.stats = CallStats()
         self.stop = NoAnswerStop(no_answer_limit)
         self.pacer: Pacer | None = None
+        # What the calls learned the server serves (e.g. "authorization-v2": True), shared with paced twins.
+        self.services: dict[str, bool] = {}
         self._transport = Transport(self.base_url)
         self._retrier = Retrier(max_attempts, backoff_base, backoff_cap, sleep, rng)
         self.tokens = TokenSource(

@@ -102,6 +102,7 @@ class Limiter:
         self._best: dict[str, float] = {}  # the lowest seconds per user seen, per kind of call
         self._recent: float | None = None  # smoothed seconds per user
         self._pause_until = 0.0
+        self._last_cut = float("-inf")  # when the limit was last cut (calls sent before do not cut it again)
         self._tokens = 1.0
         self._filled = clock()
         self._attempts: collections.deque[float] = collections.deque()
@@ -172,11 +173,14 @@ class Limiter:
                 self._recent = per_user if self._recent is None else 0.7 * self._recent + 0.3 * per_user
             if not self.adaptive:
                 return
+            # A call sent before the last cut carries no news about the new limit (TCP cuts once a
+            # window): its answer may still grow the limit but never cuts it again.
+            sent_before_cut = self._clock() - seconds < self._last_cut
             if outcome == "ok":
-                self._on_ok(per_user, kind)
+                self._on_ok(per_user, kind, sent_before_cut)
             elif outcome == "throttled":
                 self._on_throttled(retry_after)
-            elif outcome == "overloaded":
+            elif outcome == "overloaded" and not sent_before_cut:
                 self._decrease(0.5)
             self.peak_limit = max(self.peak_limit, int(self._limit))
             self._cond.notify_all()
@@ -216,13 +220,14 @@ class Limiter:
         caps = [r for r in (self.max_rate, self._learned_rate) if r is not None]
         return min(caps) if caps else None
 
-    def _on_ok(self, per_user: float, kind: str) -> None:
+    def _on_ok(self, per_user: float, kind: str, sent_before_cut: bool = False) -> None:
         best = self._best[kind] = min(self._best.get(kind, per_user), per_user)
         if self._learned_rate is not None:
             self._learned_rate += 0.2 / self._learned_rate  # probe the rate limit again, slowly
         ratio = per_user / best if best > 0 else 1.0
-        if ratio > TOLERANCE:  # queueing at the target: back off in proportion
-            self._decrease(max(0.5, TOLERANCE / ratio))
+        if ratio > TOLERANCE:  # queueing at the target: back off in proportion, once a round trip
+            if not sent_before_cut:
+                self._decrease(max(0.5, TOLERANCE / ratio))
         elif 2 * self._in_flight >= self._limit:  # the limit was in use (not idle), and kept up
             step = 1.0 if self._limit < self._threshold else 1.0 / self._limit
             self._limit = min(float(self.maximum), self._limit + step)
@@ -238,3 +243,4 @@ class Limiter:
     def _decrease(self, factor: float) -> None:
         self._limit = max(1.0, self._limit * factor)
         self._threshold = self._limit
+        self._last_cut = self._clock()

@@ -1,8 +1,12 @@
 """The user service v2 requests that create and read users (docs/user-v2.md); no HTTP here.
 
-One ``humanUsers`` entry of an import body (with its ``userMetadata`` items) becomes one
-``AddHumanUser`` request (``POST /v2/users/human``, zitadel.user.v2 in ``@zitadel/proto`` 1.3.1)
-carrying everything the import entry carries: the caller's ``userId``, the org, user name,
+One ``humanUsers`` entry of an import body becomes one ``CreateUser`` request (``POST
+/v2/users/new``: ``organizationId``, ``userId``, ``username``, ``human{...}``;
+``create_user_request``) followed by ``SetUserMetadata`` for its ``userMetadata`` items (CreateUser
+drops the metadata it is given: zitadel/zitadel#11826), or, on a server without CreateUser, one
+``AddHumanUser`` request (``POST /v2/users/human``, zitadel.user.v2 in ``@zitadel/proto`` 1.3.1,
+deprecated for CreateUser) carrying the metadata too. Either carries everything the import entry
+carries: the caller's ``userId``, the org, user name,
 profile, e-mail and phone (verified or not, never a mail or SMS: an unverified one asks for
 ``returnCode``), the password hash or password with ``changeRequired``, IdP links, the TOTP secret
 and the metadata. Field by field (import → user service v2)::
@@ -13,6 +17,7 @@ and the metadata. Field by field (import → user service v2)::
     hashedPassword.value → hashedPassword.hash   password → password.password
     passwordChangeRequired → (hashedPassword | password).changeRequired
     idps[{configId, externalUserId, displayName}] → idpLinks[{idpId, userId, userName}]
+        (userName: the display name, else the external id: v2 takes no empty one, the import does)
     otpCode → totpSecret             userMetadata[{key, value}] → metadata[{key, value}]
 
 Example::
@@ -29,6 +34,9 @@ from typing import Any
 
 __all__ = [
     "ADD_HUMAN_PATH",
+    "CREATE_USER_PATH",
+    "create_user_request",
+    "metadata_request",
     "LIST_USERS_PATH",
     "ALREADY_EXISTS",
     "add_human_request",
@@ -47,6 +55,7 @@ __all__ = [
 ]
 
 ADD_HUMAN_PATH = "/v2/users/human"
+CREATE_USER_PATH = "/v2/users/new"
 LIST_USERS_PATH = "/v2/users"
 # What a create of an id or user name in use answers (HTTP 409, gRPC AlreadyExists).
 ALREADY_EXISTS = ("Errors.User.AlreadyExisting", "Errors.User.AlreadyExists", "AlreadyExists")
@@ -117,7 +126,7 @@ def add_human_request(org_id: str, entry: Fields, metadata: Sequence[Fields] = (
         {
             "idpId": str(link.get("configId") or ""),
             "userId": str(link.get("externalUserId") or ""),
-            "userName": str(link.get("displayName") or ""),
+            "userName": str(link.get("displayName") or link.get("externalUserId") or ""),
         }
         for link in user.get("idps") or []
     ]
@@ -125,13 +134,32 @@ def add_human_request(org_id: str, entry: Fields, metadata: Sequence[Fields] = (
         request["idpLinks"] = links
     if user.get("otpCode"):
         request["totpSecret"] = str(user["otpCode"])
+    items = metadata_request(metadata).get("metadata")
+    if items:
+        request["metadata"] = items
+    return request
+
+
+def create_user_request(org_id: str, entry: Fields) -> dict:
+    """The CreateUser request of one import entry: AddHumanUser's fields, the human ones under
+    ``human`` and the org as ``organizationId``; without metadata (``metadata_request`` after)."""
+    add = add_human_request(org_id, entry)
+    request: Fields = {"organizationId": org_id}
+    for key in ("userId", "username"):
+        if key in add:
+            request[key] = add.pop(key)
+    add.pop("organization", None)
+    request["human"] = add
+    return request
+
+
+def metadata_request(metadata: Sequence[Fields]) -> dict:
+    """``SetUserMetadata``'s body of ``userMetadata`` items (``{"id", "key", "value"}``, value base64)."""
     items = [
         {"key": str(m.get("key")), "value": str(m.get("value") or "")}
         for m in map(_camel_fields, map(dict, metadata))
     ]
-    if items:
-        request["metadata"] = items
-    return request
+    return {"metadata": items}
 
 
 def list_users_request(

@@ -57,3 +57,18 @@ def test_a_revoked_credential_aborts_and_leaves_the_body_not_sent(zitadel, tmp_p
         send_body(client, manifest.bodies[0], None, "5m", None, live, ledger, 6)
     saved = ledger.load(manifest.bodies[0])
     assert saved is not None and saved.status == "not-sent"
+
+
+def test_an_exhausted_quota_stops_with_its_reason_instead_of_retrying(zitadel, tmp_path):
+    """ZITADEL's quota answer (429, gRPC 8, ``QUOTA-vjAy8``) clears when the quota's period ends."""
+    manifest_path, _ = write_manifest(tmp_path, users=2, bodies=1)
+    manifest = load_manifest(str(manifest_path))
+    ledger = Ledger(str(tmp_path / "results"))
+    zitadel.quota_exhausted = True
+    with PushProgress(manifest, io.StringIO(), enabled=False) as live, pytest.raises(Abort) as stopped:
+        send_body(fast_client(zitadel.url, TOKEN), manifest.bodies[0], None, "5m", None, live, ledger, 6)
+    assert "quota is used up until its period ends" in str(stopped.value) and "QUOTA-vjAy8" in str(
+        stopped.value
+    )
+    assert [path for path, _ in zitadel.refusals] == ["/admin/v1/import"]  # one answer, not retried
+    assert ledger.load(manifest.bodies[0]).status == "not-sent"

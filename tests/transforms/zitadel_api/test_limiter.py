@@ -90,12 +90,35 @@ def test_rising_per_user_time_cuts_the_limit_and_ends_the_doubling():
 
 @pytest.mark.parametrize("status", [503, 502, 504])
 def test_overload_answers_halve_the_limit(status):
-    limiter = _limiter(FakeClock(), initial=8)
+    clock = FakeClock()
+    limiter = _limiter(clock, initial=8)
     limiter.record(status, 0.1)
     assert limiter.limit == 4 and not limiter.probing
     for _ in range(5):
+        clock.now += 1.0  # each a call sent after the last cut
         limiter.record(status, 0.1)
     assert limiter.limit == 1  # never below one
+
+
+@pytest.mark.parametrize("status", [503, 200])
+def test_calls_sent_before_a_cut_do_not_cut_again(status):
+    """A full window of answers to calls sent before the limit was cut (they queued at the
+    target under the old limit) cuts it once, as TCP cuts once a window, not once per answer."""
+    clock = FakeClock()
+    limiter = _limiter(clock, initial=32)
+    _fill(limiter)
+    limiter.record(200, 1.0, users=1000)  # 1 ms per user: the best
+    clock.now += 0.5
+    limiter.record(status, 4.0, users=1000)  # sent 4 s ago: overloaded, or 4 ms per user (queueing)
+    cut = limiter.limit
+    assert cut < 32
+    for _ in range(20):  # the rest of the window: sent before the cut, answered after it
+        clock.now += 0.01
+        limiter.record(status, 4.0, users=1000)
+    assert limiter.limit == cut
+    clock.now += 5.0
+    limiter.record(status, 4.0, users=1000)  # sent after the cut and still slow: cut again
+    assert limiter.limit < cut
 
 
 def test_429_pauses_every_attempt_for_retry_after_and_caps_the_rate():
