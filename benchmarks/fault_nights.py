@@ -1,4 +1,4 @@
-"""Two scheduled nights under faults: what fails, what is sent twice (issue 37, docs/sync.md#unknown-outcomes).
+"""Two scheduled nights under faults: what fails, what is sent twice (docs/sync.md#unknown-outcomes).
 
 The scenario of tests/scenarios/test_sync_faults.py at a larger size: day 1 imports ``--users`` Auth0 users
 (the last tenth blocked at the source, imported with --include-blocked), day 2 changes them in every

@@ -1,5 +1,5 @@
 """Push's pace against targets with a capacity: the adaptive default vs ``--concurrency 1`` vs the
-best fixed ``--concurrency N`` of a sweep (issue 31, item 5).
+best fixed ``--concurrency N`` of a sweep.
 
 Each run starts the stand-in server in its own process (tests/standins/zitadel_server.py, so it
 does not share the client's GIL) with ``--workers K`` and a per-user cost, pushes the same

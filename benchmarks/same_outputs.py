@@ -202,7 +202,7 @@ def _more_scenarios() -> dict[str, list[str]]:
             f"--realm={realworld}/jhipster-split-users-0-legacy-hashedSaltedValue.json",
         ],
         # A user twice (same id, two e-mails, no password): the one scenario expected to differ
-        # from before issue 38's fix, in its corrected counts only (cannot sign in yet, ...).
+        # from before the counts came from the users written, in its corrected counts only (cannot sign in yet, ...).
         "auth0 duplicated user (expected to differ)": [
             "migrate",
             "auth0",

@@ -448,7 +448,7 @@ def _csv_line(user_id: str, email: str, password_hash: str, salt: str) -> str:
 
 
 def test_a_firebase_export_migrated_with_legacy_hashes_signs_in_with_its_old_passwords(tmp_path, capsys):
-    """Issue 41's whole path: migrate firebase --legacy-hashes on the published vector and more users,
+    """The trickle migration's whole path: migrate firebase --legacy-hashes on the published vector and more users,
     push, set up, serve; every user with a kept hash signs in with the old password."""
     from pipeline.cli import main
 

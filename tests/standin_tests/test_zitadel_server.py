@@ -1,6 +1,6 @@
 """tests/standins/zitadel_server.py on its own, as the README runs it after `./run_local.sh`
 (which installs no test extras): the server starts and answers with only the standard library
-importable, and a request that needs a missing package gets a 500 naming it (issue 29, item 7).
+importable, and a request that needs a missing package gets a 500 naming it.
 
 The server runs as a subprocess behind an import hook that refuses every module outside the
 standard library and the stand-ins themselves (argon2, jwt, google.protobuf, bcrypt, ...).
