@@ -32,7 +32,7 @@ from pipeline.migrate_options import (
     role_settings,
 )
 from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import SummaryLine, shared_summary_lines, users_lines
+from pipeline.report import SummaryLine, shared_summary_lines, unmatched_alias_lines, users_lines
 from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common import counters
 from transforms.common.errors import ConfigError
@@ -278,7 +278,10 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
         common=common,
         pipeline_args=pipeline_args,
         input_paths=list(patterns.values()),
-        summary_lines=summary_lines,
+        summary_lines=lambda counts: (
+            summary_lines(counts)
+            + unmatched_alias_lines(counts, a0.IDENTITIES, [alias for alias, _ in idp_map])
+        ),
         invariant=invariant,
         sync_source={"include_blocked": known_args.include_blocked, "realm": None},
         input_names={f.index: f.path for f in profiles + passwords + mfa},

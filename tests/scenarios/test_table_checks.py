@@ -441,3 +441,24 @@ def test_a_keycloak_idp_map_alias_that_matches_nothing_is_reported(tmp_path, cap
     lines = capsys.readouterr().out.splitlines()
     (line,) = [line for line in lines if line.startswith("--idp-map aliases that matched no entry")]
     assert line.endswith("gooogle")
+
+
+def test_an_auth0_idp_map_alias_that_matches_nothing_is_reported(tmp_path, capsys):
+    sample = DATA_DIR.parent.parent / "examples" / "auth0"
+    out = tmp_path / "out" / "importBody.json"
+    argv = [
+        "migrate",
+        "auth0",
+        "--org=1",
+        f"--users={sample}/users.json",
+        f"--passwords={sample}/passwords.json",
+    ]
+    assert main([*argv, "--idp-map=google-oauth=1", f"--output={out}"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (line,) = [line for line in lines if line.startswith("--idp-map aliases that matched no entry")]
+    assert "(providers seen: google-oauth2)" in line and line.endswith("google-oauth")
+    # The provider's own name links its users, and nothing is reported.
+    assert (
+        main([*argv, "--idp-map=google-oauth2=1", f"--output={tmp_path / 'right' / 'importBody.json'}"]) == 0
+    )
+    assert "matched no entry" not in capsys.readouterr().out
