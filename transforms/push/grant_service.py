@@ -27,14 +27,9 @@ from transforms.zitadel_api import authorization_v2 as authz
 if TYPE_CHECKING:
     from transforms.zitadel_api.client import AdminClient
 
-__all__ = ["write_grant_v2", "served", "absent", "list_org_grants"]
+__all__ = ["write_grant_v2", "served", "list_org_grants"]
 
 _SERVICE = "authorization-v2"  # its key in ``AdminClient.services``
-
-
-def absent(err: api_errors.AdminApiError) -> bool:
-    """The server does not serve the call's route (as opposed to refusing the request)."""
-    return err.code == 12 or (err.status in (404, 405, 501) and not err.detail_id)
 
 
 def served(client: AdminClient) -> bool | None:
@@ -57,7 +52,7 @@ def _look_up(
             "POST", authz.LIST_PATH, authz.list_request(user_id, project_id, org_id), timeout
         )
     except api_errors.AdminApiError as err:
-        if not absent(err):
+        if not api_errors.route_absent(err):
             raise
         _learn(client, False)
         return None
@@ -111,7 +106,7 @@ def list_org_grants(client: AdminClient, org_id: str, page_size: int = 1000) -> 
                 "POST", authz.LIST_PATH, authz.list_request(org_id=org_id, offset=offset, limit=page_size)
             )
         except api_errors.AdminApiError as err:
-            if offset == 0 and absent(err):
+            if offset == 0 and api_errors.route_absent(err):
                 _learn(client, False)
                 return None
             raise

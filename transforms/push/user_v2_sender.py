@@ -138,12 +138,6 @@ class CreatePath:
     def __init__(self, create_user: bool = True) -> None:
         self.create_user = create_user
 
-    @staticmethod
-    def absent(err: api_errors.AdminApiError) -> bool:
-        if err.code == 12:
-            return True
-        return err.status in (404, 405, 501) and not err.detail_id
-
 
 class Sender:
     """Creates users; ``stop_reason`` / ``auth_failed`` are shared by the threads of one body."""
@@ -194,7 +188,7 @@ class Sender:
                 )
                 return str(answer.get("id") or ""), False
             except api_errors.AdminApiError as err:
-                if not CreatePath.absent(err):
+                if not api_errors.route_absent(err):
                     raise
                 self.path.create_user = False
         request = add_human_request(job.org_id, job.entry, job.metadata)

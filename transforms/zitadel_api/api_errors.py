@@ -43,6 +43,7 @@ __all__ = [
     "ServerGone",
     "QuotaExhausted",
     "QUOTA_IDS",
+    "route_absent",
     "Failure",
     "classify",
     "error_for",
@@ -123,6 +124,13 @@ class ServerGone(AdminApiError):
 class QuotaExhausted(AdminApiError):
     """The instance's quota is used up or the instance is blocked (``QUOTA_IDS``): not retried,
     since it does not clear until the quota's period ends."""
+
+
+def route_absent(err: AdminApiError) -> bool:
+    """The server does not serve the call's route (an older server, a service left out), as opposed
+    to refusing the request: gRPC Unimplemented, or HTTP 404/405/501 without a ZITADEL error detail
+    (ZITADEL's own NotFound answers carry one)."""
+    return err.code == 12 or (err.status in (404, 405, 501) and not err.detail_id)
 
 
 @dataclasses.dataclass(frozen=True)
