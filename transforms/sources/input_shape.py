@@ -144,8 +144,9 @@ def text_shape(head: bytes) -> str | None:
     return None
 
 
-def read_head(path: str) -> tuple[bytes, bool]:
-    """At most 64 KiB of the file's text (decompressed, UTF-8) and whether that is all of it.
+def read_head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes (64 KiB) of the file's text (decompressed, UTF-8) and whether that is
+    all of it.
 
     Damage after the first bytes ends the head early (the reader reports it); OSError and
     InputReadError before any byte are the caller's to report."""
@@ -153,8 +154,8 @@ def read_head(path: str) -> tuple[bytes, bool]:
     complete = False
     try:
         with open_input(path) as stream:
-            while len(head) < HEAD_BYTES:
-                piece = stream.read(HEAD_BYTES - len(head))
+            while len(head) < limit:
+                piece = stream.read(limit - len(head))
                 if not piece:
                     complete = True
                     break

@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterator, Sequence
 import orjson
 
 from transforms.common.errors import ConfigError
-from transforms.sources.input_stream import InputReadError, open_input
+from transforms.sources.input_shape import read_head
+from transforms.sources.input_stream import InputReadError
 from transforms.sources.table.csv_rows import read_csv
 from transforms.sources.table.spec import FieldPath, TableSpec, did_you_mean
 
@@ -191,17 +192,11 @@ def read_sample(files: Sequence[SampleFile], spec: TableSpec, limit: int = SAMPL
 
 
 def _head(path: str) -> tuple[bytes, bool]:
-    head = b""
+    """The sample's text; nothing when the file cannot be read (the reader says why)."""
     try:
-        with open_input(path) as stream:
-            while len(head) < SAMPLE_BYTES:
-                piece = stream.read(SAMPLE_BYTES - len(head))
-                if not piece:
-                    return head, True
-                head += piece
+        return read_head(path, SAMPLE_BYTES)
     except (OSError, InputReadError):
-        return head, False
-    return head, False
+        return b"", False
 
 
 def _csv_head(file: SampleFile, limit: int) -> tuple[list[dict], bool]:
