@@ -92,6 +92,7 @@ def _v2_requests_meet_zitadel_schema():
 
 
 @pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
     """Under ``-n`` workers with ``--dist loadgroup`` (``run_local.sh``), the tests of a module
     that share a module-scoped fixture stay in one worker, which builds it once (a 200,000-user
@@ -105,6 +106,16 @@ def pytest_collection_modifyitems(config, items):
         }
         if scopes & {"module", "class", "package"}:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_runtest_setup(item):
+    """Under ``--dist loadgroup`` a grouped test whose group was lost (pytest-xdist writes it into
+    the node id; a pytest that builds node ids another way drops it) fails: the groups would be
+    spread over the workers, each building the module fixtures again."""
+    config = item.config
+    if _xdist_worker(config) and config.getvalue("loadgroup"):
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+            pytest.fail("--dist loadgroup lost this test's group: see setup.py on pytest's version", False)
 
 
 def _xdist_worker(config) -> bool:

@@ -1,8 +1,8 @@
 """A live progress line on stderr, shared by push's bodies and the sync's changes.
 
-On a terminal the line is rewritten in place every 0.5 s; otherwise (a log file, CI) one line is
-written every 10 s. A subclass says what the line holds (:meth:`LiveLine.line`) and counts under
-``self._lock``; the rate and ETA helper is here.
+On a terminal the line is rewritten in place every ``TTY_INTERVAL`` (0.5 s); otherwise (a log
+file, CI) one line is written every ``LOG_INTERVAL`` (10 s). A subclass says what the line holds
+(:meth:`LiveLine.line`) and counts under ``self._lock``; the rate and ETA helper is here.
 
 Example::
 
@@ -21,7 +21,10 @@ import threading
 import time
 from typing import Self, TextIO
 
-__all__ = ["LiveLine"]
+__all__ = ["LiveLine", "TTY_INTERVAL", "LOG_INTERVAL"]
+
+TTY_INTERVAL = 0.5  # seconds between rewrites of the line on a terminal
+LOG_INTERVAL = 10.0  # seconds between lines when the stream is not a terminal
 
 
 class LiveLine:
@@ -31,7 +34,7 @@ class LiveLine:
         self._stream = stream
         self._enabled = enabled
         self._tty = enabled and hasattr(stream, "isatty") and stream.isatty()
-        self._interval = interval or (0.5 if self._tty else 10.0)
+        self._interval = interval or (TTY_INTERVAL if self._tty else LOG_INTERVAL)
         self._lock = threading.Lock()
         self._start = time.monotonic()
         self._stop = threading.Event()
