@@ -170,17 +170,19 @@ def _case(
     max_rate: float | None = None,
     api: str = ADMIN_IMPORT,
 ) -> None:
-    def measure(concurrency: int | None) -> dict:
-        return _median(
-            [
-                _run_once(manifest, token_file, flags, concurrency, args.settle, args.window, max_rate, api)
-                for _ in range(args.repeat)
-            ]
-        )
+    # Interleaved: each repeat runs every pace once, so a machine that slows down mid-case slows
+    # them all alike.
+    paces: list[int | None] = [*levels, None]
+    runs: dict[int | None, list[dict]] = {pace: [] for pace in paces}
+    for _ in range(args.repeat):
+        for pace in paces:
+            runs[pace].append(
+                _run_once(manifest, token_file, flags, pace, args.settle, args.window, max_rate, api)
+            )
 
     print(f"\n{title}")
-    fixed = {level: measure(level) for level in levels}
-    adaptive = measure(None)
+    fixed = {level: _median(runs[level]) for level in levels}
+    adaptive = _median(runs[None])
     best_level = min(fixed, key=lambda level: fixed[level]["wall"])
     best, one = fixed[best_level]["wall"], fixed[min(levels)]["wall"]
     print(HEADER)
@@ -254,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--levels",
         default="",
-        help="the fixed --concurrency values the rate-limited cases sweep (default: theirs)",
+        help="the fixed --concurrency values every case sweeps (default: each case's own)",
     )
     args = parser.parse_args(argv)
     cases = set(args.cases.split(","))
@@ -270,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         cost_ms = 1000.0 * k * args.work_seconds / args.users
         flags = ["--workers", str(k), "--per-user-delay-ms", f"{cost_ms:g}"]
         flags += ["--queue", str(args.queue)] if args.queue is not None else []
-        levels = sorted({1, max(1, k // 2), k, 2 * k})
+        levels = _levels(args, sorted({1, max(1, k // 2), k, 2 * k}))
         _case(
             args,
             f"K = {k} workers, {cost_ms:g} ms per user (ideal {args.work_seconds:g} s)",

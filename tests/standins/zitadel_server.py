@@ -361,6 +361,16 @@ def data_is_absent(request: dict) -> bool:
     return request.get("dataOrgs") is None and request.get("dataOrgsv1") is None
 
 
+class _ListeningServer(ThreadingHTTPServer):
+    """A thread per connection, and a listen backlog as deep as a Go server's (the kernel's
+    somaxconn): socketserver's default of 5 drops the SYNs of a burst of new connections, which
+    the client's kernel sends again only after a second, so a push opening 32 connections at once
+    saw one-second stragglers that ZITADEL would not cause."""
+
+    daemon_threads = True
+    request_queue_size = 4096
+
+
 class ZitadelServer:
     """The server: ``start()`` serves on an ephemeral port in a daemon thread, ``stop()`` ends it.
 
@@ -397,8 +407,7 @@ class ZitadelServer:
         self.refusals: list[tuple[str, str]] = []  # (path, message) of every call answered an error
         # What ZITADEL's published user service v2 schema refuses in those calls (check_v2_schema).
         self.v2_schema_problems: list[str] = []
-        self._httpd = ThreadingHTTPServer((host, port), _make_handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = _ListeningServer((host, port), _make_handler(self))
         self._thread: threading.Thread | None = None
         self.gcs_fetch = self._gcs_fetch_default
         self.gcs_store = self._gcs_store_default

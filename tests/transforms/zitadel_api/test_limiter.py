@@ -58,14 +58,14 @@ def test_what_each_answer_tells_the_limiter(status, outcome):
 def test_it_starts_low_and_doubles_per_round_while_the_per_user_time_stays_flat():
     clock = FakeClock()
     limiter = _limiter(clock)
-    assert _fill(limiter) == INITIAL == 2
-    for _ in range(2):
-        limiter.record(200, 1.0, users=1000)
-    assert limiter.limit == 4 and limiter.probing
-    assert _fill(limiter) == 2  # two more slots opened
+    assert _fill(limiter) == INITIAL == 4
     for _ in range(4):
+        limiter.record(200, 1.0, users=1000)
+    assert limiter.limit == 8 and limiter.probing
+    assert _fill(limiter) == 4  # four more slots opened
+    for _ in range(8):
         limiter.record(200, 1.1, users=1000)
-    assert limiter.limit == 8
+    assert limiter.limit == 16
 
 
 def test_it_does_not_grow_while_the_limit_is_not_in_use():
