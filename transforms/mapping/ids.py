@@ -20,11 +20,20 @@ from __future__ import annotations
 
 import string
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
+from transforms.common.reasons import Reason
 from transforms.mapping.validate import control_char_problem, valid_email
 
-__all__ = ["NAMESPACE", "auth0_user_id", "keycloak_user_id", "fallback_email", "check_template"]
+__all__ = [
+    "NAMESPACE",
+    "auth0_user_id",
+    "keycloak_user_id",
+    "fallback_email",
+    "check_template",
+    "EmailChoice",
+    "email_or_fallback",
+]
 
 # Fixed for ever: changing it changes every derived id (and breaks re-runs against a target).
 NAMESPACE = uuid.UUID("6b1f8a52-3c0e-5d0a-9f4e-7a6c2e1d9b30")
@@ -71,3 +80,33 @@ def fallback_email(template: str, user_name: Any, user_id: Any) -> str | None:
         return None
     address = template.format(**{k: v.strip() for k, v in values.items()})
     return address if valid_email(address) else None
+
+
+class EmailChoice(NamedTuple):
+    """The address a user is written with, and whether ``--email-fallback`` gave it (then unverified)."""
+
+    email: str
+    from_fallback: bool
+
+
+def email_or_fallback(
+    email: str, template: str | None, user_name: Any, user_id: Any, where: str = ""
+) -> EmailChoice | tuple[str, str]:
+    """The user's own e-mail, else the one ``template`` (``--email-fallback``) gives; else the
+    dead letter's reason (a ``Reason``) and text (``where`` names the field, for a table). One rule
+    for every source::
+
+        >>> email_or_fallback("", "{id}@users.invalid", "ann", "u1")
+        EmailChoice(email='u1@users.invalid', from_fallback=True)
+    """
+    if email:
+        return EmailChoice(email, False)
+    if template is None:
+        return Reason.MISSING_EMAIL, f"no e-mail address{where} (--email-fallback TEMPLATE gives one)"
+    address = fallback_email(template, user_name, user_id)
+    if not address:
+        return (
+            Reason.INVALID_EMAIL_FALLBACK,
+            f"--email-fallback {template!r} gives no valid e-mail address for this user",
+        )
+    return EmailChoice(address, True)

@@ -8,7 +8,16 @@ import uuid
 
 import pytest
 
-from transforms.mapping.ids import NAMESPACE, auth0_user_id, check_template, fallback_email, keycloak_user_id
+from transforms.common.reasons import Reason
+from transforms.mapping.ids import (
+    NAMESPACE,
+    EmailChoice,
+    auth0_user_id,
+    check_template,
+    email_or_fallback,
+    fallback_email,
+    keycloak_user_id,
+)
 
 
 def test_auth0_id_is_the_uuid5_of_the_folded_email():
@@ -68,3 +77,18 @@ def test_fallback_email_fills_the_template_or_gives_none():
     assert fallback_email(template, "with space", "id-1") is None  # not a valid address
     assert fallback_email(template, None, "id-1") is None  # an empty local part
     assert fallback_email(template, "ann\x07", "id-1") is None  # a control character
+
+
+def test_email_or_fallback_is_one_rule_for_every_source():
+    # The user's own address wins; the template's only where there is none (then from_fallback).
+    assert email_or_fallback("ann@example.com", "{id}@x.example", "ann", "u1") == EmailChoice(
+        "ann@example.com", False
+    )
+    assert email_or_fallback("", "{username}@x.example", "ann", "u1") == EmailChoice("ann@x.example", True)
+    # No template: the dead letter says which flag gives one, and where the table looked.
+    reason, text = email_or_fallback("", None, "ann", "u1", " in fields.email")
+    assert reason == Reason.MISSING_EMAIL
+    assert text == "no e-mail address in fields.email (--email-fallback TEMPLATE gives one)"
+    # A template that gives no valid address for this user (no user name to fill in).
+    reason, text = email_or_fallback("", "{username}@x.example", None, "u1")
+    assert reason == Reason.INVALID_EMAIL_FALLBACK and "'{username}@x.example'" in text

@@ -37,7 +37,7 @@ from transforms.hashing.convert import HashFailure
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.idp_links import LinkFields
 from transforms.mapping.idp_links import idp_links as links_from
-from transforms.mapping.ids import fallback_email
+from transforms.mapping.ids import EmailChoice, email_or_fallback
 from transforms.mapping.validate import (
     EMAIL_FALLBACK,
     MAX_METADATA_KEY,
@@ -392,20 +392,12 @@ def _identity(
 ) -> tuple[dict[str, object], bool] | Rejection:
     """User name, names, e-mail (or its fallback) and phone: the body's start, and whether the
     e-mail came from ``--email-fallback``."""
-    email = _text(user, "email")
-    verified = user.get("emailVerified") is True
-    user_name = email or user_id
-    fallback = False
-    if not email:
-        if options.email_fallback is None:
-            return Rejection(Reason.MISSING_EMAIL, "no e-mail address (--email-fallback TEMPLATE gives one)")
-        email = fallback_email(options.email_fallback, user_id, user_id) or ""
-        if not email:
-            return Rejection(
-                Reason.INVALID_EMAIL_FALLBACK,
-                f"--email-fallback {options.email_fallback!r} gives no valid e-mail address for this user",
-            )
-        verified, fallback = False, True
+    user_name = _text(user, "email") or user_id
+    choice = email_or_fallback(_text(user, "email"), options.email_fallback, user_id, user_id)
+    if not isinstance(choice, EmailChoice):
+        return Rejection(*choice)
+    email, fallback = choice
+    verified = user.get("emailVerified") is True and not fallback
     name = _text(user, "displayName")
     profile: dict[str, object] = {"firstName": name or user_name, "lastName": name or user_name}
     if name:

@@ -28,7 +28,7 @@ from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
 from transforms.mapping.idp_links import LinkFields
 from transforms.mapping.idp_links import idp_links as links_from
-from transforms.mapping.ids import fallback_email, keycloak_user_id
+from transforms.mapping.ids import EmailChoice, email_or_fallback, keycloak_user_id
 from transforms.mapping.otp import OTP_CREDENTIAL_TYPES, OtpPolicy, keycloak_otp, required_actions
 from transforms.mapping.validate import (
     DERIVED_ID,
@@ -369,17 +369,11 @@ def _identity(user: _User, options: KeycloakOptions, realm: str, attributes: _Us
     raw_id = user.get("id")
     derived = raw_id in (None, "") and bool(user_name)
     user_id = keycloak_user_id(realm, user_name) if derived else raw_id
-    fallback = False
-    if not email:
-        if options.email_fallback is None:
-            return Rejection(Reason.MISSING_EMAIL, "no e-mail address (--email-fallback TEMPLATE gives one)")
-        email = fallback_email(options.email_fallback, user_name, user_id) or ""
-        if not email:
-            return Rejection(
-                Reason.INVALID_EMAIL_FALLBACK,
-                f"--email-fallback {options.email_fallback!r} gives no valid e-mail address for this user",
-            )
-        verified, fallback = False, True
+    choice = email_or_fallback(email, options.email_fallback, user_name, user_id)
+    if not isinstance(choice, EmailChoice):
+        return Rejection(*choice)
+    email, fallback = choice
+    verified = verified and not fallback
     body: dict[str, object] = {
         "userName": user_name,
         "profile": profile,

@@ -26,7 +26,7 @@ from transforms.common.reasons import Reason
 from transforms.hashing.convert import ConvertedHash, HashFailure
 from transforms.hashing.forms import HashForm, Rewritten
 from transforms.hashing.policy import OnUnsupportedHash
-from transforms.mapping.ids import fallback_email
+from transforms.mapping.ids import EmailChoice, email_or_fallback
 from transforms.mapping.validate import (
     EMAIL_FALLBACK,
     MAX_METADATA_KEY,
@@ -129,24 +129,13 @@ def _map(
     display = values.text(fields.get("display_name"))
     notes: list[str] = []
     verified = options.email_verified or values.flag(fields.get("email_verified"))
-    if not email and options.email_fallback is None:
-        return TableRejection(
-            Reason.MISSING_EMAIL,
-            f"no e-mail address in {fields['email'].text} (--email-fallback TEMPLATE gives one)",
-            user_id,
-            blocked,
-            roles=roles,
-        )
-    if not email:
-        email = fallback_email(options.email_fallback or "", user_name, user_id) or ""
-        if not email:
-            return TableRejection(
-                Reason.INVALID_EMAIL_FALLBACK,
-                f"--email-fallback {options.email_fallback!r} gives no valid e-mail address for this user",
-                user_id,
-                blocked,
-                roles=roles,
-            )
+    choice = email_or_fallback(
+        email, options.email_fallback, user_name, user_id, f" in {fields['email'].text}"
+    )
+    if not isinstance(choice, EmailChoice):
+        return TableRejection(*choice, user_id, blocked, roles=roles)
+    if choice.from_fallback:
+        email = choice.email
         user_name = user_name or email
         verified = False
         notes.append(EMAIL_FALLBACK)
