@@ -91,7 +91,6 @@ def _v2_requests_meet_zitadel_schema():
         )
 
 
-@pytest.hookimpl(tryfirst=True)
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
     """Under ``-n`` workers with ``--dist loadgroup`` (``run_local.sh``), the tests of a module

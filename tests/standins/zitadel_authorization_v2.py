@@ -27,7 +27,6 @@ False``: a server without the service, whose mux answers the path 404 ``404 page
 from __future__ import annotations
 
 import base64
-import secrets
 from typing import Any
 
 from zitadel_management_v1 import ManagementError
@@ -137,35 +136,22 @@ def handle(server: Any, path: str, body: dict, orgs: frozenset[str] | None) -> d
 
 def _check_roles(server: Any, project: str, keys: list[str]) -> None:
     try:
-        server.management._check_roles(project, keys)  # noqa: SLF001 - the same rules as AddUserGrant
+        server.management.check_roles(project, keys)  # the same rules as AddUserGrant
     except ManagementError as err:
         raise ConnectError(err.code, err.message) from None
 
 
 def _create(server: Any, body: dict, orgs: frozenset[str] | None) -> dict:
-    state = server.state
     user = _id(body.get("userId"), "CreateAuthorizationRequest.UserId")
     project = _id(body.get("projectId"), "CreateAuthorizationRequest.ProjectId")
     org = _id(body.get("organizationId"), "CreateAuthorizationRequest.OrganizationId")
     keys = _keys(body.get("roleKeys"), "CreateAuthorizationRequest.RoleKeys")
     if orgs is not None and org not in orgs:
         raise ConnectError(7, "ID=AUTHZ-HKJD33 Message=Errors.PermissionDenied")
-    if user not in state.users or state.user_states.get(user) == "removed":
-        raise ConnectError(9, "ID=COMMAND-uXHNj Message=Errors.User.NotFound")
-    _check_roles(server, project, keys)
-    unique = (org, user, project, "")
-    if unique in state.user_grants:
-        raise ConnectError(6, "ID=V3-DKcYh Message=Errors.UserGrant.AlreadyExists")
-    grant_id = f"grant-{secrets.token_hex(6)}"
-    state.user_grants[unique] = grant_id
-    state.grant_keys[grant_id] = keys
-    state.emit(
-        "user.grant.added",
-        grant_id,
-        "usergrant",
-        org,
-        {"userId": user, "projectId": project, "roleKeys": keys},
-    )
+    try:
+        grant_id = server.management.add_grant(org, user, project, keys)  # ZITADEL's one command
+    except ManagementError as err:
+        raise ConnectError(err.code, err.message) from None
     return {"id": grant_id, "creationDate": "2026-11-27T00:00:00Z"}
 
 

@@ -81,7 +81,8 @@ class ManagementV1:
         ]
         return {"details": {"totalResult": str(len(result))}, "result": result}
 
-    def _check_roles(self, project: str, keys: list[str]) -> None:
+    def check_roles(self, project: str, keys: list[str]) -> None:
+        """The project exists and defines every key (the authorization service v2 checks the same)."""
         state = self._server.state
         if project not in state.projects:
             raise ManagementError(400, 9, "ID=COMMAND-m9gsd Message=Errors.Project.NotFound")
@@ -90,13 +91,13 @@ class ManagementV1:
             if roles.get(str(key).lower()) != key:
                 raise ManagementError(400, 9, "ID=COMMAND-mm9F4 Message=Errors.Project.Role.NotFound")
 
-    def _add(self, org_id: str, user_id: str, body: dict) -> dict:
+    def add_grant(self, org_id: str, user_id: str, project: str, keys: list[str]) -> str:
+        """ZITADEL's AddUserGrant command, which AddUserGrant here and CreateAuthorization of the
+        authorization service v2 both reach (the caller holds the state's lock): the new grant's id."""
         state = self._server.state
-        project = str(body.get("projectId", ""))
-        keys = [str(k) for k in body.get("roleKeys") or []]
         if user_id not in state.users or state.user_states.get(user_id) == "removed":
             raise ManagementError(400, 9, "ID=COMMAND-uXHNj Message=Errors.User.NotFound")
-        self._check_roles(project, keys)
+        self.check_roles(project, keys)
         unique = (org_id, user_id, project, "")
         if unique in state.user_grants:
             raise ManagementError(409, 6, "ID=V3-DKcYh Message=Errors.UserGrant.AlreadyExists")
@@ -110,6 +111,12 @@ class ManagementV1:
             org_id,
             {"userId": user_id, "projectId": project, "roleKeys": keys},
         )
+        return grant_id
+
+    def _add(self, org_id: str, user_id: str, body: dict) -> dict:
+        project = str(body.get("projectId", ""))
+        keys = [str(k) for k in body.get("roleKeys") or []]
+        grant_id = self.add_grant(org_id, user_id, project, keys)
         return {"userGrantId": grant_id, "details": {"resourceOwner": org_id}}
 
     def _find(self, org_id: str, user_id: str, grant_id: str) -> tuple[str, str, list[str]]:
@@ -122,7 +129,7 @@ class ManagementV1:
         state = self._server.state
         _, project, keys = self._find(org_id, user_id, grant_id)
         new = [str(k) for k in body.get("roleKeys") or []]
-        self._check_roles(project, new)
+        self.check_roles(project, new)
         if sorted(new) == sorted(keys):
             raise ManagementError(400, 9, "ID=COMMAND-Rs8fy Message=Errors.UserGrant.NotChanged")
         state.grant_keys[grant_id] = new

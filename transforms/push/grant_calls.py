@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from transforms.common.errors import ConfigError
 from transforms.output.body_parts import org_id_of, orgs_of
+from transforms.push.grant_service import write_grant_v2
 from transforms.zitadel_api import api_errors
 from transforms.zitadel_api import management_v1 as mgmt
 
@@ -169,8 +170,6 @@ def _grant_once(
 ) -> None:
     """One look-up and at most one write per grant found; ``sent[0]`` counts the requests. The
     authorization service v2 where the server has it (grant_service.py), else the management API."""
-    from transforms.push.grant_service import write_grant_v2
-
     if write_grant_v2(client, user_id, org_id, project_id, role_keys, timeout, sent):
         return
     once = client.single_attempt()

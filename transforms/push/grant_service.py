@@ -14,7 +14,8 @@ the next look-up finds what landed and nothing is written twice.
 
 Example::
 
-    sent = write_grant_v2(client, "u1", "o1", "p1", ["admin"], timeout=None)  # None: not served here
+    sent = [0]  # the requests made, counted across attempts
+    write_grant_v2(client, "u1", "o1", "p1", ["admin"], None, sent)  # False: not served here
 """
 
 from __future__ import annotations

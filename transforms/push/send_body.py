@@ -11,7 +11,8 @@ user seen so far is split before it is sent (``FIT_SHARE``), not after the serve
 while an adaptive limit is still doubling (``probing``), a body that would take more than
 ``PROBE_SECONDS`` at the pace seen so far (any body before the first answer) goes out in
 ``PROBE_PARTS`` parts (of at least ``PROBE_MIN_USERS``), so the answers that set the limit come
-sooner; a shorter body goes whole, its answer soon enough and a split only more requests. Called by ``push_manifest`` (``engine.py``) once per body, from its thread pool::
+sooner; a shorter body goes whole, its answer soon enough and a split only more requests. Called
+by ``push_manifest`` (``engine.py``) once per body, from its thread pool::
 
     result = send_body(client, ref, ledger.load(ref), "5m", None, live, ledger, max_attempts=6)
 """

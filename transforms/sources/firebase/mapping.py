@@ -392,8 +392,9 @@ def _identity(
 ) -> tuple[dict[str, object], bool] | Rejection:
     """User name, names, e-mail (or its fallback) and phone: the body's start, and whether the
     e-mail came from ``--email-fallback``."""
-    user_name = _text(user, "email") or user_id
-    choice = email_or_fallback(_text(user, "email"), options.email_fallback, user_id, user_id)
+    own_email = _text(user, "email")
+    user_name = own_email or user_id
+    choice = email_or_fallback(own_email, options.email_fallback, user_id, user_id)
     if not isinstance(choice, EmailChoice):
         return Rejection(*choice)
     email, fallback = choice
