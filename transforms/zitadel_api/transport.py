@@ -261,7 +261,8 @@ def send_with_retries(
             stats.bump("failures")
             raise InvalidRequest(str(err)) from None
         except _CONNECTION_ERRORS as err:
-            failure = Failure("retry", 0, None, scrub(f"{type(err).__name__}: {err}", secrets()))
+            message = scrub(f"{type(err).__name__}: {err}", secrets())
+            failure = Failure("retry", 0, None, message, unknown=True)  # sent, maybe done: no answer
         else:
             if 200 <= answer.status < 300:
                 if stop is not None:
@@ -279,6 +280,8 @@ def send_with_retries(
             attempt -= 1
             continue
         if failure.kind != "retry" or attempt >= retrier.max_attempts:
+            if failure.status == 429 and not retrier.whole_request:
+                stats.bump("throttled")  # the caller's own loop sends it again
             stats.bump("failures")
             if stop is not None and (retrier.whole_request or failure.status != 0):
                 stop.record(failure.status != 0, failure.message)
