@@ -297,11 +297,19 @@ class Sender:
             return Outcome(uid, "failed", attempts + 1, failure_of(job, uid, IN_ANOTHER_ORG, text))
         except api_errors.AdminApiError as err:
             text = f"{message}; reading it back failed: {err.message}"
-            return Outcome(uid, "failed", attempts + 1, failure_of(job, uid, "server-error", text))
+            return self._unread(job, uid, attempts + 1, text, err)
         if owner == job.org_id:
             return Outcome(uid, "present", attempts + 1, after_lost_answer=attempts > 1)
         text = f"it already exists in org {owner or '(unknown)'}, not in org {job.org_id}"
         return Outcome(uid, "failed", attempts + 1, failure_of(job, uid, IN_ANOTHER_ORG, text))
+
+    @staticmethod
+    def _unread(job: UserJob, uid: str, requests: int, text: str, err: api_errors.AdminApiError) -> Outcome:
+        """A refused create whose read-back failed: on faults alone the user is most likely this
+        one (a lost answer): *unknown*, read back first next push; else failed ``server-error``."""
+        if api_errors.send_again(err):
+            return Outcome(uid, "unknown", requests, failure_of(job, uid, UNKNOWN, text))
+        return Outcome(uid, "failed", requests, failure_of(job, uid, "server-error", text))
 
     def _named(self, job: UserJob, org_id: str) -> list[Json]:
         request = list_users_request(org_id=org_id, user_name=_user_name(job), limit=1)
@@ -316,7 +324,7 @@ class Sender:
             anywhere = users or self._named(job, "")
         except api_errors.AdminApiError as err:
             text = f"{message}; reading the user name back failed: {err.message}"
-            return Outcome(uid, "failed", attempts + 2, failure_of(job, uid, "server-error", text))
+            return self._unread(job, uid, attempts + 2, text, err)
         if users:
             held = users[0]
             held_id = str(held.get("userId") or "")
