@@ -209,6 +209,9 @@ class Faults:
         self.drip_bytes_per_second = 0.0
         self.drip_paths: tuple[str, ...] = ("/admin/v1/import",)
         self.hang_seconds = 60.0
+        # "late": seconds the server still holds a request after its client gave up, before the
+        # work is done (a stalled server that resumes; 0: at once).
+        self.late_seconds = 0.0
         self._silent: list | None = None  # [calls still answered, path, kind]
         self._answers: dict[str, list] = {}  # path -> [calls answered normally first, body]
 
@@ -1189,6 +1192,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return raw, fault, True
             if fault == "late":
                 self._until_client_closes()
+                time.sleep(server.faults.late_seconds)
             if fault in ("429", "502", "503", "504", "drop"):
                 self._pre_fault(fault)
                 return raw, fault, True

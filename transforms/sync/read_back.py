@@ -33,13 +33,20 @@ from typing import Any
 
 from transforms.sync.change_records import Call, ChangeCall
 
-__all__ = ["CLOCK_SLACK", "Json", "Held", "parse_time", "not_landed", "call_left"]
+__all__ = ["CLOCK_SLACK", "SETTLE", "Json", "Held", "parse_time", "not_landed", "call_left"]
 
 Json = dict[str, Any]  # a JSON object: a request body, a part of it, an answer
 
 # Seconds the client's clock may run ahead of ZITADEL's and a landed password still count as
 # landed. A password changed by someone else this shortly before the call also counts as ours.
 CLOCK_SLACK = 30.0
+
+# Seconds after it was sent that a write whose night gave up on it may still land: ZITADEL drops a
+# request's work when its connection closes, but a proxy in between may keep the request to ZITADEL
+# open until its own upstream timeout (nginx's proxy_read_timeout is 60 s by default). The next
+# run reads such a user back no sooner than this after the write was sent, and after every other
+# user (docs/sync.md#late-landing).
+SETTLE = 60.0
 
 _FRACTION = re.compile(r"\.(\d{1,6})\d*")
 
