@@ -168,7 +168,7 @@ class Sender:
 
         try:
             held = self._landed(job) if read_first else None
-            if held is not None:
+            if held:
                 outcome, with_metadata = Outcome(held, "present", 1, after_lost_answer=True), False
             else:
                 outcome, with_metadata = self._create(job, bump, attempts)
@@ -192,49 +192,52 @@ class Sender:
         that is there is *present* (its metadata looked up, not set again), never sent twice.
         Raises the last error (a refusal, or the attempts spent); ``(outcome, the create carried
         the metadata)``."""
-        uid, attempt, unknown = _user_id(job), 0, False
+        uid, attempt = _user_id(job), 0
+        lost = unsettled = False  # an attempt's outcome was unknown; no read since told what it did
         while True:
             attempt += 1
             try:
                 created, with_metadata = self._send(job, bump)
-                return Outcome(
-                    created or uid, "created", attempts[0], after_lost_answer=unknown
-                ), with_metadata
+                return Outcome(created or uid, "created", attempts[0], after_lost_answer=lost), with_metadata
             except api_errors.AdminApiError as err:
                 if not api_errors.send_again(err):
                     raise
-                unknown = unknown or api_errors.unknown_outcome(err)
+                if api_errors.unknown_outcome(err):
+                    lost = unsettled = True
                 if attempt >= self.client.max_attempts:
-                    if unknown and err.status == 0:  # the write went unanswered: one for the no-answer stop
+                    if err.status == 0:  # the write went unanswered: one for the no-answer stop
                         self.client.stop.record(False, err.message)
+                    err.unknown = unsettled  # an earlier attempt may have created it: not failed
                     raise
                 retry_after = err.retry_after
             self.client.backoff(attempt, retry_after)
-            if unknown:
+            if unsettled:
                 held = self._landed(job)
                 attempts[0] += 1
-                if held is not None:
+                if held:
                     return Outcome(held, "present", attempts[0], after_lost_answer=True), False
+                unsettled = held is None  # "": read, not there
 
     def _landed(self, job: UserJob) -> str | None:
         """The id of this user if the target holds it in the body's org (by id, or for an entry
-        without one by its user name and e-mail); None when not (or the read got no answer)."""
+        without one by its user name and e-mail); '' when it does not; None when the read got
+        no answer either (the next attempt's refusal tells: AlreadyExisting → read, present)."""
         uid = _user_id(job)
         try:
             if uid:
                 answer = self.client.request("GET", user_path(uid), None, self.timeout)
-                return uid if owner_of(answer) == job.org_id else None
+                return uid if owner_of(answer) == job.org_id else ""
             for held in self._named(job, job.org_id):
                 mail = str(((held.get("human") or {}).get("email") or {}).get("email") or "").casefold()
                 if mail and mail == _email(job):
                     return str(held.get("userId") or "")
         except api_errors.InvalidRequest:
-            return None  # NotFound: not there, send it
+            return ""  # NotFound: not there, send it
         except api_errors.AdminApiError as err:
             if isinstance(err, api_errors.AuthError | api_errors.ServerGone | api_errors.QuotaExhausted):
                 raise
-            return None  # unanswered: the next attempt's refusal tells (AlreadyExisting → present)
-        return None
+            return None
+        return ""
 
     def _send(self, job: UserJob, bump) -> tuple[str, bool]:
         """One attempt of the create: the created user's id, and whether it carried the metadata
