@@ -86,14 +86,14 @@ def metadata_problems(path: Path = METADATA) -> list[str]:
     each of those sources' flags is a parameter (but ``LEFT_OUT`` and the source's own
     ``left_out``), each parameter is a flag of at least one of them, and a parameter's help text
     ending ``; auth0, table only`` names exactly the sources that have its flag."""
-    from pipeline.sources import sources
+    from transforms.sources.registry import descriptions
 
     params = load_parameters(path)
-    offered = {s.name: s for s in sources() if s.flex is not None}
+    offered = {s.name: s for s in descriptions() if s.flex is not None}
     problems = []
     if sorted(template_sources(path)) != sorted(offered):
         problems.append(f"source offers {template_sources(path)}, the registry {sorted(offered)}")
-    flags = {name: _flag_names(source.add_arguments) for name, source in offered.items()}
+    flags = {name: _flag_names(source) for name, source in offered.items()}
     for name, source in offered.items():
         assert source.flex is not None
         missing = flags[name] - set(params) - LEFT_OUT - source.flex.left_out
@@ -115,12 +115,15 @@ def metadata_problems(path: Path = METADATA) -> list[str]:
 _ONLY = re.compile(r"; ([a-z0-9]+(?:, [a-z0-9]+)*) only\b")
 
 
-def _flag_names(add_arguments) -> set[str]:
-    """A command's long flags as template parameter names (``--realm-name`` → ``realm_name``)."""
+def _flag_names(source) -> set[str]:
+    """A source command's long flags (its own and the shared ones it takes) as template parameter
+    names (``--realm-name`` → ``realm_name``)."""
     import argparse
 
+    from pipeline.source_command import add_source_arguments
+
     parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
+    add_source_arguments(parser, source)
     return {f[2:].replace("-", "_") for f in parser._option_string_actions if f.startswith("--")}
 
 
