@@ -29,9 +29,8 @@ import os
 import posixpath
 import sys
 
-from pipeline.migrate_options import batch_size_type
 from pipeline.document_run import LAUNCHER
-from transforms.sources.zitadel.command import split_export
+from pipeline.migrate_options import batch_size_type
 from pipeline.options import (
     add_export_selection_arguments,
     add_side_credential_arguments,
@@ -51,6 +50,7 @@ from transforms.push.instance_moves import (
     export_request,
     split_is_current,
 )
+from transforms.sources.zitadel.command import split_export
 from transforms.zitadel_api.client import connect
 
 __all__ = ["add_arguments", "run"]

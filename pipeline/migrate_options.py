@@ -214,14 +214,15 @@ def removal_limit(text: str, users_in_state: int, flag: str = "--max-removals") 
 _ALL_GROUPS = frozenset(FlagGroup)
 
 
-def add_common_arguments(
-    parser: argparse.ArgumentParser, groups: frozenset[FlagGroup] = _ALL_GROUPS, *, syncs: bool = True
-) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser, groups: frozenset[FlagGroup] = _ALL_GROUPS) -> None:
     """The flags every user migrate command shares (zitadel-tools' plus ours): of the optional
-    groups only those in ``groups`` (roles are :func:`add_role_arguments`), and the sync's flags
-    for a source that can sync."""
+    groups only those in ``groups`` (roles are :func:`add_role_arguments`). ``--state`` is every
+    source's: one that cannot sync refuses it naming those that can."""
     parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
-    add_output_arguments(parser, **({} if FlagGroup.LAYOUT in groups else {"multiline_help": None}))
+    if FlagGroup.LAYOUT in groups:
+        add_output_arguments(parser)
+    else:
+        add_output_arguments(parser, multiline_help=None)
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
     parser.add_argument(
         "--email-fallback",
@@ -233,8 +234,7 @@ def add_common_arguments(
     )
     if FlagGroup.HASHES in groups:
         add_hash_arguments(parser)
-    if syncs:
-        add_sync_arguments(parser)
+    add_sync_arguments(parser)
     parser.add_argument(
         "--allow-partial",
         action="store_true",

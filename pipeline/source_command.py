@@ -58,7 +58,7 @@ def add_source_arguments(parser: argparse.ArgumentParser, description: SourceDes
             multiline_help=document.multiline_help,
         )
     else:
-        add_common_arguments(parser, description.groups, syncs=description.kind.syncs)
+        add_common_arguments(parser, description.groups)
         if FlagGroup.ROLES in description.groups:
             add_role_arguments(parser)
     if description.defaults:
@@ -86,7 +86,9 @@ def blocked_flag(description: SourceDescription) -> str | None:
     return declared[0][2:].replace("-", "_") if declared else None
 
 
-def run_source(description: SourceDescription, known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+def run_source(
+    description: SourceDescription, known_args: argparse.Namespace, pipeline_args: list[str]
+) -> int:
     """Check the shared flags, ask the source for its plan, run it; the exit status."""
     if description.document is not None:
         from pipeline import document_run

@@ -14,9 +14,9 @@ import pytest
 from repo_files import ROOT
 
 from pipeline import cli, flex_entry
-from pipeline.sources import sources
+from transforms.sources.registry import descriptions as sources
 
-# The sources the template offers: those whose description has a template part (pipeline/sources.py).
+# The sources the template offers: those whose description has a template part (transforms/sources/registry.py).
 SOURCES = tuple(source.name for source in sources() if source.flex is not None)
 PARAMS = flex_entry.load_parameters()
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from transforms.hashing.policy import OnUnsupportedHash
@@ -59,6 +60,8 @@ __all__ = [
     "Plan",
     "DocumentRun",
     "Launcher",
+    "OutputPaths",
+    "OpenOutputs",
     "SourceDescription",
     "SummaryLine",
     "SummaryLines",
@@ -82,11 +85,12 @@ KeepLegacy = Callable[["ListedFile"], tuple["ListedFile", "ListedFile"]]
 
 
 class FlagParser(Protocol):
-    """What ``add_arguments`` may call: argparse's parser, as seen without importing argparse."""
+    """What ``add_arguments`` may call: argparse's parser (or one of its groups), as seen without
+    importing argparse."""
 
-    def add_argument(self, *name_or_flags: str, **options: Any) -> Any: ...
+    def add_argument(self, *name_or_flags: str, **options: Any) -> object: ...
 
-    def add_argument_group(self, *args: Any, **options: Any) -> Any: ...
+    def add_argument_group(self, title: str) -> FlagParser: ...
 
 
 class Flags(Protocol):
@@ -99,7 +103,9 @@ class Flags(Protocol):
 READS = "zitadel_beam_reads"
 
 
-def file_flag(parser: FlagParser, flag: str, *, reads: str | None = None, workers: bool = True, **options: Any) -> Any:
+def file_flag(
+    parser: FlagParser, flag: str, *, reads: str | None = None, workers: bool = True, **options: Any
+) -> Any:
     """Add ``flag`` as a flag naming files the run reads: the run never writes them
     (pipeline/preflight.py) and, when ``workers``, Beam's workers read them, so that on a remote
     runner they must be ``gs://`` paths. ``reads``: the key of the reader of ``kind.shapes.readers``
@@ -121,7 +127,7 @@ class DeclaredFlag:
 
     flag: str  # "--users"
     dest: str  # "users"
-    options: Mapping[str, Any]  # what add_argument was given (action, default, help, ...)
+    options: Mapping[str, object]  # what add_argument was given (action, default, help, ...)
     reads: tuple[bool, str | None] | None  # file_flag's (read by workers, reader key); None
 
 
@@ -131,16 +137,16 @@ class _Recorder:
     def __init__(self) -> None:
         self.flags: list[DeclaredFlag] = []
 
-    def add_argument(self, *names: str, **options: Any) -> Any:
+    def add_argument(self, *names: str, **options: object) -> object:
         flag = next(name for name in names if name.startswith("--"))
-        dest = options.get("dest") or flag[2:].replace("-", "_")
+        dest = str(options.get("dest") or flag[2:].replace("-", "_"))
         recorded = _Recorded()
         self.flags.append(DeclaredFlag(flag, dest, options, None))
         recorded.index = len(self.flags) - 1
         recorded.owner = self
         return recorded
 
-    def add_argument_group(self, *args: Any, **options: Any) -> Any:
+    def add_argument_group(self, title: str) -> FlagParser:
         return self
 
 
@@ -150,9 +156,10 @@ class _Recorded:
     index: int
     owner: _Recorder
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name == READS:
             flag = self.owner.flags[self.index]
+            assert isinstance(value, tuple)  # file_flag's (workers, reader)
             self.owner.flags[self.index] = dataclasses.replace(flag, reads=value)
         else:
             object.__setattr__(self, name, value)
@@ -248,21 +255,46 @@ class Plan:
     keep_legacy: KeepLegacy | None = None
 
 
+class OutputPaths(Protocol):
+    """Where a run's outputs go (the shared run's ``OutputLayout``)."""
+
+    @property
+    def output(self) -> str: ...
+
+    @property
+    def tmp_dir(self) -> str: ...
+
+    @property
+    def manifest(self) -> str: ...
+
+    @property
+    def dead_letter(self) -> str: ...
+
+
+class OpenOutputs(Protocol):
+    """A run's outputs, taken and locked (the shared run's ``RunOutputs``)."""
+
+    @property
+    def layout(self) -> OutputPaths: ...
+
+    def close(self) -> None: ...
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Launcher:
     """The shared run's parts a source of one document runs itself with (``pipeline/document_run.py``
     fills them in: outputs and their lock, Beam, final names, manifest, signals, checks, summary)."""
 
     max_batch_size: int
-    output_layout: Callable[..., Any]  # (output, dead_letter) → OutputLayout
-    open_outputs: Callable[..., Any]  # (layout, pipeline_args, command=, break_lock=) → RunOutputs
-    make_pipeline: Callable[[list[str]], Any]
-    run_pipeline: Callable[..., Any]  # (pipeline, work_dir) → result
-    counters_from_result: Callable[[Any], dict[str, int]]
-    raise_output_failure: Callable[[BaseException, Any], None]
-    finalize_outputs: Callable[[Any], tuple[list[dict[str, Any]], int, str]]
-    write_manifest: Callable[[str, Mapping[str, Any]], None]
-    finishing: Callable[[], Any]  # a context: a signal waits until the outputs are final
+    output_layout: Callable[[str, str | None], OutputPaths]
+    open_outputs: Callable[..., OpenOutputs]  # (layout, pipeline_args, command=, break_lock=)
+    make_pipeline: Callable[[list[str]], beam.Pipeline]
+    run_pipeline: Callable[..., object]  # (pipeline, work_dir) → Beam's result
+    counters_from_result: Callable[[object], dict[str, int]]
+    raise_output_failure: Callable[..., None]  # (error, layout): a full disk, said in one line
+    finalize_outputs: Callable[..., tuple[list[dict], int, str]]  # (outputs) → bodies, dead letters
+    write_manifest: Callable[..., None]  # (path, manifest)
+    finishing: Callable[[], AbstractContextManager[None]]  # a signal waits until the outputs are final
     check_written: Callable[[str], int]  # the manifest → 0, or 3 when the outputs disagree
     summary_table: Callable[[str, list[SummaryLine]], str]
 

@@ -24,7 +24,7 @@ import importlib.metadata
 import pkgutil
 from pathlib import Path
 
-from transforms.sources.declaration import SourceDescription, missing_parts
+from transforms.sources.declaration import SourceDescription, declared_flags, missing_parts
 from transforms.sources.source_parts import SourceKind
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "kinds",
     "kind",
     "syncing_names",
+    "takes",
     "register",
     "unregister",
     "SourceDescriptionError",
@@ -124,6 +125,18 @@ def syncing_names() -> tuple[str, ...]:
     return tuple(d.name for d in descriptions() if d.kind.syncs)
 
 
+def takes(shape: str) -> str:
+    """What reads files of ``shape`` (a key of a kind's ``shapes.shapes``), in words: the command and
+    the flag whose reader takes that shape first (``"migrate keycloak --realm reads it"``); "" when none."""
+    for description in descriptions():
+        readers = description.kind.shapes.readers
+        for flag in declared_flags(description.add_arguments):
+            reader = flag.reads[1] if flag.reads is not None else None
+            if reader is not None and readers.get(reader, ())[:1] == (shape,):
+                return f"migrate {description.name} {flag.flag} reads it"
+    return ""
+
+
 def register(description: SourceDescription) -> SourceDescription:
     """Add a source the way an installed plugin is added (a plugin's tests); SourceDescriptionError
     naming each part that is missing, or a name or shape already taken."""
@@ -149,7 +162,9 @@ def _add(new: SourceDescription) -> None:
         raise SourceDescriptionError(f"source {new.name!r}: a source of that name is registered")
     for other in _SOURCES.values():
         mine, theirs = new.kind, other.kind
-        taken = (set(mine.records) & set(theirs.records)) | (set(mine.shapes.shapes) & set(theirs.shapes.shapes))
+        taken = (set(mine.records) & set(theirs.records)) | (
+            set(mine.shapes.shapes) & set(theirs.shapes.shapes)
+        )
         if taken:
             raise SourceDescriptionError(
                 f"source {new.name!r}: {', '.join(sorted(taken))} already belong to source {other.name!r}"

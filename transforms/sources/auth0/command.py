@@ -26,6 +26,9 @@ from transforms.common import counters
 from transforms.common.accounting import users_lines
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
+from transforms.sources.auth0 import items as a0
+from transforms.sources.auth0.accounting import invariant
+from transforms.sources.auth0.source import KIND
 from transforms.sources.declaration import (
     FlagGroup,
     FlagParser,
@@ -38,9 +41,6 @@ from transforms.sources.declaration import (
     SummaryLine,
     file_flag,
 )
-from transforms.sources.auth0 import items as a0
-from transforms.sources.auth0.accounting import invariant
-from transforms.sources.auth0.source import KIND
 
 if TYPE_CHECKING:
     from transforms.sources import json_units
@@ -170,9 +170,7 @@ def _password_pattern(value: str | None) -> str | None:
     return value
 
 
-def _match_files(
-    known_args: Flags, password_pattern: str | None
-) -> tuple[list[json_units.InputFile], ...]:
+def _match_files(known_args: Flags, password_pattern: str | None) -> tuple[list[json_units.InputFile], ...]:
     """The files of ``--users``, ``--passwords``, ``--mfa`` and ``--roles-file``, numbered in that
     order (the sort key's file index), each given a first look."""
     from transforms.sources import json_units

@@ -143,11 +143,11 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     """Check the flags, read ``--hash-config``, match and look at the files; the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.firebase.mapping import FirebaseOptions
 
     # Beam's FileSystems: imported once the flags are checked.
     from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
     from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
+    from transforms.sources.firebase.mapping import FirebaseOptions
 
     recorded: dict[str, object] | None = None
     if flags.hash_config:

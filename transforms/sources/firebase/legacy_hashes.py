@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from transforms.common.errors import ConfigError
 from transforms.output.manifest import ListedFile
-
 from transforms.sources.declaration import FlagParser, KeepLegacy
 
 if TYPE_CHECKING:

@@ -35,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from transforms.common.counters import PASSWORD_HASHES
@@ -48,6 +49,7 @@ from transforms.sources.declaration import (
     FlagParser,
     Flags,
     Launcher,
+    OpenOutputs,
     SourceDescription,
     SummaryLine,
     file_flag,
@@ -150,7 +152,7 @@ class SplitResult:
     holds: bool
     invariant: str
     seconds: float
-    summary_table: Any  # (title, rows) → the table's text (the shared run's)
+    summary_table: Callable[[str, list[SummaryLine]], str]  # the shared run's
 
     def summary(self) -> str:
         c = self.counts
@@ -296,7 +298,7 @@ def _checked_settings(output: str, timeout: str, batch_size: int, max_batch_size
 
 def _split(
     export: str,
-    run: Any,  # the shared run's RunOutputs (launcher.open_outputs)
+    run: OpenOutputs,
     scratch: str,
     timeout: str,
     batch_size: int,

@@ -20,6 +20,13 @@ from pipeline.cli import main
 from transforms.mapping.validate import Reason
 
 REPO = ROOT
+
+
+def sync_sample(tmp_path: Path) -> list[str]:
+    """The flags of a run on the bundled sample (tests/pipeline/test_migrate.py syncs with it)."""
+    return [f"--users={ROOT}/examples/auth0/users.json", f"--passwords={ROOT}/examples/auth0/passwords.json"]
+
+
 B64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
