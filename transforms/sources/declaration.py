@@ -104,8 +104,8 @@ READS = "zitadel_beam_reads"
 
 
 def file_flag(
-    parser: FlagParser, flag: str, *, reads: str | None = None, workers: bool = True, **options: Any
-) -> Any:
+    parser: FlagParser, flag: str, *, reads: str | None = None, workers: bool = True, **options: object
+) -> object:
     """Add ``flag`` as a flag naming files the run reads: the run never writes them
     (pipeline/preflight.py) and, when ``workers``, Beam's workers read them, so that on a remote
     runner they must be ``gs://`` paths. ``reads``: the key of the reader of ``kind.shapes.readers``
