@@ -203,14 +203,19 @@ class IdpLinks:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FlexPart:
-    """The source in the Flex Template (flex_template/metadata.json, docs/flex-template.md).
+    """The source in the Flex Template: flex_template/metadata.json is written from it
+    (``python -m pipeline.flex_metadata``, docs/flex-template.md).
 
-    Its parameters are its command's flags but those the template leaves out on purpose (the
-    shared ones in ``pipeline/flex_metadata.py``, this source's in ``left_out``). ``labels``: a
-    parameter's label in the console by name (default: from the flag's help)."""
+    Its parameters are its command's flags (``--realm-name`` → ``realm_name``) but those the
+    template leaves out on purpose (the shared ones in ``pipeline/flex_metadata.py``, this source's
+    in ``left_out``). Of its own flags: ``labels``, the console's label of each; ``patterns``, the
+    regular expression a value must match (on/off flags, choices and files are derived);
+    ``separators``, what separates the values of a repeated flag in one parameter (default ",")."""
 
     left_out: frozenset[str] = frozenset()
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    patterns: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    separators: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

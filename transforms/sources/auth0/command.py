@@ -99,7 +99,8 @@ def add_arguments(parser: FlagParser) -> None:
         help="dotted path into each profile holding a list of role names, e.g. app_metadata.roles "
         "or app_metadata.authorization.roles (needs --project-id)",
     )
-    roles.add_argument(
+    file_flag(
+        roles,
         "--roles-file",
         metavar="FILE",
         default=None,
@@ -286,6 +287,17 @@ DESCRIPTION = SourceDescription(
         counters=a0.IDENTITIES,
         reserved=RESERVED_ALIASES,
     ),
-    flex=FlexPart(),
+    flex=FlexPart(
+        labels={
+            "users": "Auth0 profile export",
+            "passwords": "Auth0 password-hash export",
+            "mfa": "Auth0 MFA export",
+            "roles_file": "Auth0 roles file",
+            "roles_from": "Auth0 roles path",
+            "email_verified": "Mark e-mails verified",
+            "include_blocked": "Include blocked users",
+        },
+        patterns={"roles_from": "^[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*$"},
+    ),
     implied_files=implied_files,
 )

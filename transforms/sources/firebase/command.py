@@ -221,5 +221,12 @@ DESCRIPTION = SourceDescription(
     defaults={"on_unsupported_hash": OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD.value},
     # --legacy-hashes: its users must be pushed with --api=user-v2, which the template does not
     # offer (docs/companion.md#users-must-be-active): a template run keeps the reset list.
-    flex=FlexPart(left_out=frozenset({"legacy_hashes", "allow_plaintext_passwords"})),
+    flex=FlexPart(
+        left_out=frozenset({"legacy_hashes", "allow_plaintext_passwords"}),
+        labels={
+            "users": "Firebase Auth export",
+            "include_disabled": "Include disabled users",
+            "hash_config": "Firebase hash config",
+        },
+    ),
 )

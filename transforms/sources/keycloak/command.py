@@ -210,5 +210,18 @@ DESCRIPTION = SourceDescription(
         what="Keycloak federatedIdentities of identity-provider ALIAS (e.g. google, corp-saml)",
         counters=kc.IDP_LINKS,
     ),
-    flex=FlexPart(left_out=frozenset({"allow_plaintext_passwords", "allow_missing_parts"})),
+    flex=FlexPart(
+        left_out=frozenset({"allow_plaintext_passwords", "allow_missing_parts"}),
+        labels={
+            "realm": "Keycloak realm export",
+            "realm_name": "Keycloak realm name",
+            "include_disabled": "Include disabled users",
+            "client_project": "Keycloak client projects",
+            "include_builtin_roles": "Include Keycloak built-in roles",
+        },
+        patterns={
+            "realm_name": "^[^\\s]{1,255}$",
+            "client_project": "^[^=,\\s]+=[0-9]+(,[^=,\\s]+=[0-9]+)*$",
+        },
+    ),
 )

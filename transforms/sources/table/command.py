@@ -275,5 +275,28 @@ DESCRIPTION = SourceDescription(
     summary_lines=summary_lines,
     invariant=ta.invariant,
     groups=frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT, FlagGroup.ROLES}),
-    flex=FlexPart(left_out=frozenset({"allow_plaintext_passwords"})),
+    flex=FlexPart(
+        left_out=frozenset({"allow_plaintext_passwords"}),
+        labels={
+            "input": "Table of users",
+            "mapping": "Table mapping file",
+            "map": "Table mapping fields",
+            "format": "Table format",
+            "where": "Records to read",
+            "delimiter": "CSV delimiter",
+            "encoding": "CSV encoding",
+            "hash_form": "Password hash form",
+            "email_verified": "Mark e-mails verified",
+            "include_blocked": "Include blocked users",
+        },
+        patterns={
+            "map": "^[a-z_]+=[^;]+(;[a-z_]+=[^;]+)*$",
+            "where": "^[^;=]+=[^;]*(;[^;=]+=[^;]*)*$",
+            "delimiter": "^([^\\n]|tab|comma|semicolon|pipe|space)$",
+            "encoding": "^[A-Za-z0-9][-_A-Za-z0-9]{0,39}$",
+            "hash_form": "^[a-z0-9][-a-z0-9]{0,79}$",
+        },
+        # One field's path may hold commas (metadata=plan,tier): its values are split at ";".
+        separators={"map": ";", "where": ";"},
+    ),
 )
