@@ -151,7 +151,7 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
         "unknown_fields": dict(sorted(unknown.items())),
         "cannot_sign_in_yet": count_prefix(counts, counters.CANNOT_SIGN_IN),
         # Counter prefixes of what did not arrive → their names in the manifest, as each
-        # source describes them (transforms/sources/<name>/<name>_source.py).
+        # source describes them (transforms/sources/<name>/source.py).
         "second_factors_not_carried": _renamed(
             counts, {p: n for k in kinds() for p, n in k.second_factors.items()}
         ),

@@ -1,7 +1,7 @@
 """The Firebase reader's counter names, its dead letters' source and its accounting invariant.
 
 The reader (``read.py``) writes these; the launcher's summary
-(``pipeline/migrate_firebase.py``) and :func:`invariant` read them. Names shared with other
+(``command.py``) and :func:`invariant` read them. Names shared with other
 stages (bodies, dead letters, notes) are in ``transforms/common/counters.py``.
 """
 

@@ -1,7 +1,7 @@
 """The Keycloak reader's counter names, its dead letters' source and its accounting invariant, beside the code that counts.
 
 The reader (``read.py``) writes these; the launcher's summary
-(``pipeline/migrate_keycloak.py``) and :func:`invariant` read them. Names shared with other
+(``command.py``) and :func:`invariant` read them. Names shared with other
 stages (bodies, dead letters, notes, roles) are in ``transforms/common/counters.py``.
 """
 

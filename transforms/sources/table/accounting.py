@@ -1,6 +1,6 @@
 """The table reader's counter names, its dead letters' sources and its accounting invariant.
 
-The reader (``read.py``) writes these; the launcher's summary (``pipeline/migrate_table.py``)
+The reader (``read.py``) writes these; the launcher's summary (``command.py``)
 and :func:`invariant` read them. Names shared with other stages (bodies, dead letters, notes,
 roles) are in ``transforms/common/counters.py``.
 

@@ -349,7 +349,7 @@ KEYCLOAK_ONLY = {Reason.UNSUPPORTED_HASH, Reason.PLAINTEXT_PASSWORD, Reason.DISA
 NOT_FROM_AUTH0 = {Reason.INVALID_PASSWORD, Reason.INVALID_IDP_LINK}
 # The user service path's own limit (tests/transforms/push/test_user_v2_sender.py).
 NOT_FROM_AUTH0 |= {Reason.HASH_TOO_LONG_FOR_USER_V2}
-# A table's own reasons, exercised in tests/pipeline/test_migrate_table.py.
+# A table's own reasons, exercised in tests/transforms/sources/table/test_command.py.
 NOT_FROM_AUTH0 |= {Reason.INVALID_FIELD_TYPE, Reason.BAD_PATH, Reason.MALFORMED_CSV}
 
 
