@@ -296,6 +296,8 @@ class _ReadUnitsFn(beam.DoFn, Generic[U]):
         counts: collections.Counter[str] = collections.Counter()
         parts: dict[int, list[EncodedRow]] = {}
         read = 0
+        # Spill names from the unit's repr (a frozen dataclass of plain fields: the same in every
+        # worker), so a retried bundle overwrites its own files.
         prefix = f"{part.name}-{unit.index:05d}-{zlib.crc32(repr(unit).encode()):08x}"
         try:
             part.begin(unit, counts)
