@@ -9,9 +9,13 @@ One route, ``POST /``, for the request executions of ``SessionService/CreateSess
 3. the payload's ``request.checks.password`` and the user it is for (``checks.user`` of
    CreateSession, or the session's user through ``GetSession`` for SetSession) are read;
 4. a user not in the store, or over the failed-attempt limit, passes through untouched;
-5. the password is checked against the legacy hash (companion/verifiers.py, in a worker thread);
-   on a match it is set through ``SetPassword`` and the user is removed from the store (durably)
-   before the answer, so ZITADEL's own password check that follows succeeds.
+5. the password is checked against the legacy hash (companion/verifiers.py, in a worker thread)
+   or, for a user of form ``old-system``, against the old system's own sign-in API
+   (companion/old_system/, bounded below the target's timeout); on a match (*right*) it is set
+   through ``SetPassword`` and the user is removed from the store (durably) before the answer,
+   so ZITADEL's own password check that follows succeeds. *Wrong* and *blocked there* count
+   against the user's attempt limit; *unknown* (the old system did not answer, or rate-limited)
+   is noted in the store's unanswered file; none of the three sets anything.
 
 Every answer ZITADEL gets for a signed call is 200 with ``{}``: the target is a ``restWebhook``,
 whose body ZITADEL ignores. The companion never changes the request (a ``restCall`` would replace
@@ -38,14 +42,16 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from companion import verifiers
+from companion.old_system.answer import Answer, OldSystem, Outcome
 from companion.signature import HEADER, BadSignature, SignatureCheck
 from companion.store import Record, Store
 from companion.zitadel import SESSION_METHODS, ZitadelCalls
 
-__all__ = ["Attempts", "Counters", "create_app"]
+__all__ = ["OLD_SYSTEM_FORM", "Attempts", "Counters", "OldSystemCheck", "create_app"]
 
 _LOG = logging.getLogger("companion")
 MAX_BODY = 64 * 1024
+OLD_SYSTEM_FORM = "old-system"  # a store record checked against the old system, not a kept hash
 
 
 class Attempts:
@@ -78,7 +84,10 @@ class Attempts:
 class Counters:
     """What the service did, for /healthz and tests: counts only, never values."""
 
-    NAMES = ("refused", "passed", "checked", "matched", "mismatched", "limited", "set_failed", "errors")
+    NAMES = (
+        "refused", "passed", "checked", "matched", "mismatched", "blocked", "unanswered", "limited",
+        "set_failed", "errors",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -91,6 +100,47 @@ class Counters:
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return dict(self.values)
+
+
+class OldSystemCheck:
+    """The old system a ``old-system`` record is checked against, with the call's time budget:
+    the call ends by ``budget`` seconds after ZITADEL's call arrived (or its own bound, if
+    sooner), leaving the rest of the target's timeout to ``SetPassword``. A rate-limit answer's
+    ``Retry-After`` pauses further calls (answered *unknown* without a call) until it passed."""
+
+    def __init__(
+        self,
+        system: OldSystem,
+        budget: float,
+        concurrent: int = 8,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.system, self.budget, self._clock = system, budget, clock
+        self.calling = threading.BoundedSemaphore(concurrent)
+        self._paused_until = 0.0
+
+    def __call__(self, record: Record, password: str, started: float) -> Answer:
+        login = _old_login(record)
+        if login is None:
+            return Answer(Outcome.UNKNOWN, "no login name for the old system in the store")
+        if self._clock() < self._paused_until:
+            return Answer(Outcome.UNKNOWN, "paused: the old system asked to wait (rate limit)")
+        with self.calling:
+            left = self.budget - (self._clock() - started)
+            answer = self.system.check(login, password, left)
+        if answer.retry_after:
+            self._paused_until = max(self._paused_until, self._clock() + answer.retry_after)
+        return answer
+
+
+def _old_login(record: Record) -> str | None:
+    """The name the old system knows the user by: ``old_login``, else the first login name."""
+    login = record.get("old_login")
+    if isinstance(login, str) and login:
+        return login
+    names = record.get("login_names")
+    first = names[0] if isinstance(names, list) and names else None
+    return first if isinstance(first, str) and first else None
 
 
 _INITIAL = (
@@ -150,8 +200,10 @@ class _Migration:
         attempts: Attempts,
         counters: Counters,
         concurrent_checks: int,
+        old_system: OldSystemCheck | None = None,
     ) -> None:
         self.store, self.zitadel, self.attempts, self.counters = store, zitadel, attempts, counters
+        self.old_system = old_system
         # A Firebase check holds 128 * r * N bytes (16 MiB at r = 8, N = 2^14) for ~0.1 s: a burst
         # of sign-ins waits here instead of taking the memory of every worker thread at once.
         self.checking = threading.BoundedSemaphore(concurrent_checks)
@@ -165,8 +217,44 @@ class _Migration:
             user_id = self.zitadel.session_user(session_id)
         return self.store.find(user_id=user_id, login_name=None if user_id else login_name)
 
+    def verdict(self, record: Record, password: str, started: float) -> Answer:
+        """Right or wrong from the kept hash, or the old system's classified answer."""
+        if record.get("form") == OLD_SYSTEM_FORM:
+            if self.old_system is None:  # serve refuses such a store without --old-system
+                return Answer(Outcome.UNKNOWN, "no old system configured")
+            return self.old_system(record, password, started)
+        with self.checking:
+            matched = verifiers.verify(record, password)
+        return Answer(Outcome.RIGHT if matched else Outcome.WRONG, "legacy hash")
+
+    def refused(self, user_id: str, answer: Answer) -> None:
+        """Count and log a check that sets nothing (never the password or the old system's text)."""
+        if answer.outcome is Outcome.UNKNOWN:
+            self.counters.bump("unanswered")
+            self.store.note_unanswered(user_id, answer.why)
+            _LOG.warning("user %s: the old system did not answer (%s); kept waiting", user_id, answer.why)
+            return
+        recent = self.attempts.failed(user_id)
+        if answer.outcome is Outcome.BLOCKED:
+            self.counters.bump("blocked")
+            _LOG.info(
+                "user %s: blocked at the old system (%s); nothing set (%d recent)",
+                user_id,
+                answer.why,
+                recent,
+            )
+        elif answer.why == "legacy hash":
+            self.counters.bump("mismatched")
+            _LOG.info("user %s: legacy password did not match (%d recent)", user_id, recent)
+        else:
+            self.counters.bump("mismatched")
+            _LOG.info(
+                "user %s: the old system refused the password (%s; %d recent)", user_id, answer.why, recent
+            )
+
     def __call__(self, method: str, request: dict[str, object], password: str) -> None:
         counters = self.counters
+        started = time.monotonic()
         try:
             record = self.resolve(method, request)
         except Exception as err:  # a failed GetSession: pass through, ZITADEL decides
@@ -182,13 +270,9 @@ class _Migration:
             _LOG.warning("user %s: failed-attempt limit reached; not checked", user_id)
             return
         counters.bump("checked")
-        with self.checking:
-            matched = verifiers.verify(record, password)
-        if not matched:
-            counters.bump("mismatched")
-            _LOG.info(
-                "user %s: legacy password did not match (%d recent)", user_id, self.attempts.failed(user_id)
-            )
+        answer = self.verdict(record, password, started)
+        if answer.outcome is not Outcome.RIGHT:
+            self.refused(user_id, answer)
             return
         counters.bump("matched")
         try:
@@ -215,9 +299,10 @@ def create_app(
     max_body: int = MAX_BODY,
     attempts: Attempts | None = None,
     concurrent_checks: int = 4,
+    old_system: OldSystemCheck | None = None,
 ) -> Starlette:
     counters = Counters()
-    migrate = _Migration(store, zitadel, attempts or Attempts(), counters, concurrent_checks)
+    migrate = _Migration(store, zitadel, attempts or Attempts(), counters, concurrent_checks, old_system)
 
     async def session_check(request: Request) -> JSONResponse:
         body = await _body(request, max_body)

@@ -15,6 +15,9 @@ Two local files (docs/companion.md#store), both mode 0600:
   needs to verify: ``{"id": "...", "at": "2026-11-27T07:00:00Z", "outcome": "migrated"}``. Every line
   is flushed and fsync'd before the answer that follows it, so a removal survives a restart; a
   user listed there is not loaded again.
+- the **unanswered checks** (``PATH.unanswered``, mode 0600), NDJSON the service appends to when
+  the old system did not answer a check: ``{"id": "...", "at": "...", "why": "timed out"}``
+  (``why`` is a fixed phrase); ``status`` counts them per day.
 
 Example::
 
@@ -50,6 +53,24 @@ def _removed_path(path: str) -> str:
     return path + ".removed"
 
 
+def _unanswered_path(path: str) -> str:
+    return path + ".unanswered"
+
+
+def _append(path: str, line: Record, durable: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, orjson.dumps(line) + b"\n")
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _check_private(path: str) -> None:
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if mode & 0o077:
@@ -77,10 +98,17 @@ def _read_lines(path: str) -> list[tuple[int, Record]]:
 class Store:
     """The records still waiting, indexed by user id and by login name (lower-cased)."""
 
-    def __init__(self, path: str, records: Mapping[str, Record], removed: list[Record]):
+    def __init__(
+        self,
+        path: str,
+        records: Mapping[str, Record],
+        removed: list[Record],
+        unanswered: list[Record] | None = None,
+    ):
         self.path = path
         self._records = dict(records)
         self._removed = removed
+        self._unanswered = unanswered or []
         self._by_name: dict[str, str | None] = {}
         for user_id, record in self._records.items():
             names = record.get("login_names")
@@ -108,9 +136,23 @@ class Store:
         if os.path.exists(removed_path):
             _check_private(removed_path)
             removed = [line for _, line in _read_lines(removed_path)]
+        unanswered: list[Record] = []
+        if os.path.exists(_unanswered_path(path)):
+            _check_private(_unanswered_path(path))
+            unanswered = [line for _, line in _read_lines(_unanswered_path(path))]
+        total = len(records)
         for line in removed:
             records.pop(str(line["id"]), None)
-        return cls(path, records, removed)
+        store = cls(path, records, removed, unanswered)
+        store.total = total
+        return store
+
+    total = 0  # users the store file lists, waiting or not
+
+    def count(self, form: str) -> int:
+        """Waiting users of one form (``old-system``: those checked against the old system)."""
+        with self._lock:
+            return sum(1 for record in self._records.values() if record.get("form") == form)
 
     def __len__(self) -> int:
         with self._lock:
@@ -128,25 +170,40 @@ class Store:
 
     def remove(self, user_id: str, outcome: str = "migrated") -> None:
         """Record that ``user_id`` needs no more checks; durable before it returns."""
-        at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        line: Record = {"id": user_id, "at": at, "outcome": outcome}
+        line: Record = {"id": user_id, "at": _now(), "outcome": outcome}
         with self._lock:
             if user_id not in self._records:
                 return
-            fd = os.open(_removed_path(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, orjson.dumps(line) + b"\n")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _append(_removed_path(self.path), line, durable=True)
             del self._records[user_id]
             self._removed.append(line)
 
+    def note_unanswered(self, user_id: str, why: str) -> None:
+        """Record that the old system did not answer a check of ``user_id`` (``why``: a fixed phrase)."""
+        line: Record = {"id": user_id, "at": _now(), "why": why}
+        with self._lock:
+            _append(_unanswered_path(self.path), line, durable=False)
+            self._unanswered.append(line)
+
     def status(self) -> StoreStatus:
-        """Users waiting, users removed, and removals per day (UTC)."""
+        """Users waiting, users removed, and per day (UTC): removals, users still waiting at the
+        day's end, and checks the old system did not answer."""
         with self._lock:
             per_day = collections.Counter(str(line.get("at", ""))[:10] for line in self._removed)
-            return StoreStatus(len(self._records), len(self._removed), dict(sorted(per_day.items())))
+            unanswered = collections.Counter(str(line.get("at", ""))[:10] for line in self._unanswered)
+            days = sorted(set(per_day) | set(unanswered))
+            waiting_after: dict[str, int] = {}
+            left = self.total or len(self._records) + len(self._removed)
+            for day in days:
+                left -= per_day.get(day, 0)
+                waiting_after[day] = left
+            return StoreStatus(
+                len(self._records),
+                len(self._removed),
+                {day: per_day.get(day, 0) for day in days},
+                waiting_after,
+                {day: unanswered.get(day, 0) for day in days},
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,3 +211,7 @@ class StoreStatus:
     waiting: int
     migrated: int
     per_day: dict[str, int]  # "2026-11-27" -> users removed that day
+    waiting_after: dict[str, int] = dataclasses.field(default_factory=dict)  # day -> still waiting at its end
+    unanswered: dict[str, int] = dataclasses.field(
+        default_factory=dict
+    )  # day -> checks the old system left unanswered

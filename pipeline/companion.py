@@ -6,6 +6,10 @@ Examples::
         --endpoint=https://companion.example.com/ --signing-key-file=companion-signing-key
     zitadel-beam companion serve --url=https://x.zitadel.cloud --key-file=user-manager.json \\
         --store=out/legacy-hashes.ndjson --signing-key-file=companion-signing-key --listen=0.0.0.0:8080
+    zitadel-beam companion serve --url=https://x.zitadel.cloud --key-file=user-manager.json \
+        --store=out/waiting.ndjson --signing-key-file=companion-signing-key \
+        --old-system=keycloak --old-system-url=https://sso.example.com/realms/acme \
+        --old-system-client-id=zitadel-companion --old-system-secret-file=keycloak-client-secret
     zitadel-beam companion status --store=out/legacy-hashes.ndjson
     python -m pipeline.companion serve ...   # the same, without loading the other commands
 
@@ -21,14 +25,43 @@ import socket
 import stat
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pipeline.options import add_credential_arguments, credentials_from_args
+from transforms.common.durations import parse_duration
 from transforms.common.errors import ConfigError
+
+if TYPE_CHECKING:  # the service's modules load only when serve runs (Starlette)
+    from companion.service import OldSystemCheck
 
 __all__ = ["add_arguments", "run"]
 
 DEFAULT_NAME = "zitadel-beam-companion"
 KEY_ENV = "ZITADEL_COMPANION_SIGNING_KEY"
+OLD_SECRET_ENV = "ZITADEL_COMPANION_OLD_SYSTEM_SECRET"
+OLD_SYSTEMS = ("auth0", "keycloak", "cognito", "okta", "okta-oauth", "firebase", "http")
+# Shares of the target's timeout (--timeout): the old system's call by default, at most, and the
+# point after ZITADEL's call by which it must end (the rest is left to SetPassword).
+OLD_SHARE, OLD_MAX_SHARE, OLD_DEADLINE_SHARE = 0.3, 0.5, 0.6
+
+
+def _add_old_system_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("serve: the old system's sign-in API (docs/companion.md#old-systems)")
+    group.add_argument("--old-system", choices=OLD_SYSTEMS, help="check users of form old-system against it")
+    group.add_argument("--old-system-url", help="its base URL (https; plain http only to loopback)")
+    group.add_argument("--old-system-client-id", help="the client (app client) the companion signs in with")
+    group.add_argument(
+        "--old-system-secret-file",
+        help=f"file (mode 0600) with its client secret, Web API key or signing key (else env {OLD_SECRET_ENV})",
+    )
+    group.add_argument("--old-system-realm", help="auth0: the connection (password-realm grant)")
+    group.add_argument(
+        "--old-system-ca-file", help="CA bundle to trust instead of the system's (a private CA)"
+    )
+    group.add_argument(
+        "--old-system-timeout",
+        help="bound on its call, a Go duration (default 30%% of --timeout; at most half of it)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--name", default=DEFAULT_NAME, help=f"setup: the target's name (default {DEFAULT_NAME})"
     )
     parser.add_argument(
-        "--timeout", default="10s", help="setup: the target's timeout, a Go duration (default 10s)"
+        "--timeout",
+        default="10s",
+        help="setup: the target's timeout, a Go duration (default 10s); serve: the same value, which "
+        "bounds the old system's call",
     )
     parser.add_argument(
         "--interrupt-on-error",
@@ -63,6 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="setup: fail the sign-in when the companion fails (default: ZITADEL goes on; docs/companion.md)",
     )
     parser.add_argument("--rotate-key", action="store_true", help="setup: make the existing target a new key")
+    _add_old_system_arguments(parser)
     add_credential_arguments(parser)
 
 
@@ -72,18 +109,58 @@ def _need(args: argparse.Namespace, *names: str) -> None:
             raise ConfigError(f"companion {args.action} needs --{name}")
 
 
-def _read_key(path: str) -> bytes:
+def _read_key(path: str, flag: str = "--signing-key-file", what: str = "signing key") -> bytes:
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
         with open(path, "rb") as handle:
             key = handle.read(4097).strip()
     except OSError as err:
-        raise ConfigError(f"--signing-key-file {path}: cannot be read ({type(err).__name__})") from None
+        raise ConfigError(f"{flag} {path}: cannot be read ({type(err).__name__})") from None
     if mode & 0o077:
-        raise ConfigError(f"--signing-key-file {path}: mode {mode:04o} lets others read it: chmod 600 {path}")
+        raise ConfigError(f"{flag} {path}: mode {mode:04o} lets others read it: chmod 600 {path}")
     if not key or len(key) > 4096 or b"\n" in key:
-        raise ConfigError(f"--signing-key-file {path}: not one signing key (not shown)")
+        raise ConfigError(f"{flag} {path}: not one {what} (not shown)")
     return key
+
+
+def _old_system(args: argparse.Namespace, store_needs_it: int) -> OldSystemCheck | None:
+    """The old system's check (companion.service.OldSystemCheck) the flags describe, or None."""
+    from companion.old_system.settings import Settings, build
+    from companion.service import OldSystemCheck
+
+    if not args.old_system:
+        if store_needs_it:
+            raise ConfigError(
+                f"--store: {store_needs_it} users wait for a check against the old system (form old-system): "
+                "give --old-system (docs/companion.md#old-systems)"
+            )
+        return None
+    try:
+        target = parse_duration(args.timeout)
+        bound = parse_duration(args.old_system_timeout) if args.old_system_timeout else OLD_SHARE * target
+    except ValueError as err:
+        raise ConfigError(f"--timeout/--old-system-timeout: {err}") from None
+    if not 0 < bound <= OLD_MAX_SHARE * target:
+        raise ConfigError(
+            f"--old-system-timeout must be above 0 and at most half of --timeout ({args.timeout}): "
+            "the rest is ZITADEL's SetPassword"
+        )
+    secret = None
+    if args.old_system_secret_file:
+        secret = _read_key(args.old_system_secret_file, "--old-system-secret-file", "secret").decode()
+    elif os.environ.get(OLD_SECRET_ENV, "").strip():
+        secret = os.environ[OLD_SECRET_ENV].strip()
+    settings = Settings(
+        kind=args.old_system, url=args.old_system_url, client_id=args.old_system_client_id, secret=secret,
+        realm=args.old_system_realm, timeout=bound, ca_file=args.old_system_ca_file,
+    )  # fmt: skip
+    try:
+        system = build(settings)
+    except (ValueError, OSError) as err:  # OSError: an unreadable --old-system-ca-file
+        raise ConfigError(
+            str(err) if isinstance(err, ValueError) else f"--old-system-ca-file: {type(err).__name__}"
+        ) from None
+    return OldSystemCheck(system, budget=OLD_DEADLINE_SHARE * target)
 
 
 def _listen(text: str) -> socket.socket:
@@ -100,7 +177,7 @@ def _listen(text: str) -> socket.socket:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from companion.service import Attempts, create_app
+    from companion.service import OLD_SYSTEM_FORM, Attempts, create_app
     from companion.signature import SignatureCheck
     from companion.store import Store, StoreError
     from companion.zitadel import ZitadelCalls, client_for
@@ -116,11 +193,18 @@ def _serve(args: argparse.Namespace) -> int:
         store = Store.open(args.store)
     except (StoreError, OSError) as err:
         raise ConfigError(f"--store: {err}") from None
+    old_system = _old_system(args, store.count(OLD_SYSTEM_FORM))
     try:
-        client = client_for(args.url, credentials_from_args(args))
+        # With an old system in the check, ZITADEL's calls get a shorter bound each, so that the
+        # whole check stays inside the target's timeout (docs/companion.md#old-systems).
+        timeout = min(5.0, max(1.0, 0.15 * parse_duration(args.timeout))) if old_system else 5.0
+        client = client_for(args.url, credentials_from_args(args), timeout=timeout)
     except ValueError as err:
         raise ConfigError(f"--url: {err}") from None
-    app = create_app(store, SignatureCheck(*keys), ZitadelCalls(client), attempts=Attempts(args.max_failures))
+    app = create_app(
+        store, SignatureCheck(*keys), ZitadelCalls(client), attempts=Attempts(args.max_failures),
+        old_system=old_system,
+    )  # fmt: skip
     sock = _listen(args.listen)
     host, port = sock.getsockname()[:2]
     logging.getLogger("companion").setLevel(logging.INFO)
@@ -172,8 +256,12 @@ def _status(args: argparse.Namespace) -> int:
         raise ConfigError(f"--store: {err}") from None
     print(f"waiting for their first sign-in: {status.waiting}")
     print(f"migrated (password set in ZITADEL): {status.migrated}")
+    if status.per_day:
+        print("per day (UTC): moved, still waiting at the day's end, checks the old system did not answer")
     for day, count in status.per_day.items():
-        print(f"  {day}: {count}")
+        print(
+            f"  {day}: {count} moved, {status.waiting_after[day]} waiting, {status.unanswered[day]} unanswered"
+        )
     return 0
 
 

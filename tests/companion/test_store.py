@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -67,3 +68,32 @@ def test_bad_stores_fail_with_one_line_naming_no_value(tmp_path, lines, mode, me
 def test_a_missing_store_says_what_writes_it(tmp_path):
     with pytest.raises(StoreError, match="legacy-hashes"):
         Store.open(str(tmp_path / "none"))
+
+
+def test_unanswered_checks_and_the_days_waiting_count_in_the_status(tmp_path):
+    lines = [{"id": str(n), "form": "old-system", "login_names": [f"u{n}"]} for n in range(4)] + [
+        {"id": "h", "form": "x"}
+    ]
+    path = _write(tmp_path / "s", lines)
+    removed = [{"id": "0", "at": "2026-11-27T08:00:00Z"}, {"id": "1", "at": "2026-11-28T08:00:00Z"}]
+    _write(tmp_path / "s.removed", removed)
+    store = Store.open(str(path))
+    assert (store.total, len(store), store.count("old-system")) == (5, 3, 2)
+    store.note_unanswered("2", "no answer (timed out)")
+    assert oct((tmp_path / "s.unanswered").stat().st_mode & 0o777) == "0o600"
+    _write(tmp_path / "s.unanswered", [*map(json.loads, (tmp_path / "s.unanswered").read_text().splitlines()),
+                                       {"id": "3", "at": "2026-11-27T09:00:00Z", "why": "rate-limited"}])  # fmt: skip
+    status = Store.open(str(path)).status()
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert (
+        status.per_day["2026-11-27"],
+        status.waiting_after["2026-11-27"],
+        status.unanswered["2026-11-27"],
+    ) == (1, 4, 1)
+    assert (
+        status.per_day["2026-11-28"],
+        status.waiting_after["2026-11-28"],
+        status.unanswered["2026-11-28"],
+    ) == (1, 3, 0)
+    assert (status.per_day[today], status.waiting_after[today], status.unanswered[today]) == (0, 3, 1)
+    assert "timed out" in (tmp_path / "s.unanswered").read_text() and status.waiting == 3

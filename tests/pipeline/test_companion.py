@@ -68,3 +68,44 @@ def test_a_key_file_of_two_lines_is_refused_without_showing_it(files, capsys):
     assert main(_serve(f"--store={store}", f"--signing-key-file={key}")) == 2
     err = capsys.readouterr().err
     assert "not one signing key (not shown)" in err and "line-one" not in err
+
+
+@pytest.fixture(name="waiting")
+def waiting_fixture(files, monkeypatch):
+    monkeypatch.delenv("ZITADEL_COMPANION_OLD_SYSTEM_SECRET", raising=False)
+    store, key = files
+    store.write_text('{"id": "1", "form": "old-system", "login_names": ["a@example.com"]}\n')
+    return store, key
+
+
+_KEYCLOAK = ["--old-system=keycloak", "--old-system-client-id=c"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ([], "1 users wait for a check against the old system (form old-system): give --old-system"),
+        ([*_KEYCLOAK], "--old-system keycloak needs --old-system-url"),
+        ([*_KEYCLOAK, "--old-system-url=http://sso.example.com/realms/a"], "http://sso.example.com: the password would travel unencrypted"),
+        (["--old-system=firebase"], "needs --old-system-secret-file (or env ZITADEL_COMPANION_OLD_SYSTEM_SECRET): the project's Web API key"),
+        ([*_KEYCLOAK, "--old-system-url=https://s/realms/a", "--old-system-timeout=6s"], "at most half of --timeout (10s)"),
+        ([*_KEYCLOAK, "--old-system-url=https://s/realms/a", "--old-system-timeout=soon"], "invalid duration"),
+        (["--old-system=auth0", "--old-system-url=https://t.auth0.com"], "needs --old-system-client-id"),
+    ],
+)  # fmt: skip
+def test_an_unsafe_or_incomplete_old_system_is_refused_in_one_line(waiting, capsys, flags, message):
+    store, key = waiting
+    assert main(_serve(f"--store={store}", f"--signing-key-file={key}", "--listen=127.0.0.1:0", *flags)) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_old_system_secret_others_may_read_is_refused_without_showing_it(waiting, capsys, tmp_path):
+    store, key = waiting
+    secret = tmp_path / "secret"
+    secret.write_text("open-secret-value\n")
+    os.chmod(secret, 0o644)
+    flags = ["--old-system=firebase", f"--old-system-secret-file={secret}"]
+    assert main(_serve(f"--store={store}", f"--signing-key-file={key}", *flags)) == 2
+    err = capsys.readouterr().err
+    assert "--old-system-secret-file" in err and "chmod 600" in err and "open-secret-value" not in err
