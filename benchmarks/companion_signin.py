@@ -13,6 +13,10 @@ each a one-step ``CreateSession`` with the user and password checks, median over
   user not in the store);
 - ``first sign-in``: a Firebase user (signature, the Firebase scrypt check, SetPassword, the
   removal's fsync);
+- ``first sign-in, old system``: a user of form ``old-system`` checked against the Keycloak
+  stand-in (tests/standins/legacy_keycloak.py, plain HTTP on loopback, in this process): the
+  signature, the direct grant call, SetPassword, the removal's fsync. Interleaved with the
+  Firebase users' first sign-ins (one of each in turn), so both see the same machine;
 - ``second sign-in``: the same Firebase user again (pass-through).
 
 The test server checks a password it holds without a hash's cost, so the figures are the
@@ -40,7 +44,9 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "helpers"), str(REPO / "tests" / "standins")]
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes  # noqa: E402
-from zitadel_server import ZitadelServer  # noqa: E402 - after the sys.path set-up above
+from legacy_keycloak import answer as keycloak_answer  # noqa: E402 - after the sys.path set-up above
+from legacy_server import LegacyServer, LegacyUser  # noqa: E402
+from zitadel_server import ZitadelServer  # noqa: E402
 
 PAT = "bench-" + base64.urlsafe_b64encode(os.urandom(18)).decode()
 VECTOR = REPO / "tests" / "data" / "firebase" / "scrypt-readme"
@@ -152,6 +158,23 @@ def main() -> int:
             }
             record = {"id": f"fb-{i}", "form": "firebase-scrypt", "hash": _firebase(password, salt, config)}
             store.write(json.dumps({**record, "params": params, "login_names": [login]}) + "\n")
+        old = [(f"old-{i}@example.com", f"old-pw-{i}") for i in range(args.users)]
+        for i, (login, _) in enumerate(old):
+            body = {
+                "userId": f"old-{i}",
+                "organization": {"orgId": "o1"},
+                "username": login,
+                "profile": {"givenName": "F", "familyName": "L"},
+                "email": {"email": login, "returnCode": {}},
+            }
+            assert _call(server.url, "POST", "/v2/users/human", body) == 200
+            store.write(json.dumps({"id": f"old-{i}", "form": "old-system", "login_names": [login]}) + "\n")
+    legacy = LegacyServer(
+        keycloak_answer,
+        {login: LegacyUser(password) for login, password in old},
+        realm="acme",
+        client_id="zitadel-companion",
+    ).start()
     (work / "pat").write_text(PAT)
     os.chmod(work / "pat", 0o600)
     baseline = [_sign_in(server.url, login, password) for login, password in held]
@@ -167,7 +190,16 @@ def main() -> int:
         capture_output=True,
     )
     serve = subprocess.Popen(
-        [*python, "serve", *common, f"--store={work / 'store.ndjson'}", f"--listen=127.0.0.1:{port}"],
+        [
+            *python,
+            "serve",
+            *common,
+            f"--store={work / 'store.ndjson'}",
+            f"--listen=127.0.0.1:{port}",
+            "--old-system=keycloak",
+            f"--old-system-url={legacy.url}/realms/acme",
+            "--old-system-client-id=zitadel-companion",
+        ],  # fmt: skip
         cwd=REPO,
         stderr=subprocess.DEVNULL,
     )
@@ -179,18 +211,24 @@ def main() -> int:
             except OSError:
                 time.sleep(0.05)
         passing = [_sign_in(server.url, login, password) for login, password in held]
-        first = [_sign_in(server.url, login, password) for login, password in firebase]
+        first: list[float] = []
+        first_old: list[float] = []
+        for (login, password), (old_login, old_password) in zip(firebase, old, strict=True):
+            first.append(_sign_in(server.url, login, password))
+            first_old.append(_sign_in(server.url, old_login, old_password))
         second = [_sign_in(server.url, login, password) for login, password in firebase]
     finally:
         serve.terminate()
         serve.wait(timeout=30)
         server.stop()
+        legacy.stop()
     base = statistics.median(baseline)
     print(f"{'sign-in (CreateSession)':<28}{'median ms':>10}{'min':>8}{'max':>8}{'ratio':>8}")
     for name, values in (
         ("no execution", baseline),
         ("pass-through", passing),
         ("first sign-in (migrates)", first),
+        ("first sign-in, old system", first_old),
         ("second sign-in", second),
     ):
         median = statistics.median(values)

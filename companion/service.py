@@ -232,7 +232,7 @@ class _Migration:
         if answer.outcome is Outcome.UNKNOWN:
             self.counters.bump("unanswered")
             self.store.note_unanswered(user_id, answer.why)
-            _LOG.warning("user %s: the old system did not answer (%s); kept waiting", user_id, answer.why)
+            _LOG.warning("user %s: no verdict from the old system (%s); kept waiting", user_id, answer.why)
             return
         recent = self.attempts.failed(user_id)
         if answer.outcome is Outcome.BLOCKED:

@@ -109,3 +109,14 @@ def test_an_old_system_secret_others_may_read_is_refused_without_showing_it(wait
     assert main(_serve(f"--store={store}", f"--signing-key-file={key}", *flags)) == 2
     err = capsys.readouterr().err
     assert "--old-system-secret-file" in err and "chmod 600" in err and "open-secret-value" not in err
+
+
+def test_the_old_systems_secret_may_come_from_the_environment(waiting, capsys, monkeypatch):
+    """With the key in env (as Cloud Run's --set-secrets gives it), serve gets past the old system's
+    settings and stops only at the listen address given here."""
+    store, key = waiting
+    monkeypatch.setenv("ZITADEL_COMPANION_OLD_SYSTEM_SECRET", "AIzaFromTheEnvironment")
+    flags = ["--old-system=firebase", "--listen=nowhere"]
+    assert main(_serve(f"--store={store}", f"--signing-key-file={key}", *flags)) == 2
+    err = capsys.readouterr().err
+    assert "expected HOST:PORT" in err and "AIza" not in err

@@ -1,4 +1,4 @@
-"""CSV tables: BOM, quoted newlines, cell counts, encodings (transforms/sources/table/csv_rows.py)."""
+"""CSV tables: BOM, quoted newlines, cell counts, encodings (transforms/sources/csv_rows.py)."""
 
 from __future__ import annotations
 

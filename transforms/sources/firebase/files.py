@@ -28,12 +28,13 @@ from collections.abc import Iterator, Sequence
 import ijson
 
 from transforms.common.errors import one_line
+from transforms.sources.declaration import declared_flags
 from transforms.sources.firebase.mapping import CSV_MIN_COLUMNS, csv_user
 from transforms.sources.input_shape import read_head, wrong_shape
 from transforms.sources.input_sniff import describe_head
 from transforms.sources.input_stream import DepthGuard, InputReadError, InputStream
 from transforms.sources.json_units import match_inputs
-from transforms.sources.registry import kinds
+from transforms.sources.registry import descriptions
 from transforms.sources.source_parts import ANY_FILE
 
 __all__ = [
@@ -147,11 +148,15 @@ def _csv_problem(head: bytes) -> str | None:
 
 def _table_reader() -> str:
     """What reads a table of users, from the registry: the source that reads any file (its shapes
-    are ``ANY_FILE``; a mapping names its columns)."""
-    names = [kind.name for kind in kinds() if kind.shapes is ANY_FILE]
-    if not names:
-        return "no source reads a table of users"
-    return " or ".join(f"migrate {name} --input reads it with a mapping (docs/{name}.md)" for name in names)
+    are ``ANY_FILE``; a mapping names its columns) and its flag of the files its workers read."""
+    names = [
+        f"migrate {description.name} {flag.flag} reads it with a mapping (docs/{description.name}.md)"
+        for description in descriptions()
+        if description.kind.shapes is ANY_FILE
+        for flag in declared_flags(description.add_arguments)
+        if flag.reads is not None and flag.reads[0]
+    ]
+    return " or ".join(names) if names else "no source reads a table of users"
 
 
 def _cells(line: bytes, delimiter: str) -> list[str]:
