@@ -249,10 +249,9 @@ _STILL_NAMING = {
     # copy moves ZITADEL organizations between instances: a ZITADEL export is its input by nature.
     ("pipeline.copy_instance", "zitadel"),
     ("transforms.push.instance_moves", "zitadel"),
-    # The table reader reuses Auth0's parsing of role entries; the Firebase reader's CSV check
-    # names the table's command: both go when the readers share one reader and its CSV part.
+    # The table's part of the shared reader reuses Auth0's join of role entries (JoinRoles): it
+    # goes when that join moves beside the shared reader.
     ("transforms.sources.table.read", "auth0"),
-    ("transforms.sources.firebase.files", "table"),
 }
 
 

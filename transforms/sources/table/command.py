@@ -169,7 +169,7 @@ def plan(known_args: Flags, settings: SourceSettings) -> Plan:
     """Check the flags, read the mapping, match and look at the files; the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.table.csv_rows import delimiter_option, encoding_option
+    from transforms.sources.csv_rows import delimiter_option, encoding_option
     from transforms.sources.table.mapping import TableOptions
 
     roles = settings.roles

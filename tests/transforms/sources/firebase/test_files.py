@@ -50,6 +50,14 @@ def test_a_missing_file_is_one_line(tmp_path):
         plan_firebase_files([str(tmp_path / "none-*.json")])
 
 
+def test_a_table_with_a_header_is_refused_naming_the_source_that_reads_any_table(tmp_path):
+    (tmp_path / "t.csv").write_text("id,email,status\nu1,a@example.com,ACTIVE\n")
+    with pytest.raises(
+        FirebaseInputError, match=r"migrate table --input reads it with a mapping \(docs/table.md\)"
+    ):
+        plan_firebase_files([str(tmp_path / "t.csv")])
+
+
 def test_json_users_stream_in_order():
     with open_input(str(DATA / "users.json")) as handle:
         ids = [u["localId"] for u in iter_json_users(DepthGuard(handle))]
