@@ -1,6 +1,6 @@
 """Making and running a Beam pipeline for the launchers, and the one line a full disk becomes.
 
-For ``pipeline/migrate.py`` and ``pipeline/migrate_zitadel.py``: ``make_pipeline`` picks the
+For ``pipeline/migrate.py`` and a source that runs itself (``document_run.py``): ``make_pipeline`` picks the
 runner (the in-process FnApiRunner when none is given, docs/runners.md#local), ``run_pipeline``
 runs and waits while a signal can still stop it (pipeline/signals.py), and
 ``raise_output_failure`` turns a full disk, a file-size limit or a quota into one ConfigError

@@ -9,7 +9,8 @@ Examples::
 
 Each command lives in its own module, which provides ``add_arguments(parser)`` and
 ``run(known_args, pipeline_args) -> int``; a source's ``migrate <name>`` is described once, in its
-module's ``DESCRIPTION`` (``pipeline/sources.py`` lists them). Flags a command does not know are handed to Beam
+package's ``DESCRIPTION`` (``transforms/sources/registry.py`` finds them; ``source_command.py``
+builds the command from it). Flags a command does not know are handed to Beam
 (``--runner``, ``--direct_running_mode``, Dataflow options); anything Beam does not know either
 is rejected with one readable line.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import importlib
 import logging
 import sys
@@ -34,7 +36,7 @@ from transforms.files.storage import register_cleanup, unregister_cleanup
 __all__ = ["main", "build_parser", "commands", "Command"]
 
 # The commands that are not a source's: (command path, module, help). Each source's ``migrate
-# <name>`` comes from its description (pipeline/sources.py), listed first. Modules are imported
+# <name>`` comes from its description (transforms/sources/registry.py), listed first. Modules are imported
 # when the parser is built.
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("push",), "pipeline.push", "send a manifest's import bodies to ZITADEL (retries, ledger, resume)"),
@@ -72,21 +74,24 @@ class Command:
 
 def commands() -> list[Command]:
     """Every command: each registered source's ``migrate <name>``, then the others."""
-    from pipeline.sources import sources
+    from pipeline.source_command import input_flags, run_source
+    from transforms.sources.registry import descriptions
 
-    found = [
-        Command(
-            path=("migrate", source.name),
-            help=source.help,
-            add_arguments=source.add_arguments,
-            run=source.run,
-            hands_to_beam=source.beam_flags,
-            files=source.files,
-            worker_files=source.worker_files,
-            implied_files=source.implied_files,
+    found = []
+    for source in descriptions():
+        files, worker_files = input_flags(source)
+        found.append(
+            Command(
+                path=("migrate", source.name),
+                help=source.help,
+                add_arguments=functools.partial(_add_source_arguments, source),
+                run=functools.partial(run_source, source),
+                hands_to_beam=source.beam_flags,
+                files=files,
+                worker_files=worker_files,
+                implied_files=source.implied_files,
+            )
         )
-        for source in sources()
-    ]
     for path, module_name, help_text in COMMANDS:
         module = importlib.import_module(module_name)
         found.append(
@@ -99,6 +104,12 @@ def commands() -> list[Command]:
             )
         )
     return found
+
+
+def _add_source_arguments(source, parser: argparse.ArgumentParser) -> None:
+    from pipeline.source_command import add_source_arguments
+
+    add_source_arguments(parser, source)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -29,8 +29,8 @@ import os
 import posixpath
 import sys
 
+from pipeline.document_run import LAUNCHER
 from pipeline.migrate_options import batch_size_type
-from pipeline.migrate_zitadel import split_export
 from pipeline.options import (
     add_export_selection_arguments,
     add_side_credential_arguments,
@@ -50,6 +50,7 @@ from transforms.push.instance_moves import (
     export_request,
     split_is_current,
 )
+from transforms.sources.zitadel.command import split_export
 from transforms.zitadel_api.client import connect
 
 __all__ = ["add_arguments", "run"]
@@ -128,7 +129,7 @@ def _copy_locked(args: argparse.Namespace, work: str, source, target, target_cre
     if split_is_current(manifest, export, args.batch_size, timeout):
         print(f"copy: 2/4 split: {manifest} is current, reused")
     else:
-        result = split_export(export, output, timeout=timeout, batch_size=args.batch_size)
+        result = split_export(export, output, launcher=LAUNCHER, timeout=timeout, batch_size=args.batch_size)
         print("copy: 2/4 split:\n" + result.summary())
         if not result.holds:
             return 3

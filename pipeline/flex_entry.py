@@ -1,7 +1,8 @@
 """Entry point of the Dataflow Flex Template (docs/flex-template.md).
 
 The template launcher runs this file with the template's parameters as ``--name=value`` (names from
-``flex_template/metadata.json``) mixed with Dataflow's own pipeline options (``--runner``,
+``flex_template/metadata.json``, which ``pipeline/flex_metadata.py`` writes from the sources'
+descriptions) mixed with Dataflow's own pipeline options (``--runner``,
 ``--project``, ``--temp_location``, ...). This module turns the parameters into the ``migrate``
 command line and calls ``pipeline.cli.main``; Beam's options pass through unchanged.
 
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipeline import cli
+from pipeline.flex_metadata import LEFT_OUT, METADATA
 from transforms.common.errors import ConfigError
 
 __all__ = [
@@ -33,28 +35,9 @@ __all__ = [
     "main",
 ]
 
-METADATA = Path(__file__).resolve().parents[1] / "flex_template" / "metadata.json"
-
 # Parameters that name a file holding a secret: the value must be a path, never the secret.
 SECRET_FILE_PARAMETERS = frozenset({"token_file", "key_file", "client_secret_file"})
-# Flags whose value is repeatable (action="append"), and what separates the values in a parameter:
-# a comma, or for --map and --where a semicolon (one field's path may hold commas, ``metadata=plan,tier``).
-_REPEATABLE = {"idp_map": ",", "client_project": ",", "map": ";", "where": ";"}
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
-# Flags of every migrate command the template leaves out on purpose (docs/flex-template.md, "Left
-# out on purpose"); a source leaves out its own in its description (``FlexPart.left_out``).
-LEFT_OUT = frozenset(
-    {
-        "help",
-        "api",
-        "break_lock",
-        "zitadel_config",
-        "bcrypt_min_cost",
-        "bcrypt_max_cost",
-        "multiline",
-        "quiet",
-    }
-)
 _SOURCE_CHOICES = re.compile(r"\^\(([a-z0-9|]+)\)\$")
 
 # What an inline secret looks like: a JWT, a PEM block, a service-account key's JSON, a bearer value.
@@ -80,48 +63,22 @@ def template_sources(path: Path = METADATA) -> list[str]:
 
 
 def metadata_problems(path: Path = METADATA) -> list[str]:
-    """Where flex_template/metadata.json and the registry of sources disagree (``[]``: nowhere).
-
-    The ``source`` parameter offers exactly the sources whose description has a template part;
-    each of those sources' flags is a parameter (but ``LEFT_OUT`` and the source's own
-    ``left_out``), each parameter is a flag of at least one of them, and a parameter's help text
-    ending ``; auth0, table only`` names exactly the sources that have its flag."""
-    from pipeline.sources import sources
+    """Where flex_template/metadata.json and the sources' descriptions disagree (``[]``: nowhere):
+    the sources ``source`` offers, and the parameters (the whole file is held to what
+    ``python -m pipeline.flex_metadata`` writes by tests/pipeline/test_flex_metadata.py)."""
+    from pipeline.flex_metadata import generate
 
     params = load_parameters(path)
-    offered = {s.name: s for s in sources() if s.flex is not None}
+    wanted = {param["name"]: param for param in generate()["parameters"]}
+    offered = _SOURCE_CHOICES.fullmatch(wanted["source"]["regexes"][0])
     problems = []
-    if sorted(template_sources(path)) != sorted(offered):
-        problems.append(f"source offers {template_sources(path)}, the registry {sorted(offered)}")
-    flags = {name: _flag_names(source.add_arguments) for name, source in offered.items()}
-    for name, source in offered.items():
-        assert source.flex is not None
-        missing = flags[name] - set(params) - LEFT_OUT - source.flex.left_out
-        if missing:
-            problems.append(f"{name}: flags not in the template: {', '.join(sorted(missing))}")
-    for param in set(params) - {"source"}:
-        having = {name for name in offered if param in flags[name]}
-        if not having:
-            problems.append(f"{param}: no flag of any source the template offers")
-            continue
-        only = _ONLY.search(params[param]["helpText"])
-        said = set(only.group(1).split(", ")) if only else set(offered)
-        if said != having:
-            problems.append(f"{param}: its help says {sorted(said)}, the flag is of {sorted(having)}")
-    return sorted(problems)
-
-
-# A parameter's help text naming the sources that have it: "... (--realm; keycloak only)".
-_ONLY = re.compile(r"; ([a-z0-9]+(?:, [a-z0-9]+)*) only\b")
-
-
-def _flag_names(add_arguments) -> set[str]:
-    """A command's long flags as template parameter names (``--realm-name`` → ``realm_name``)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    return {f[2:].replace("-", "_") for f in parser._option_string_actions if f.startswith("--")}
+    if offered is None or template_sources(path) != offered.group(1).split("|"):
+        problems.append(f"source offers {template_sources(path)}, the registry {wanted['source']['regexes']}")
+    for name in sorted(set(wanted) - set(params)):
+        problems.append(f"{name}: a flag of a source the template offers, not a parameter")
+    for name in sorted(set(params) - set(wanted)):
+        problems.append(f"{name}: no flag of any source the template offers")
+    return problems
 
 
 def _split(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -156,15 +113,17 @@ def _check_value(name: str, value: str) -> None:
         )
 
 
-def _flag_args(name: str, value: str, kind: str) -> list[str]:
+def _flag_args(name: str, value: str, custom: Mapping[str, str]) -> list[str]:
+    """One parameter as flags; a repeated flag's values are split at its ``separator``."""
     flag = "--" + name.replace("_", "-")
-    if kind == "bool":
+    if custom.get("kind") == "bool":
         lowered = value.strip().lower()
         if lowered not in _TRUE + _FALSE:
             raise ConfigError(f"template parameter {name} must be true or false")
         return [flag] if lowered in _TRUE else []
-    if name in _REPEATABLE:
-        return [f"{flag}={part.strip()}" for part in value.split(_REPEATABLE[name]) if part.strip()]
+    separator = custom.get("separator")
+    if separator:
+        return [f"{flag}={part.strip()}" for part in value.split(separator) if part.strip()]
     return [f"{flag}={value}"]
 
 
@@ -203,7 +162,7 @@ def template_argv(
     out = ["migrate", source]
     for name, value in params.items():
         _check_value(name, value)
-        out += _flag_args(name, value, known[name].get("customMetadata", {}).get("kind", "text"))
+        out += _flag_args(name, value, known[name].get("customMetadata", {}))
     # Workers install the same packages as the launcher: the image names its setup.py
     # (FLEX_TEMPLATE_PYTHON_SETUP_FILE); added here when the launcher has not passed it itself.
     setup_file = (os.environ if environ is None else environ).get("FLEX_TEMPLATE_PYTHON_SETUP_FILE")

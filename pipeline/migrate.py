@@ -1,8 +1,8 @@
 """The launcher every ``migrate`` command shares: the pipeline after the source, and the run.
 
-A source command (``migrate_auth0``, ``migrate_keycloak``, ...) adds its own flags, matches its
-input files, and hands ``run_migration`` a function that adds its source transform to the
-pipeline. Everything after the source is shared:
+A source's plan (``transforms/sources/<name>/command.py``, run by ``source_command.run_source``)
+checks its own flags, matches its input files and returns a function that adds its read transform
+to the pipeline, which ``run_migration`` is handed. Everything after the source is shared:
 
     source ─► rows ─ UsersToBodies ─► temporary bodies ─┐
           │              └─► written users ─ CountWrittenUsers ─┤
@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pipeline import signals
@@ -46,24 +46,21 @@ from transforms.common import counters
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.output.manifest import ListedFile, UserFields, build_manifest
+from transforms.sources.declaration import AddSource, Invariant, KeepLegacy
 from transforms.sources.registry import kind, syncing_names
 
 if TYPE_CHECKING:
     import apache_beam as beam
 
-    from pipeline.legacy_hashes import KeepLegacy
     from transforms.mapping.roles import RoleEntry, RoleSettings
-    from transforms.sources.source_parts import ReadUsers
     from transforms.sync.change_files import SyncSection
     from transforms.sync.compare import SyncOptions
     from transforms.sync.state import StatePointer
 
 __all__ = ["build_pipeline", "run_migration"]
 
-# ``add_source(pipeline, tmp_dir)`` → the source's ``ReadUsers(rows, dead, roles)``.
-AddSource = Callable[["beam.Pipeline", str], "ReadUsers"]
-# ``invariant(counts)`` → ``(holds, text)``: the source's accounting.
-Invariant = Callable[[Mapping[str, int]], tuple[bool, str]]
+# ``add_source(pipeline, tmp_dir)`` → the source's ``ReadUsers(rows, dead, roles)`` (AddSource);
+# ``invariant(counts)`` → ``(holds, text)``: the source's accounting (Invariant).
 
 
 def build_pipeline(
@@ -176,7 +173,7 @@ def run_migration(
     written or dead-lettered). A broken invariant is reported and exits 3: it is a bug.
     ``input_names`` (file index → path) names the input files the readers counted as cut
     (``inputs.partial.<index>``): without ``--allow-partial`` the run exits 1 and pushes nothing.
-    ``keep_legacy`` (``--legacy-hashes``, pipeline/legacy_hashes.py) writes the companion's store
+    ``keep_legacy`` (Firebase's ``--legacy-hashes``) writes the companion's store
     and takes its users off the passwordless list before the manifest is written.
     """
     job = _Job(
@@ -363,7 +360,7 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
     passwordless = ListedFile(*finalize_passwordless(run))
     kept: ListedFile | None = None
     if job.keep_legacy is not None:  # --legacy-hashes: those users leave the reset list
-        passwordless, kept = job.keep_legacy(run, passwordless)
+        passwordless, kept = job.keep_legacy(passwordless)
     catalogue: list[RoleEntry] = []
     if job.roles is not None:  # the authorizations body, first in the manifest (docs/roles.md)
         from transforms.output.grants import read_catalogue

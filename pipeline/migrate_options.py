@@ -1,13 +1,14 @@
 """The flags every ``migrate`` command shares, checked into one keyword-only ``CommonArgs``.
 
-For the source commands (``pipeline/migrate_auth0.py``, ``migrate_keycloak.py``, and
-``migrate_zitadel.py`` for the output flags): where the bodies go and how big they are, which
-password hashes the target accepts (docs/password-hashes.md), scheduled syncs and their removal
-limit (docs/sync.md), pushing straight from the pipeline, and the role flags (docs/roles.md).
+For each source's ``migrate <name>`` (``pipeline/source_command.py``; a source of one document
+takes the output flags only): where the bodies go and how big they are, which password hashes the
+target accepts (docs/password-hashes.md), scheduled syncs and their removal limit (docs/sync.md),
+pushing straight from the pipeline, and the role flags (docs/roles.md). A source gets the groups
+of flags it declares (``FlagGroup``), no others.
 
 Example::
 
-    add_common_arguments(parser)
+    add_common_arguments(parser, frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT}))
     known_args, pipeline_args = parser.parse_known_args(argv)
     common = common_args(known_args)     # ConfigError (one line) on a bad flag
     settings = role_settings(known_args)  # None without --project-id
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from transforms.common.durations import normalise_duration
 from transforms.common.errors import ConfigError
 from transforms.hashing.policy import ON_UNSUPPORTED_HASH, OnUnsupportedHash
+from transforms.sources.declaration import FlagGroup
 from transforms.sync.change_records import ON_REMOVED, OnRemoved
 
 if TYPE_CHECKING:  # imported where used: the launcher starts without them
@@ -55,9 +57,10 @@ def add_output_arguments(
     *,
     batch_help: str = "at most this many users per body (default 5000, about what fits in 5 minutes)",
     dead_letter_help: str = "NDJSON file for rejected records (default <stem>.dead-letter.ndjson)",
-    multiline_help: str = "pretty-print the bodies (input layout is detected)",
+    multiline_help: str | None = "pretty-print the bodies (input layout is detected)",
 ) -> None:
-    """The flags of every command that writes import bodies: where, how big, how strict."""
+    """The flags of every command that writes import bodies: where, how big, how strict
+    (``--multiline`` unless ``multiline_help`` is None)."""
     parser.add_argument(
         "--output",
         default="./importBody.json",
@@ -69,7 +72,8 @@ def add_output_arguments(
         default="5m0s",
         help="timeout written into each body, a Go duration (default 5m0s, the hosted limit)",
     )
-    parser.add_argument("--multiline", action="store_true", help=multiline_help)
+    if multiline_help is not None:
+        parser.add_argument("--multiline", action="store_true", help=multiline_help)
     parser.add_argument("--batch-size", type=batch_size_type, default=5000, help=batch_help)
     parser.add_argument("--dead-letter", default=None, help=dead_letter_help)
     parser.add_argument("--strict", action="store_true", help="exit 1 if anything was dead-lettered")
@@ -140,11 +144,12 @@ def hash_policy_from_args(args: argparse.Namespace, environ: Mapping[str, str] |
 
     from transforms.hashing.policy import load_policy
 
-    policy = load_policy(args.zitadel_config, os.environ if environ is None else environ)
+    # A source without FlagGroup.HASHES has none of these flags: ZITADEL's defaults.
+    policy = load_policy(getattr(args, "zitadel_config", None), os.environ if environ is None else environ)
     overrides = {}
-    if args.bcrypt_min_cost is not None:
+    if getattr(args, "bcrypt_min_cost", None) is not None:
         overrides["Bcrypt_MinCost"] = args.bcrypt_min_cost
-    if args.bcrypt_max_cost is not None:
+    if getattr(args, "bcrypt_max_cost", None) is not None:
         overrides["Bcrypt_MaxCost"] = args.bcrypt_max_cost
     policy = policy.with_limits(**overrides) if overrides else policy
     if not 4 <= policy.limit("Bcrypt.MinCost") <= policy.limit("Bcrypt.MaxCost") <= 31:
@@ -206,10 +211,18 @@ def removal_limit(text: str, users_in_state: int, flag: str = "--max-removals") 
         raise ConfigError(f"{flag} {text!r}: give a count (e.g. 50) or a percentage (e.g. 5%)") from None
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every user migrate command shares (zitadel-tools' plus ours)."""
+_ALL_GROUPS = frozenset(FlagGroup)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, groups: frozenset[FlagGroup] = _ALL_GROUPS) -> None:
+    """The flags every user migrate command shares (zitadel-tools' plus ours): of the optional
+    groups only those in ``groups`` (roles are :func:`add_role_arguments`). ``--state`` is every
+    source's: one that cannot sync refuses it naming those that can."""
     parser.add_argument("--org", required=True, help="id of the ZITADEL organization the users go to")
-    add_output_arguments(parser)
+    if FlagGroup.LAYOUT in groups:
+        add_output_arguments(parser)
+    else:
+        add_output_arguments(parser, multiline_help=None)
     parser.add_argument("--metadata", action="store_true", help="carry source metadata into userMetadata")
     parser.add_argument(
         "--email-fallback",
@@ -219,7 +232,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "(placeholders {username}, {id}); always imported unverified (default: "
         "such users are dead letters)",
     )
-    add_hash_arguments(parser)
+    if FlagGroup.HASHES in groups:
+        add_hash_arguments(parser)
     add_sync_arguments(parser)
     parser.add_argument(
         "--allow-partial",
@@ -299,7 +313,7 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         org_id=org,
         output=args.output,
         timeout=timeout,
-        multiline=args.multiline,
+        multiline=bool(getattr(args, "multiline", False)),
         batch_size=args.batch_size,
         dead_letter=args.dead_letter,
         strict=args.strict,
@@ -310,7 +324,9 @@ def common_args(args: argparse.Namespace) -> CommonArgs:
         push=_push_settings(args, policy),
         push_credentials=_push_credentials(args),
         hash_policy=policy,
-        on_unsupported_hash=OnUnsupportedHash(args.on_unsupported_hash),
+        on_unsupported_hash=OnUnsupportedHash(
+            getattr(args, "on_unsupported_hash", OnUnsupportedHash.DEAD_LETTER.value)
+        ),
         email_fallback=fallback,
         state=getattr(args, "state", None),
         on_removed=OnRemoved(getattr(args, "on_removed", OnRemoved.REPORT)),
@@ -353,9 +369,9 @@ def _push_credentials(args: argparse.Namespace) -> Credentials | None:
 _ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 
-def add_role_arguments(parser: argparse.ArgumentParser, source: str) -> None:
-    """``--project-id`` and ``--create-project``; Keycloak also ``--client-project`` and
-    ``--include-builtin-roles`` (Auth0 adds its ``--roles-from`` and ``--roles-file`` itself)."""
+def add_role_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--project-id`` and ``--create-project`` (``FlagGroup.ROLES``); a source adds its own role
+    flags to a group of the same title (Auth0's ``--roles-from``, Keycloak's ``--client-project``)."""
     group = parser.add_argument_group("roles and grants (docs/roles.md)")
     group.add_argument(
         "--project-id",
@@ -372,22 +388,6 @@ def add_role_arguments(parser: argparse.ArgumentParser, source: str) -> None:
         help="the authorizations body also creates the project (id from --project-id) with this "
         "name; without it, push checks that the project exists before it sends anything",
     )
-    if source == "keycloak":
-        group.add_argument(
-            "--client-project",
-            metavar="CLIENT=PROJECT_ID",
-            action="append",
-            default=[],
-            help="repeatable: the client roles of Keycloak client CLIENT go to that existing "
-            "project with their own names as keys (other clients' roles go to --project-id as "
-            "CLIENT:ROLE)",
-        )
-        group.add_argument(
-            "--include-builtin-roles",
-            action="store_true",
-            help="also carry Keycloak's built-in roles (offline_access, uma_authorization, "
-            "default-roles-<realm>, the roles of account, realm-management, broker, ... clients)",
-        )
 
 
 def role_settings(args: argparse.Namespace) -> RoleSettings | None:

@@ -57,7 +57,7 @@ class FinishedRun:
     passwordless_count: int
     sync: SyncSection | None
     roles: RoleSettings | None  # with --project-id
-    legacy_hashes: ListedFile | None = None  # with --legacy-hashes (pipeline/legacy_hashes.py)
+    legacy_hashes: ListedFile | None = None  # with --legacy-hashes (Firebase's legacy_hashes)
 
 
 def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> list[str]:

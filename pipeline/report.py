@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from transforms.common import counters
+from transforms.common.accounting import users_lines
 from transforms.common.counters import count_prefix
 from transforms.common.records import NAMESPACE
 from transforms.mapping import validate
@@ -63,28 +64,6 @@ def summary_table(title: str, lines: list[SummaryLine]) -> str:
         text = f"{value:,}" if isinstance(value, int) else str(value)
         out.append(f"{label:<{width}}  {text:>12}")
     return "\n".join(out)
-
-
-def users_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
-    """Users written to import bodies and, with ``--state``, users compared with the state
-    instead (already in ZITADEL), each with and without a password: the accounting line's
-    ``written`` and ``compared with the state`` (docs/sync.md)."""
-    written = counts.get(counters.USERS_WRITTEN, 0)
-    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
-    lines: list[SummaryLine] = [
-        ("users written", written),
-        ("  with password", with_pw),
-        ("  without password", written - with_pw),
-    ]
-    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
-    if compared:
-        compared_pw = counts.get(counters.SYNC_COMPARED_WITH_PASSWORD, 0)
-        lines += [
-            ("users compared with the state (in ZITADEL)", compared),
-            ("  with password", compared_pw),
-            ("  without password", compared - compared_pw),
-        ]
-    return lines
 
 
 def unmatched_alias_lines(counts: Mapping[str, int], prefix: str, aliases: list[str]) -> list[SummaryLine]:
@@ -172,7 +151,7 @@ def not_carried_fields(counts: Mapping[str, int]) -> dict[str, Any]:
         "unknown_fields": dict(sorted(unknown.items())),
         "cannot_sign_in_yet": count_prefix(counts, counters.CANNOT_SIGN_IN),
         # Counter prefixes of what did not arrive → their names in the manifest, as each
-        # source describes them (transforms/sources/<name>/<name>_source.py).
+        # source describes them (transforms/sources/<name>/source.py).
         "second_factors_not_carried": _renamed(
             counts, {p: n for k in kinds() for p, n in k.second_factors.items()}
         ),

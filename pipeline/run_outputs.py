@@ -1,7 +1,7 @@
 """What a migrate run holds and leaves: its lock and work folder, the final bodies, the
 dead-letter and passwordless files, the authorizations body and the manifest.
 
-For ``pipeline/migrate.py`` and ``pipeline/migrate_zitadel.py``. ``open_outputs`` runs before
+For ``pipeline/migrate.py`` and a source that runs itself (``document_run.py``). ``open_outputs`` runs before
 anything is read (outputs writable, the lock taken, every file already at an output name the
 earlier run's own); the ``finalize_*`` functions run after the pipeline, under
 ``signals.finishing()``, and ``write_manifest`` goes last.

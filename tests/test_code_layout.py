@@ -11,13 +11,17 @@ A newcomer finds each job by folder name and each name in one home; these tests 
 - no module over 500 lines of code, no function or method over 80 (docstrings, comments and
   blank lines are not counted: a limit never costs a usage example or a word of explanation);
 - elements that travel between stages are read by name: at most 15 positional reads ``x[n]``
-  (n >= 2) in all, and ``Any`` at most 150 times.
+  (n >= 2) in all, and ``Any`` at most 150 times;
+- a source is its package: no module outside ``transforms/sources/<name>/`` names a built-in
+  source (imports from its package, or a string that is its name or its ``migrate <name>``
+  command); the others reach it through the registry (``transforms/sources/registry.py``).
 """
 
 from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,3 +238,58 @@ def test_any_is_rare():
         or (isinstance(node, ast.Attribute) and node.attr == "Any")
     )
     assert count <= 150
+
+
+# The built-in sources: the packages the registry finds (transforms/sources/<name>/command.py).
+SOURCES = sorted(path.parent.name for path in (ROOT / "transforms" / "sources").glob("*/command.py"))
+
+# Modules that still name a built-in source, each with why. They belong to work under way
+# elsewhere (one reader for file-based sources; instance moves), which keeps them as they are.
+_STILL_NAMING = {
+    # copy moves ZITADEL organizations between instances: a ZITADEL export is its input by nature.
+    ("pipeline.copy_instance", "zitadel"),
+    ("transforms.push.instance_moves", "zitadel"),
+    # The table reader reuses Auth0's parsing of role entries; the Firebase reader's CSV check
+    # names the table's command: both go when the readers share one reader and its CSV part.
+    ("transforms.sources.table.read", "auth0"),
+    ("transforms.sources.firebase.files", "table"),
+}
+
+
+def _names_of_sources(name: str) -> set[str]:
+    """The built-in sources the module ``name`` names outside their own package."""
+    tree, found = TREES[name], set()
+    docs = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    for node in ast.walk(tree):
+        for source in SOURCES:
+            if name == f"transforms.sources.{source}" or name.startswith(f"transforms.sources.{source}."):
+                continue
+            package = f"transforms.sources.{source}"
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                modules = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                modules = []
+            if any(m == package or m.startswith(package + ".") for m in modules):
+                found.add(source)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                if node.value == source or re.search(rf"\bmigrate {source}\b", node.value):
+                    found.add(source)
+    return found
+
+
+def test_no_module_outside_a_sources_package_names_it():
+    """The companion (``companion/`` and its command, ``pipeline/companion.py``) is left out: it
+    calls the old identity systems' own sign-in APIs (Auth0's, Keycloak's, ...), which it names as
+    systems, not as the tool's sources."""
+    assert SOURCES, "no built-in source found"
+    naming = {
+        (name, source)
+        for name in MODULES
+        if not name.startswith("companion") and name != "pipeline.companion"
+        for source in _names_of_sources(name)
+    }
+    assert naming - _STILL_NAMING == set()
+    assert _STILL_NAMING - naming == set(), "a module no longer names the source: drop it from the list"

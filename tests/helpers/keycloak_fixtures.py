@@ -1,7 +1,7 @@
 """Keycloak realms for the tests: users with a real pbkdf2 password, realm files, split exports.
 
 Shared by test_keycloak_mapping.py, test_keycloak_realm_files.py, test_keycloak_read.py and
-test_migrate_keycloak.py.
+tests/transforms/sources/keycloak/test_command.py.
 """
 
 from __future__ import annotations

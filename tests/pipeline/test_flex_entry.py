@@ -1,6 +1,7 @@
-"""The Flex Template (flex_template/metadata.json, flex_template/launch.py, pipeline/flex_entry.py):
-its parameters are the CLI's flags, secrets go in by reference only, and the template's entry point
-runs the bundled sample (the arguments of `./run_local.sh`) writing the same bodies as the CLI."""
+"""The Flex Template's entry (flex_template/launch.py, pipeline/flex_entry.py): its parameters are
+the CLI's flags (flex_template/metadata.json, written by pipeline/flex_metadata.py), secrets go in by
+reference only, and the template's entry point runs the bundled sample (the arguments of
+`./run_local.sh`) writing the same bodies as the CLI."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import pytest
 from repo_files import ROOT
 
 from pipeline import cli, flex_entry
-from pipeline.sources import sources
+from transforms.sources.registry import descriptions as sources
 
-# The sources the template offers: those whose description has a template part (pipeline/sources.py).
+# The sources the template offers: those whose description has a template part (transforms/sources/registry.py).
 SOURCES = tuple(source.name for source in sources() if source.flex is not None)
 PARAMS = flex_entry.load_parameters()
 
@@ -65,39 +66,34 @@ def test_every_parameter_is_a_flag_of_a_migrate_command(name):
 # Flags deliberately not template parameters (docs/flex-template.md, "Left out on purpose"): the
 # shared ones, and each source's own (its description's FlexPart.left_out).
 LEFT_OUT = set(flex_entry.LEFT_OUT)
-LEFT_OUT_OF = {s.name: set(s.flex.left_out) for s in sources() if s.flex is not None and s.flex.left_out}
-_ONLY = re.compile(r"; ((?:auth0|keycloak|firebase|table)(?:, (?:auth0|keycloak|firebase|table))*) only\b")
+LEFT_OUT_OF = {s.name: set(s.flex.left_out) for s in sources() if s.flex is not None}
+_ONLY = re.compile(r"\(--[a-z-]+; ([a-z0-9]+(?:, [a-z0-9]+)*) only\)$")
 
 
 def test_the_metadata_matches_the_registry_of_sources():
     """flex_template/metadata.json is a file Dataflow reads as it is: what it offers is held to
     the sources' descriptions here (and the entry takes its list of sources from it)."""
     assert flex_entry.metadata_problems() == []
-    assert flex_entry.template_sources() == ["auth0", "keycloak", "firebase", "table"]
-    assert set(flex_entry.template_sources()) == set(SOURCES)
-    assert LEFT_OUT_OF == {
-        "keycloak": {"allow_plaintext_passwords", "allow_missing_parts"},
-        # legacy_hashes: its users need --api=user-v2, which the template lacks.
-        "firebase": {"legacy_hashes", "allow_plaintext_passwords"},
-        "table": {"allow_plaintext_passwords"},
-    }
+    assert flex_entry.template_sources() == list(SOURCES)
 
 
 def test_a_metadata_that_drifts_from_the_registry_is_named(tmp_path):
     document = json.loads(flex_entry.METADATA.read_text(encoding="utf-8"))
+    forgotten, *kept = reversed(SOURCES)
     for param in document["parameters"]:
         if param["name"] == "source":
-            param["regexes"] = ["^(auth0|keycloak|table)$"]  # firebase forgotten
-    document["parameters"] = [p for p in document["parameters"] if p["name"] != "realm_name"]
+            param["regexes"] = [f"^({'|'.join(reversed(kept))})$"]
+    own = next(name for name in PARAMS if _sources_of(name) == {forgotten})  # that source's own flag
+    document["parameters"] = [p for p in document["parameters"] if p["name"] != own]
     path = tmp_path / "metadata.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     problems = flex_entry.metadata_problems(path)
-    assert any(p.startswith("source offers ['auth0', 'keycloak', 'table']") for p in problems), problems
-    assert "keycloak: flags not in the template: realm_name" in problems
+    assert any(p.startswith(f"source offers {list(reversed(kept))}") for p in problems), problems
+    assert f"{own}: a flag of a source the template offers, not a parameter" in problems
 
 
 def _sources_of(name: str) -> set[str]:
-    """The commands a parameter's help text says it is for (all four when it names none)."""
+    """The commands a parameter's help text says it is for (all of them when it names none)."""
     found = _ONLY.search(PARAMS[name]["helpText"])
     return set(found.group(1).split(", ")) if found else set(SOURCES)
 
@@ -234,8 +230,8 @@ def test_template_runs_each_new_sources_sample_like_the_cli(tmp_path, source):
         if PARAMS[name].get("customMetadata", {}).get("kind") == "bool":
             cli_argv.append(_flag(name))
         else:
-            separator = ";" if name == "map" else ","
-            parts = value.split(separator) if name in ("idp_map", "map") else [value]
+            separator = PARAMS[name].get("customMetadata", {}).get("separator")
+            parts = value.split(separator) if separator else [value]
             cli_argv += [f"{_flag(name)}={part}" for part in parts]
     cli_dir, flex_dir = tmp_path / "cli", tmp_path / "flex"
     assert cli.main([*cli_argv, f"--output={cli_dir / 'importBody.json'}"]) == 0
@@ -276,7 +272,7 @@ def test_an_unknown_parameter_is_refused(capsys):
 
 def test_an_unknown_source_is_refused(capsys):
     err = _refused(["--source=okta", "--org=1"], capsys)
-    assert "source must be one of auth0, keycloak, firebase, table" in err
+    assert f"source must be one of {', '.join(SOURCES)}" in err
 
 
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl"

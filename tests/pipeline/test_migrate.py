@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+from pathlib import Path
 
 import apache_beam as beam
 import pytest
-from keycloak_fixtures import make_user, write_json
-from repo_files import ROOT
 
 from pipeline.cli import main
 from pipeline.layout import output_layout
 from pipeline.migrate import build_pipeline, run_migration
 from pipeline.migrate_options import CommonArgs
 from transforms.common.errors import ConfigError
-from transforms.sources.registry import syncing_names
+from transforms.sources.registry import descriptions, syncing_names
 from transforms.sources.source_parts import ReadUsers
 
 
@@ -47,11 +47,16 @@ def test_the_pipeline_is_built_not_run_with_its_labelled_steps(tmp_path):
     assert not (tmp_path / "importBody.manifest.json").exists()
 
 
-def test_state_with_a_source_that_cannot_sync_is_refused_before_anything_is_written(tmp_path):
+# The sources whose records the sync cannot read (a ZITADEL export is cut as it is).
+CANNOT_SYNC = [d.name for d in descriptions() if not d.kind.syncs]
+
+
+@pytest.mark.parametrize("source", CANNOT_SYNC)
+def test_state_with_a_source_that_cannot_sync_is_refused_before_anything_is_written(tmp_path, source):
     output = str(tmp_path / "out" / "importBody.json")
-    with pytest.raises(ConfigError, match="migrate zitadel cannot sync"):
+    with pytest.raises(ConfigError, match=f"migrate {source} cannot sync"):
         run_migration(
-            source_name="zitadel",
+            source_name=source,
             add_source=_empty_source,
             common=_common(output, state=str(tmp_path / "state")),
             pipeline_args=[],
@@ -62,11 +67,12 @@ def test_state_with_a_source_that_cannot_sync_is_refused_before_anything_is_writ
     assert not (tmp_path / "out").exists()
 
 
-def test_the_refusal_names_every_command_that_can_sync(tmp_path):
+@pytest.mark.parametrize("source", CANNOT_SYNC)
+def test_the_refusal_names_every_command_that_can_sync(tmp_path, source):
     output = str(tmp_path / "out" / "importBody.json")
     with pytest.raises(ConfigError) as refused:
         run_migration(
-            source_name="zitadel",
+            source_name=source,
             add_source=_empty_source,
             common=_common(output, state=str(tmp_path / "state")),
             pipeline_args=[],
@@ -74,36 +80,24 @@ def test_the_refusal_names_every_command_that_can_sync(tmp_path):
             summary_lines=lambda counts: [],
             invariant=lambda counts: (True, ""),
         )
-    # In the registry's order (the command line's); no command reaches this (migrate zitadel has
-    # no --state flag), so the order is the one place it differs from the text before the registry.
+    # In the registry's order (the command line's): every source whose records the sync reads.
+    can = syncing_names()
     assert str(refused.value) == (
-        "--state: migrate zitadel cannot sync (auth0, keycloak, table and firebase can)"
+        f"--state: migrate {source} cannot sync ({', '.join(can[:-1])} and {can[-1]} can)"
     )
 
 
-# Each command the refusal names, on a sample of its own, as a user runs it.
-SYNC_SAMPLES = {
-    "auth0": [
-        f"--users={ROOT}/examples/auth0/users.json",
-        f"--passwords={ROOT}/examples/auth0/passwords.json",
-    ],
-    "keycloak": ["--realm={tmp}/realm.json"],  # written by the test
-    "firebase": [f"--users={ROOT}/examples/firebase/users.json"],
-    "table": [
-        f"--input={ROOT}/examples/table/supabase_auth_users.csv",
-        f"--mapping={ROOT}/examples/table/supabase.mapping.json",
-    ],
-}
+def _sample(source: str, tmp_path: Path) -> list[str]:
+    """The flags of a run of ``source`` on a sample of its own, from the source's own tests
+    (``tests/transforms/sources/<name>/test_command.py``'s ``sync_sample``)."""
+    return importlib.import_module(f"tests.transforms.sources.{source}.test_command").sync_sample(tmp_path)
 
 
 @pytest.mark.parametrize("source", syncing_names())
 def test_every_command_the_refusal_names_syncs(tmp_path, source):
-    assert set(SYNC_SAMPLES) == set(syncing_names())
     state = tmp_path / "state"
     output = tmp_path / "out" / "importBody.json"
-    users = [make_user(n, credentials=[]) for n in (1, 2)]  # no hash: the default config admits them
-    write_json(tmp_path / "realm.json", {"realm": "acme", "users": users})
-    sample = [arg.replace("{tmp}", str(tmp_path)) for arg in SYNC_SAMPLES[source]]
+    sample = _sample(source, tmp_path)
     argv = ["migrate", source, "--org=1", *sample, f"--output={output}", f"--state={state}"]
     assert main(argv) == 0
     sync = json.loads((tmp_path / "out" / "importBody.manifest.json").read_text())["sync"]

@@ -20,6 +20,7 @@ from pipeline.migrate_options import (
 )
 from transforms.common.errors import ConfigError
 from transforms.mapping.roles import RoleSettings
+from transforms.sources.registry import get
 
 
 def _parse(*flags: str) -> argparse.Namespace:
@@ -136,8 +137,11 @@ def test_batch_size_is_a_whole_number_up_to_the_hosted_limit():
 
 
 def _roles(source: str, *flags: str) -> argparse.Namespace:
+    """The role flags shared (--project-id, --create-project) and the source's own (Keycloak's
+    --client-project and --include-builtin-roles)."""
     parser = argparse.ArgumentParser(allow_abbrev=False)
-    add_role_arguments(parser, source)
+    get(source).add_arguments(parser)
+    add_role_arguments(parser)
     return parser.parse_args(list(flags))
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from busy_machine import assert_within_pace
 
-from pipeline import preflight, sources
+from pipeline import preflight
+from pipeline.source_command import input_flags
 from transforms.common.errors import ConfigError
+from transforms.sources.registry import get
 
 DATAFLOW = ["--runner=DataflowRunner", "--project=p", "--region=europe-west1", "--temp_location=gs://b/tmp"]
 BOUND_SECONDS = 20.0  # what the issue asks; the check itself takes well under a second
@@ -162,8 +164,8 @@ def test_remote_runner_with_local_temp_location_exits_2(tmp_path):
 
 def _ns(**values) -> argparse.Namespace:
     """The flags of ``migrate auth0`` as the CLI gives them, with the files its description reads."""
-    auth0 = sources.get("auth0")
-    return argparse.Namespace(_files=auth0.files, _worker_files=auth0.worker_files, **values)
+    files, worker_files = input_flags(get("auth0"))
+    return argparse.Namespace(_files=files, _worker_files=worker_files, **values)
 
 
 @pytest.mark.parametrize(

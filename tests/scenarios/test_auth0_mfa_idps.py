@@ -13,13 +13,13 @@ import bcrypt
 import pytest
 
 from pipeline.cli import main
-from pipeline.migrate_auth0 import RESERVED_ALIASES
 from pipeline.options import parse_idp_map
 from transforms.common.errors import ConfigError
 from transforms.mapping.validate import Reason
+from transforms.sources.auth0.command import RESERVED_ALIASES
 from transforms.sources.auth0.mapping import idp_links
 
-# Reason codes these tests produce in the Auth0 pipeline (see tests/pipeline/test_migrate_auth0.py's coverage check).
+# Reason codes these tests produce in the Auth0 pipeline (see tests/transforms/sources/auth0/test_command.py's coverage check).
 MFA_REASONS = {Reason.UNKNOWN_USER, Reason.OTP_SUPERSEDED, Reason.INVALID_OTP_SECRET}
 
 HASH = bcrypt.hashpw(b"pw", bcrypt.gensalt(10)).decode()

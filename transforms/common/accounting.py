@@ -3,8 +3,9 @@
 Keycloak, Firebase and tables of users read records that are each one user: every record read is
 written (or, with ``--state``, compared with the state) or dead-lettered, and every record that
 passed mapping is written, compared, dropped as a duplicate or (sync only) refused as blocked or
-disabled while new to ZITADEL. A source's ``*_accounting.invariant`` names its own counters and
-words and calls :func:`reader_invariant`.
+disabled while new to ZITADEL. A source's ``accounting.invariant`` names its own counters and
+words and calls :func:`reader_invariant`; its summary rows put :func:`users_lines` (the
+accounting's ``written`` and ``compared``) after its records read.
 
 Example::
 
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 
 from transforms.common import counters
 
-__all__ = ["reader_invariant"]
+__all__ = ["reader_invariant", "users_lines"]
 
 
 def reader_invariant(
@@ -48,3 +49,25 @@ def reader_invariant(
         + (f" + {refused_label}, not in ZITADEL yet {rejected:,}" if rejected else "")
     )
     return holds, text
+
+
+def users_lines(counts: Mapping[str, int]) -> list[tuple[str, int | str]]:
+    """Users written to import bodies and, with ``--state``, users compared with the state
+    instead (already in ZITADEL), each with and without a password: the accounting line's
+    ``written`` and ``compared with the state`` (docs/sync.md)."""
+    written = counts.get(counters.USERS_WRITTEN, 0)
+    with_pw = counts.get(counters.USERS_WITH_PASSWORD, 0)
+    lines: list[tuple[str, int | str]] = [
+        ("users written", written),
+        ("  with password", with_pw),
+        ("  without password", written - with_pw),
+    ]
+    compared = counts.get(counters.SYNC_ROWS_NOT_IMPORTED, 0)
+    if compared:
+        compared_pw = counts.get(counters.SYNC_COMPARED_WITH_PASSWORD, 0)
+        lines += [
+            ("users compared with the state (in ZITADEL)", compared),
+            ("  with password", compared_pw),
+            ("  without password", compared - compared_pw),
+        ]
+    return lines

@@ -7,7 +7,7 @@ passwords. :func:`wrong_shape` looks at the head the launcher already reads
 is and which command takes it. Only a positive match on another shape refuses: a file whose first
 records match none (damaged, unusual) is left to the reader, which dead-letters what it cannot use.
 Each source describes its own shapes and how its records show them (``FileShapes`` in
-``transforms/sources/<name>/<name>_source.py``); this module asks them all (``registry``).
+``transforms/sources/<name>/source.py``); this module asks them all (``registry``).
 
 Example::
 
@@ -19,8 +19,10 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
+from transforms.sources import registry
 from transforms.sources.input_stream import DepthGuard, InputReadError, open_input
 from transforms.sources.registry import kinds
 from transforms.sources.source_parts import Shape
@@ -43,10 +45,12 @@ _IMPORT_BODY = Shape(what="a ZITADEL import body", takes="push --body sends it a
 
 
 def shapes() -> dict[str, Shape]:
-    """Every shape a file may have, by key: the import body's and each source's (registry)."""
+    """Every shape a file may have, by key: the import body's and each source's (registry), each
+    saying what reads it (the command and flag its source declares, unless it says otherwise)."""
     found = {"import-body": _IMPORT_BODY}
     for kind in kinds():
-        found.update(kind.shapes.shapes)
+        for key, shape in kind.shapes.shapes.items():
+            found[key] = shape if shape.takes else dataclasses.replace(shape, takes=registry.takes(key))
     return found
 
 
@@ -140,7 +144,7 @@ def text_shape(head: bytes) -> str | None:
     for kind in kinds():
         for text in kind.shapes.text:
             if text.matches(head):
-                return f"looks like {text.what}; {kind.shapes.shapes[text.shape].takes}"
+                return f"looks like {text.what}; {shapes()[text.shape].takes}"
     return None
 
 

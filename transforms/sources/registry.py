@@ -1,75 +1,172 @@
-"""Every source's :class:`~transforms.sources.source_parts.SourceKind`, in the command line's order.
+"""Every source, found rather than listed: the built-in packages here and the installed plugins.
 
-The launcher's first look at a file (``input_shape``), the summary's renamed counters
-(``pipeline/report.py``) and the ``--state`` refusal of a source that cannot sync read the sources
-from here; ``pipeline/sources.py`` registers a new source's kind here with its command. Workers
+A built-in source is a package ``transforms/sources/<name>/`` whose ``command.py`` exports a
+:class:`~transforms.sources.declaration.SourceDescription` as ``DESCRIPTION``; a plugin is an
+installed distribution whose entry point of the group ``zitadel_beam.sources`` names one
+(``toy = toy_source.command:DESCRIPTION`` in its ``entry_points.txt``). Both are found the first
+time the registry is read, built-in sources first, by name. Adding a source edits no module here.
+
+The command line, ``--help``, the Flex Template, the ``--state`` refusal, the first look at a
+file (``input_shape``) and the summary's renamed counters read the sources from here. Workers
 never read this registry: what the sync needs of a source travels in its ``SyncOptions``.
 
 Example::
 
     kind("keycloak").records["keycloak-user"].flag      # "--include-disabled"
-    [k.name for k in kinds() if k.syncs]                # ["auth0", "keycloak", "table", "firebase"]
+    [d.name for d in descriptions()]                     # ["auth0", "firebase", "keycloak", "table", "zitadel"]
+    register(DESCRIPTION)                                # a plugin's tests: SourceDescriptionError if a part is missing
 """
 
 from __future__ import annotations
 
-from transforms.sources.auth0.source import KIND as AUTH0
-from transforms.sources.firebase.source import KIND as FIREBASE
-from transforms.sources.keycloak.source import KIND as KEYCLOAK
-from transforms.sources.source_parts import SourceKind, missing_parts
-from transforms.sources.table.source import KIND as TABLE
-from transforms.sources.zitadel.source import KIND as ZITADEL
+import importlib
+import importlib.metadata
+import pkgutil
+from pathlib import Path
 
-__all__ = ["kinds", "kind", "syncing_names", "add_kind", "remove_kind", "SourceDescriptionError"]
+from transforms.sources.declaration import SourceDescription, declared_flags, missing_parts
+from transforms.sources.source_parts import SourceKind
+
+__all__ = [
+    "ENTRY_POINTS",
+    "descriptions",
+    "get",
+    "kinds",
+    "kind",
+    "syncing_names",
+    "takes",
+    "register",
+    "unregister",
+    "SourceDescriptionError",
+]
+
+ENTRY_POINTS = "zitadel_beam.sources"  # the entry point group of a plugin's sources
+_HERE = Path(__file__).resolve().parent
 
 
 class SourceDescriptionError(ValueError):
     """A source described with a part missing or malformed: a bug in that source, named at once."""
 
 
-_KINDS: dict[str, SourceKind] = {k.name: k for k in (AUTH0, KEYCLOAK, TABLE, FIREBASE, ZITADEL)}
+_SOURCES: dict[str, SourceDescription] = {}
+_BUILT_IN: set[str] = set()
+_found = False
 
 
-def kinds() -> tuple[SourceKind, ...]:
-    """Every source's kind, the built-in ones first, in the order ``zitadel-beam --help`` lists them."""
-    return tuple(_KINDS.values())
+def _built_in() -> list[SourceDescription]:
+    """The description of every package here that has a ``command`` module, by package name."""
+    found = []
+    for package in sorted(info.name for info in pkgutil.iter_modules([str(_HERE)]) if info.ispkg):
+        if not (_HERE / package / "command.py").is_file():
+            continue  # a package of shared parts, not a source
+        module = importlib.import_module(f"transforms.sources.{package}.command")
+        description = getattr(module, "DESCRIPTION", None)
+        if not isinstance(description, SourceDescription) or description.name != package:
+            raise SourceDescriptionError(
+                f"source {package!r}: transforms/sources/{package}/command.py has no DESCRIPTION "
+                "whose kind is named after its package"
+            )
+        found.append(description)
+    return found
 
 
-def kind(name: str) -> SourceKind:
-    """The kind of the source ``name``; KeyError naming it when no source has that name."""
+def _plugins() -> list[SourceDescription]:
+    """The descriptions installed distributions offer through the entry point group."""
+    found = []
+    for entry in sorted(importlib.metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        description = entry.load()
+        if not isinstance(description, SourceDescription) or description.name != entry.name:
+            raise SourceDescriptionError(
+                f"source {entry.name!r}: the entry point {entry.value} is not a SourceDescription of that name"
+            )
+        found.append(description)
+    return found
+
+
+def _find() -> None:
+    global _found
+    if _found:
+        return
+    _found = True  # set first: a source's own import that reads the registry finds it filling
+    for description in _built_in():
+        _add(description)
+        _BUILT_IN.add(description.name)
+    for description in _plugins():
+        _add(description)
+
+
+def descriptions() -> tuple[SourceDescription, ...]:
+    """Every source, the built-in ones first, in the order ``zitadel-beam migrate --help`` lists them."""
+    _find()
+    return tuple(_SOURCES.values())
+
+
+def get(name: str) -> SourceDescription:
+    """The source ``name``; KeyError naming it when no source has that name."""
+    _find()
     try:
-        return _KINDS[name]
+        return _SOURCES[name]
     except KeyError:
         raise KeyError(f"no source named {name!r} is registered") from None
 
 
+def kinds() -> tuple[SourceKind, ...]:
+    """Every source's kind (the part read below the command line), in the registry's order."""
+    return tuple(d.kind for d in descriptions())
+
+
+def kind(name: str) -> SourceKind:
+    """The kind of the source ``name``; KeyError naming it when no source has that name."""
+    return get(name).kind
+
+
 def syncing_names() -> tuple[str, ...]:
     """The sources that describe their user records, and so take ``--state`` (docs/sync.md)."""
-    return tuple(k.name for k in _KINDS.values() if k.syncs)
+    return tuple(d.name for d in descriptions() if d.kind.syncs)
 
 
-def add_kind(new: SourceKind) -> None:
-    """Register a source's kind (``pipeline.sources.register`` does, with its command);
-    SourceDescriptionError naming each part that is missing, or a name or shape already taken."""
+def takes(shape: str) -> str:
+    """What reads files of ``shape`` (a key of a kind's ``shapes.shapes``), in words: the command and
+    the flag whose reader takes that shape first (``"migrate keycloak --realm reads it"``); "" when none."""
+    for description in descriptions():
+        readers = description.kind.shapes.readers
+        for flag in declared_flags(description.add_arguments):
+            reader = flag.reads[1] if flag.reads is not None else None
+            if reader is not None and readers.get(reader, ())[:1] == (shape,):
+                return f"migrate {description.name} {flag.flag} reads it"
+    return ""
+
+
+def register(description: SourceDescription) -> SourceDescription:
+    """Add a source the way an installed plugin is added (a plugin's tests); SourceDescriptionError
+    naming each part that is missing, or a name or shape already taken."""
+    _find()
+    _add(description)
+    return description
+
+
+def unregister(name: str) -> None:
+    """Withdraw a source added with :func:`register`; the built-in ones stay."""
+    if name not in _BUILT_IN:
+        _SOURCES.pop(name, None)
+
+
+def _add(new: SourceDescription) -> None:
+    name = getattr(getattr(new, "kind", None), "name", None)
+    if not isinstance(new, SourceDescription):
+        raise SourceDescriptionError(f"source {name!r}: not a SourceDescription")
     problems = missing_parts(new)
     if problems:
-        raise SourceDescriptionError(f"source {new.name!r}: missing or malformed: {'; '.join(problems)}")
-    if new.name in _KINDS:
+        raise SourceDescriptionError(f"source {name!r}: missing or malformed: {'; '.join(problems)}")
+    if new.name in _SOURCES:
         raise SourceDescriptionError(f"source {new.name!r}: a source of that name is registered")
-    for other in _KINDS.values():
-        taken = (set(new.records) & set(other.records)) | (set(new.shapes.shapes) & set(other.shapes.shapes))
+    for other in _SOURCES.values():
+        mine, theirs = new.kind, other.kind
+        taken = (set(mine.records) & set(theirs.records)) | (
+            set(mine.shapes.shapes) & set(theirs.shapes.shapes)
+        )
         if taken:
             raise SourceDescriptionError(
                 f"source {new.name!r}: {', '.join(sorted(taken))} already belong to source {other.name!r}"
             )
-    _KINDS[new.name] = new
-
-
-def remove_kind(name: str) -> None:
-    """Withdraw a source registered with :func:`add_kind` (a plugin's tests)."""
-    _KINDS.pop(name, None)
-
-
-for _builtin in kinds():  # the built-in sources are held to the same rules at import
-    if missing_parts(_builtin):
-        raise SourceDescriptionError(f"source {_builtin.name!r}: {'; '.join(missing_parts(_builtin))}")
+    _SOURCES[new.name] = new

@@ -1,8 +1,8 @@
 """The parts of a source's description that code below the command line reads (no argparse here).
 
-A source (Auth0, Keycloak, a table, Firebase, a ZITADEL export) is described once, in its package:
-``transforms/sources/<name>/<name>_source.py`` exports a :class:`SourceKind`, and
-``pipeline/migrate_<name>.py`` wraps it with its command (``pipeline/sources.py``). Who reads what:
+A source is described once, in its package: ``transforms/sources/<name>/source.py`` exports a
+:class:`SourceKind`, and ``command.py`` wraps it with its command (``declaration.SourceDescription``,
+found by ``registry.py``). Who reads what:
 
 - the scheduled sync (``transforms/sync/compare.py``) asks a user record whether it is blocked at
   the source and which ids a dead-lettered one would have had (:class:`UserRecordKind`, by the
@@ -19,7 +19,7 @@ Example (a source whose users are NDJSON lines ``{"uid": .., "locked": true}``):
         name="toy",
         records={"toy-user": UserRecordKind(blocked=_locked, ids=_uid)},
         shapes=FileShapes(
-            shapes={"toy-users": Shape(what="a toy export", takes="migrate toy --users reads it")},
+            shapes={"toy-users": Shape(what="a toy export")},  # "migrate toy --users reads it"
             readers={"toy-users": ("toy-users",)},
             identify=_toy_marks,  # top-level keys → ("toy-users", 'records with "uid"') or None
             rank=40,
@@ -94,7 +94,9 @@ class Shape:
     """What a file of this shape is, and what reads it (the refusal of another reader names it)."""
 
     what: str  # "a Keycloak realm export"
-    takes: str  # "migrate keycloak --realm reads it": the command (and flag) that reads it
+    # What reads it, in words; "" (the default): the command and flag that read it, from the
+    # source's description ("migrate keycloak --realm reads it"; ``registry.takes``).
+    takes: str = ""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -3,7 +3,7 @@
 The compare (``transforms/sync/compare.py``) is source-neutral except for these questions, asked
 of a row's original record or of a dead letter's record. Each source answers them for the
 ``source`` values its reader writes (``auth0-profile``, ``keycloak-user``, ``keycloak-file``, ...)
-in its description (``records`` of ``transforms/sources/<name>/<name>_source.py``); the launcher
+in its description (``records`` of ``transforms/sources/<name>/source.py``); the launcher
 hands them to the compare in ``SyncOptions.records``, so a worker needs no registry:
 
 - is the user blocked (Auth0 ``blocked: true``) or disabled (Keycloak ``enabled`` not true)?

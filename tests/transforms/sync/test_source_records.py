@@ -1,5 +1,5 @@
 """transforms/sync/source_records.py: what the sync reads from each source's user record (as each
-source describes it, transforms/sources/<name>/<name>_source.py)."""
+source describes it, transforms/sources/<name>/source.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The Auth0 reader's settings: the mapping choices ``migrate auth0`` takes from its flags.
 
 Shared by every step of the reader (``parse``, ``join``) and built once by the
-launcher (``pipeline/migrate_auth0.py``); all fields are picklable, no clients.
+launcher (``command.py``); all fields are picklable, no clients.
 
 Example::
 

@@ -1,6 +1,6 @@
 """Auth0 exports → user rows: parse profile and password files, join them, map, validate.
 
-The public transform of the Auth0 reader, for whoever wires a pipeline (``pipeline/migrate_auth0.py``).
+The public transform of the Auth0 reader, for whoever wires a pipeline (``command.py``'s plan).
 Shape of the work (few, large elements; see ``transforms/common/records.py``)::
 
     files ─ PlanUnits ─ Reshuffle ─ ParseUnits ──► (partition, (kind, blob)) ─ GroupByKey

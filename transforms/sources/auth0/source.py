@@ -1,7 +1,6 @@
 """Auth0 as the tool below the command line sees it: its record kinds, its files, its counters.
 
-The command's half is ``pipeline/migrate_auth0.py`` (``DESCRIPTION``); ``transforms/sources/
-registry.py`` lists :data:`KIND` with the other sources'. Example::
+The command's half is ``command.py`` (``DESCRIPTION``, which the registry finds). Example::
 
     KIND.records["auth0-profile"].blocked(b'{"user_id":"auth0|1","blocked":true}')  # True
     KIND.shapes.identify({"passwordHash": "string"})  # ("auth0-passwords", 'records with "passwordHash"')
@@ -15,6 +14,7 @@ import orjson
 
 from transforms.mapping.ids import auth0_user_id
 from transforms.sources.auth0 import items as a0
+from transforms.sources.declaration import source_name
 from transforms.sources.source_parts import FileShapes, Shape, SourceKind, UserRecordKind
 
 __all__ = ["KIND"]
@@ -76,15 +76,13 @@ def _identify(keys: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 KIND = SourceKind(
-    name="auth0",
+    name=source_name(__name__),  # the package's name
     records={a0.PROFILE_SOURCE: UserRecordKind(blocked=_blocked, ids=_ids)},
     shapes=FileShapes(
         shapes={
-            "auth0-users": Shape(what="an Auth0 user export", takes="migrate auth0 --users reads it"),
-            "auth0-passwords": Shape(
-                what="an Auth0 password export", takes="migrate auth0 --passwords reads it"
-            ),
-            "auth0-mfa": Shape(what="an Auth0 MFA export", takes="migrate auth0 --mfa reads it"),
+            "auth0-users": Shape(what="an Auth0 user export"),
+            "auth0-passwords": Shape(what="an Auth0 password export"),
+            "auth0-mfa": Shape(what="an Auth0 MFA export"),
         },
         readers={
             "auth0-users": ("auth0-users",),

@@ -1,7 +1,6 @@
 """Firebase Auth as the tool below the command line sees it: its record kinds and its files.
 
-The command's half is ``pipeline/migrate_firebase.py`` (``DESCRIPTION``); ``transforms/sources/
-registry.py`` lists :data:`KIND` with the other sources'. Example::
+The command's half is ``command.py`` (``DESCRIPTION``, which the registry finds). Example::
 
     KIND.records["firebase-user"].blocked(b'{"localId":"fb-1","disabled":true}')  # True
     firebase_csv(b"uid1,ann@example.com,true,...")  # a CSV export's first line (23+ columns)
@@ -15,6 +14,7 @@ from collections.abc import Mapping
 import orjson
 
 from transforms.common.reasons import Reason
+from transforms.sources.declaration import source_name
 from transforms.sources.firebase import accounting as fb
 from transforms.sources.source_parts import (
     UNREADABLE_FILE,
@@ -60,7 +60,7 @@ def firebase_csv(head: bytes) -> bool:
 
 
 KIND = SourceKind(
-    name="firebase",
+    name=source_name(__name__),  # the package's name
     records={
         fb.SOURCE: UserRecordKind(
             blocked=_disabled, ids=_ids, reason=Reason.DISABLED, flag="--include-disabled"
@@ -69,9 +69,7 @@ KIND = SourceKind(
         fb.FILE_SOURCE: UNREADABLE_FILE,
     },
     shapes=FileShapes(
-        shapes={
-            "firebase-users": Shape(what="a Firebase Auth export", takes="migrate firebase --users reads it")
-        },
+        shapes={"firebase-users": Shape(what="a Firebase Auth export")},
         readers={"firebase-users": ("firebase-users",)},
         identify=_identify,
         rank=30,

@@ -1,7 +1,7 @@
 """The Keycloak reader's counter names, its dead letters' source and its accounting invariant, beside the code that counts.
 
 The reader (``read.py``) writes these; the launcher's summary
-(``pipeline/migrate_keycloak.py``) and :func:`invariant` read them. Names shared with other
+(``command.py``) and :func:`invariant` read them. Names shared with other
 stages (bodies, dead letters, notes, roles) are in ``transforms/common/counters.py``.
 """
 
@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from transforms.common import counters
 from transforms.common.accounting import reader_invariant
+from transforms.sources.declaration import source_name
 
 __all__ = [
     "PREFIX",
@@ -32,25 +33,27 @@ __all__ = [
     "invariant",
 ]
 
-PREFIX = "keycloak"  # of the names below (and of the shared metadata counters' names)
-SOURCE = "keycloak-user"  # the source of a user's dead letters
+PREFIX = source_name(
+    __name__
+)  # the source's name: of the names below (and of the shared metadata counters' names)
+SOURCE = f"{PREFIX}-user"  # the source of a user's dead letters
 # Dead letters about a file rather than a user (a syntax error ends the file), so that
 # "users read = written + dead-lettered users" stays exact.
-FILE_SOURCE = "keycloak-file"
+FILE_SOURCE = f"{PREFIX}-file"
 
-USERS_READ = "keycloak.users_read"
-WITH_PASSWORD = "keycloak.with_password."  # + the hash algorithm converted
-WITHOUT_PASSWORD = "keycloak.without_password"
-FEDERATED = "keycloak.federated"  # LDAP/Kerberos users: no local hash
-PASSWORD_DROPPED = "keycloak.password_dropped."  # + reason
-OTHER_CREDENTIALS = "keycloak.other_credentials."  # + credential type not converted
-IDP_LINKS = "keycloak.idp_links."  # + outcome (linked, unmapped, invalid) + "." + alias
-OTP_NOT_CARRIED = "keycloak.otp_not_carried."  # + cause
-REQUIRED_ACTIONS_NOT_CARRIED = "keycloak.required_actions_not_carried."  # + action
-PASSWORD_CHANGE_REQUIRED = "keycloak.password_change_required"
-METADATA_ENTRIES = "keycloak.metadata_entries"
-METADATA_DROPPED = "keycloak.metadata_dropped"
-UNREADABLE_FILES = "keycloak.unreadable_files"
+USERS_READ = f"{PREFIX}.users_read"
+WITH_PASSWORD = f"{PREFIX}.with_password."  # + the hash algorithm converted
+WITHOUT_PASSWORD = f"{PREFIX}.without_password"
+FEDERATED = f"{PREFIX}.federated"  # LDAP/Kerberos users: no local hash
+PASSWORD_DROPPED = f"{PREFIX}.password_dropped."  # + reason
+OTHER_CREDENTIALS = f"{PREFIX}.other_credentials."  # + credential type not converted
+IDP_LINKS = f"{PREFIX}.idp_links."  # + outcome (linked, unmapped, invalid) + "." + alias
+OTP_NOT_CARRIED = f"{PREFIX}.otp_not_carried."  # + cause
+REQUIRED_ACTIONS_NOT_CARRIED = f"{PREFIX}.required_actions_not_carried."  # + action
+PASSWORD_CHANGE_REQUIRED = f"{PREFIX}.password_change_required"
+METADATA_ENTRIES = f"{PREFIX}.metadata_entries"
+METADATA_DROPPED = f"{PREFIX}.metadata_dropped"
+UNREADABLE_FILES = f"{PREFIX}.unreadable_files"
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:

@@ -1,7 +1,6 @@
 """Keycloak as the tool below the command line sees it: its record kinds, its files, its counters.
 
-The command's half is ``pipeline/migrate_keycloak.py`` (``DESCRIPTION``); ``transforms/sources/
-registry.py`` lists :data:`KIND` with the other sources'. Example::
+The command's half is ``command.py`` (``DESCRIPTION``, which the registry finds). Example::
 
     KIND.records["keycloak-user"].blocked(b'{"id":"k1","enabled":false}')  # True (disabled)
     KIND.records["keycloak-user"].ids({"username": "ann"}, "acme")  # [keycloak_user_id("acme", "ann")]
@@ -15,6 +14,7 @@ import orjson
 
 from transforms.common.reasons import Reason
 from transforms.mapping.ids import keycloak_user_id
+from transforms.sources.declaration import source_name
 from transforms.sources.keycloak import accounting as kc
 from transforms.sources.source_parts import UNREADABLE_FILE, FileShapes, Shape, SourceKind, UserRecordKind
 
@@ -49,7 +49,7 @@ def _identify(keys: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 KIND = SourceKind(
-    name="keycloak",
+    name=source_name(__name__),  # the package's name
     records={
         kc.SOURCE: UserRecordKind(
             blocked=_disabled, ids=_ids, reason=Reason.DISABLED, flag="--include-disabled"
@@ -57,9 +57,7 @@ KIND = SourceKind(
         kc.FILE_SOURCE: UNREADABLE_FILE,
     },
     shapes=FileShapes(
-        shapes={
-            "keycloak-realm": Shape(what="a Keycloak realm export", takes="migrate keycloak --realm reads it")
-        },
+        shapes={"keycloak-realm": Shape(what="a Keycloak realm export")},
         readers={"keycloak-realm": ("keycloak-realm",)},
         identify=_identify,
         rank=20,

@@ -1,6 +1,6 @@
 """The table reader's counter names, its dead letters' sources and its accounting invariant.
 
-The reader (``read.py``) writes these; the launcher's summary (``pipeline/migrate_table.py``)
+The reader (``read.py``) writes these; the launcher's summary (``command.py``)
 and :func:`invariant` read them. Names shared with other stages (bodies, dead letters, notes,
 roles) are in ``transforms/common/counters.py``.
 
@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from transforms.common import counters
 from transforms.common.accounting import reader_invariant
+from transforms.sources.declaration import source_name
 
 __all__ = [
     "PREFIX",
@@ -32,22 +33,24 @@ __all__ = [
     "invariant",
 ]
 
-PREFIX = "table"  # of the names below (and of the shared metadata counters' names)
-SOURCE = "table-user"  # the source of a record's dead letters
+PREFIX = source_name(
+    __name__
+)  # the source's name: of the names below (and of the shared metadata counters' names)
+SOURCE = f"{PREFIX}-user"  # the source of a record's dead letters
 # Dead letters about a file rather than a record (the rest of a file that cannot be read on), so
 # that "records read = written + dead-lettered records" stays exact.
-FILE_SOURCE = "table-file"
+FILE_SOURCE = f"{PREFIX}-file"
 
-RECORDS_READ = "table.records_read"
-WITH_PASSWORD = "table.with_password."  # + the hash's label
-WITHOUT_PASSWORD = "table.without_password"
-PASSWORD_DROPPED = "table.password_dropped."  # + reason (--on-unsupported-hash=import-without-password)
-METADATA_ENTRIES = "table.metadata_entries"
-METADATA_DROPPED = "table.metadata_dropped"
-UNREADABLE_FILES = "table.unreadable_files"
+RECORDS_READ = f"{PREFIX}.records_read"
+WITH_PASSWORD = f"{PREFIX}.with_password."  # + the hash's label
+WITHOUT_PASSWORD = f"{PREFIX}.without_password"
+PASSWORD_DROPPED = f"{PREFIX}.password_dropped."  # + reason (--on-unsupported-hash=import-without-password)
+METADATA_ENTRIES = f"{PREFIX}.metadata_entries"
+METADATA_DROPPED = f"{PREFIX}.metadata_dropped"
+UNREADABLE_FILES = f"{PREFIX}.unreadable_files"
 # --where: records that are not users, neither written nor dead-lettered
-NOT_SELECTED = "table.records_not_selected"
-MAPPED = "table.mapped."  # + field: records (selected) that held a value at the field's path
+NOT_SELECTED = f"{PREFIX}.records_not_selected"
+MAPPED = f"{PREFIX}.mapped."  # + field: records (selected) that held a value at the field's path
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:

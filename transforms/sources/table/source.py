@@ -1,7 +1,6 @@
 """A table of users as the tool below the command line sees it: its record kinds (it reads any file).
 
-The command's half is ``pipeline/migrate_table.py`` (``DESCRIPTION``); ``transforms/sources/
-registry.py`` lists :data:`KIND` with the other sources'. The reader writes each record as
+The command's half is ``command.py`` (``DESCRIPTION``, which the registry finds). The reader writes each record as
 ``{"id", "blocked", "record"}``: the id and the blocked flag as the run's mapping read them.
 Example::
 
@@ -12,6 +11,7 @@ from __future__ import annotations
 
 import orjson
 
+from transforms.sources.declaration import source_name
 from transforms.sources.source_parts import ANY_FILE, UNREADABLE_FILE, SourceKind, UserRecordKind
 from transforms.sources.table import accounting as ta
 
@@ -31,7 +31,7 @@ def _ids(record: dict, realm: str | None) -> list[str] | None:
 
 
 KIND = SourceKind(
-    name="table",
+    name=source_name(__name__),  # the package's name
     # A table record (read.py) and a table file that did not read.
     records={ta.SOURCE: UserRecordKind(blocked=_blocked, ids=_ids), ta.FILE_SOURCE: UNREADABLE_FILE},
     shapes=ANY_FILE,  # any table: the mapping says what its columns are

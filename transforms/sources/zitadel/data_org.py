@@ -2,7 +2,7 @@
 
 The planner (``plan.py``) wrote every item as an NDJSON line ``[field, item]`` (a singular field
 as ``["=name", value]``) into segment files grouped by body; rendering a body only reads its
-segments and groups them by field, in proto field order (``pipeline/migrate_zitadel.py`` does it
+segments and groups them by field, in proto field order (``command.py`` does it
 in parallel with Beam, one element per body).
 
 Example::

@@ -5,7 +5,7 @@ users. :func:`plan_export` reads it once (``export_reader.iter_export``, never w
 item of every org into *segment* files (NDJSON lines ``[field, item]``) grouped by the body it
 will travel in. The plan it returns lists the bodies, their segments and the order constraints;
 rendering a body is then only "read its segments, group by field" (``data_org.py``;
-``pipeline/migrate_zitadel.py`` does that in parallel with Beam, one element per body).
+``command.py`` does that in parallel with Beam, one element per body).
 
 Which body an item goes to (docs/zitadel-import-api.md, docs/instance-moves.md; ZITADEL's import runs org-level resources before users
 and grants/members after them, within one request, so a split must keep those orders):

@@ -1,7 +1,6 @@
 """A ZITADEL export as the tool below the command line sees it: its files (it cannot sync).
 
-The command's half is ``pipeline/migrate_zitadel.py`` (``DESCRIPTION``); ``transforms/sources/
-registry.py`` lists :data:`KIND` with the other sources'. ``migrate zitadel --export`` takes an
+The command's half is ``command.py`` (``DESCRIPTION``, which the registry finds). ``migrate zitadel --export`` takes an
 export document and also a dataOrgsv1 import body, which it cuts into bodies. Example::
 
     KIND.shapes.identify({"orgs": "start_array"})  # ("zitadel-export", 'a top-level "orgs" array')
@@ -11,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from transforms.sources.declaration import source_name
 from transforms.sources.source_parts import FileShapes, Shape, SourceKind
 
 __all__ = ["KIND"]
@@ -26,13 +26,11 @@ def _identify(keys: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 KIND = SourceKind(
-    name="zitadel",
+    name=source_name(__name__),  # the package's name
     records={},  # its users are not read one by one: no --state (docs/sync.md)
     shapes=FileShapes(
         shapes={
-            "zitadel-export": Shape(
-                what="a ZITADEL export document", takes="migrate zitadel --export reads it"
-            ),
+            "zitadel-export": Shape(what="a ZITADEL export document"),
             "import-body-v1": Shape(
                 what="a ZITADEL dataOrgsv1 import body",
                 takes="push --body sends it as it is (migrate zitadel --export cuts it)",

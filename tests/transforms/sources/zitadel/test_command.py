@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import gzip
 import json
 from pathlib import Path
@@ -14,12 +15,15 @@ from zitadel_fixtures import PAT, leaked_secrets, make_export, zitadel_fixture  
 from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
-from pipeline.migrate_zitadel import split_export
+from pipeline.document_run import LAUNCHER
 from transforms.output.manifest import load_manifest
 from transforms.push import engine as push_engine
+from transforms.sources.zitadel import command
 from transforms.zitadel_api.credentials import Credentials
 
 TOKEN = Credentials("token", token=PAT)
+# The split as `migrate zitadel` runs it: with the shared run's parts.
+split_export = functools.partial(command.split_export, launcher=LAUNCHER)
 
 
 def _write(path: Path, doc) -> Path:

@@ -1,4 +1,4 @@
-"""``migrate table`` end to end (pipeline/migrate_table.py): the CLI on the samples and on hostile tables.
+"""``migrate table`` end to end (transforms/sources/table/command.py): the CLI on the samples and on hostile tables.
 
 The samples are examples/table/ (written by examples/table/generate.py, password ``pw-<name>``).
 Bodies are checked against ZITADEL's published schema by tests/conftest.py; pushes go to the
@@ -28,6 +28,11 @@ DJANGO = EXAMPLES / "django_auth_user.json"
 ORG = "123456789"
 # A target that enables every verifier (ZITADEL's default is bcrypt only).
 ALL_VERIFIERS = DATA_DIR / "zitadel-config" / "verifiers-enabled.yaml"
+
+
+def sync_sample(tmp_path: Path) -> list[str]:
+    """The flags of a run on the bundled sample (tests/pipeline/test_migrate.py syncs with it)."""
+    return [f"--input={SUPABASE}", f"--mapping={EXAMPLES / 'supabase.mapping.json'}"]
 
 
 def _run(tmp_path: Path, *args: str) -> tuple[int, dict | None]:

@@ -1,5 +1,8 @@
 """``zitadel-beam migrate firebase``: Firebase Authentication users → ZITADEL import bodies.
 
+The source's command: its flags, its plan (the files it reads, the reader's options) and its
+summary rows; the registry finds its ``DESCRIPTION`` and the shared run (``pipeline/``) does the rest.
+
 Examples (local runner)::
 
     firebase auth:export users.json --project my-project
@@ -16,35 +19,35 @@ mails (``--on-unsupported-hash=dead-letter`` dead-letters them instead). docs/fi
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pipeline import legacy_hashes
-from pipeline.migrate import run_migration
-from pipeline.migrate_options import add_common_arguments, common_args
-from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import SummaryLine, shared_summary_lines, unmatched_alias_lines, users_lines
-from pipeline.source_description import FlexPart, SourceDescription
+from transforms.common.accounting import users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
 from transforms.files.storage import check_gcs_reachable
 from transforms.hashing.policy import OnUnsupportedHash
+from transforms.sources.declaration import (
+    FlagGroup,
+    FlagParser,
+    Flags,
+    FlexPart,
+    IdpLinks,
+    Plan,
+    SourceDescription,
+    SourceSettings,
+    SummaryLine,
+    file_flag,
+)
 from transforms.sources.firebase import accounting as fb
+from transforms.sources.firebase import legacy_hashes
 from transforms.sources.firebase.source import KIND
 
 if TYPE_CHECKING:
     from transforms.sources.firebase.files import FirebaseFile
 
-__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
-
-# providerUserInfo providers that are Firebase's own sign-in: not identity providers.
-_RESERVED = {
-    "password": "'password' is Firebase's own e-mail/password sign-in, not an identity provider",
-    "phone": "'phone' is Firebase's own phone sign-in, not an identity provider",
-}
-
+__all__ = ["DESCRIPTION", "add_arguments", "plan", "summary_lines"]
 
 # The summary's name of each reason a password was not imported.
 _DROPPED = {
@@ -53,9 +56,11 @@ _DROPPED = {
 }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def add_arguments(parser: FlagParser) -> None:
+    file_flag(
+        parser,
         "--users",
+        reads="firebase-users",
         default="./users.json",
         help='firebase auth:export output, JSON ({"users": [...]}) or CSV: path or glob, local or '
         "gs://, .gz read as it is (default ./users.json)",
@@ -66,8 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="import users disabled in Firebase (default: dead-letter them as disabled; with "
         "--state they are read so that ZITADEL deactivates them)",
     )
-    parser.add_argument(
+    file_flag(
+        parser,
         "--hash-config",
+        workers=False,
         metavar="FILE",
         default=None,
         help="the project's hash_config block (Firebase console, Users, password hash parameters): "
@@ -84,15 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "tenants (default: the user comes without a password, listed for a reset, or is dead-lettered "
         "as plaintext-password with --on-unsupported-hash=dead-letter)",
     )
-    add_idp_map_argument(parser, "providerUserInfo entries of providerId ALIAS (e.g. google.com, apple.com)")
     legacy_hashes.add_argument(parser)
-    add_common_arguments(parser)
-    # Firebase's hashes can never be verified by ZITADEL: by default such users come without a
-    # password and are listed for a reset; --on-unsupported-hash=dead-letter refuses them.
-    parser.set_defaults(on_unsupported_hash=OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD.value)
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    """The summary's rows of Firebase's own counters (the shared run adds the shared ones)."""
     lines: list[SummaryLine] = [
         ("users read", counts.get(fb.USERS_READ, 0)),
         *users_lines(counts),
@@ -122,7 +125,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         ):
             for suffix, value in by_suffix(dict(sorted(links.items())), f"{fb.IDP_LINKS}{outcome}."):
                 lines.append((f"  {label}: {suffix}", value))
-    return lines + shared_summary_lines(counts, fb.PREFIX)
+    return lines
 
 
 def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
@@ -136,75 +139,56 @@ def _hash_config_lines(recorded: Mapping[str, object]) -> list[SummaryLine]:
     ]
 
 
-def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+def plan(flags: Flags, settings: SourceSettings) -> Plan:
+    """Check the flags, read ``--hash-config``, match and look at the files; the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.firebase.mapping import FirebaseOptions
 
-    common = common_args(known_args)
-    idp_map = parse_idp_map(known_args.idp_map, _RESERVED)
     # Beam's FileSystems: imported once the flags are checked.
     from transforms.sources.firebase.files import FirebaseInputError, plan_firebase_files
     from transforms.sources.firebase.hash_config import HashConfigError, read_hash_config
+    from transforms.sources.firebase.mapping import FirebaseOptions
 
     recorded: dict[str, object] | None = None
-    if known_args.hash_config:
+    if flags.hash_config:
         try:
-            recorded = read_hash_config(known_args.hash_config)
+            recorded = read_hash_config(flags.hash_config)
         except HashConfigError as err:
-            raise ConfigError(f"--hash-config {known_args.hash_config}: {err}") from None
-    check_gcs_reachable([known_args.users])  # planning reads each file's head: fail fast
+            raise ConfigError(f"--hash-config {flags.hash_config}: {err}") from None
+    check_gcs_reachable([flags.users])  # planning reads each file's head: fail fast
     try:
-        files = plan_firebase_files([known_args.users])
+        files = plan_firebase_files([flags.users])
     except FirebaseInputError as err:
         raise ConfigError(str(err)) from None
     keep_legacy = legacy_hashes.firebase_keeper(
-        known_args.legacy_hashes,
-        files,
-        known_args.hash_config,
-        [known_args.users],
-        common.push.api if common.push is not None else None,
+        flags.legacy_hashes, files, flags.hash_config, [flags.users], settings.push_api
     )
     options = FirebaseOptions(
-        # With --state, disabled users are read so that those in ZITADEL can be deactivated; the
-        # sync step still dead-letters disabled users who are new unless --include-disabled.
-        include_disabled=known_args.include_disabled or bool(common.state),
-        metadata=common.metadata,
-        on_unsupported_hash=common.on_unsupported_hash,
-        email_fallback=common.email_fallback,
-        validation=ValidationOptions(hash_policy=common.hash_policy),
-        idp_map=idp_map,
-        allow_plaintext_passwords=known_args.allow_plaintext_passwords,
+        include_disabled=settings.read_blocked,
+        metadata=settings.metadata,
+        on_unsupported_hash=settings.on_unsupported_hash,
+        email_fallback=settings.email_fallback,
+        validation=ValidationOptions(hash_policy=settings.hash_policy),
+        idp_map=settings.idp_map,
+        allow_plaintext_passwords=flags.allow_plaintext_passwords,
     )
 
-    def add_source(pipeline, tmp_dir: str):
+    def read(pipeline, tmp_dir: str):
         from transforms.sources.firebase.read import (
             ReadFirebaseUsers,  # Beam: imported once the flags are checked
         )
 
         return pipeline | "ReadFirebase" >> ReadFirebaseUsers(files, options, NUM_PARTITIONS, tmp_dir)
 
-    def lines(counts: Mapping[str, int]) -> list[SummaryLine]:
-        return (
-            summary_lines(counts)
-            + unmatched_alias_lines(counts, fb.IDP_LINKS, [alias for alias, _ in idp_map])
-            + (_hash_config_lines(recorded) if recorded is not None else [])
-        )
-
     extra: dict[str, object] = {"firebase_files": [_listed(f) for f in files]}
     if recorded is not None:
         extra["firebase_hash_config"] = recorded
-    return run_migration(
-        source_name="firebase",
-        add_source=add_source,
-        common=common,
-        pipeline_args=pipeline_args,
-        input_paths=[known_args.users],
-        summary_lines=lines,
-        invariant=fb.invariant,
-        extra_manifest=extra,
-        sync_source={"include_blocked": known_args.include_disabled, "realm": None},
+    return Plan(
+        read=read,
+        input_paths=[flags.users],
         input_names={f.index: f.path for f in files},
+        manifest=extra,
+        summary=(lambda counts: _hash_config_lines(recorded)) if recorded is not None else None,
         keep_legacy=keep_legacy,
     )
 
@@ -213,19 +197,36 @@ def _listed(file: FirebaseFile) -> dict[str, str]:
     return {"path": file.path, "format": file.format}
 
 
-# The one description of this source (pipeline/sources.py registers it; the command line, the
-# Flex Template, --state, the first look at input files and the report are built from it).
+# The one description of this source (the registry finds it; the command line, the Flex
+# Template, --state, the first look at input files and the report are built from it).
 DESCRIPTION = SourceDescription(
-    name="firebase",
+    kind=KIND,
     help="Firebase Auth export (JSON or CSV) → import bodies",
     add_arguments=add_arguments,
-    run=run,
+    plan=plan,
     summary_lines=summary_lines,
     invariant=fb.invariant,
-    kind=KIND,
+    groups=frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT}),
+    idp_links=IdpLinks(
+        what="providerUserInfo entries of providerId ALIAS (e.g. google.com, apple.com)",
+        counters=fb.IDP_LINKS,
+        # providerUserInfo providers that are Firebase's own sign-in: not identity providers.
+        reserved={
+            "password": "'password' is Firebase's own e-mail/password sign-in, not an identity provider",
+            "phone": "'phone' is Firebase's own phone sign-in, not an identity provider",
+        },
+    ),
+    # Firebase's hashes can never be verified by ZITADEL: by default such users come without a
+    # password and are listed for a reset; --on-unsupported-hash=dead-letter refuses them.
+    defaults={"on_unsupported_hash": OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD.value},
     # --legacy-hashes: its users must be pushed with --api=user-v2, which the template does not
     # offer (docs/companion.md#users-must-be-active): a template run keeps the reset list.
-    flex=FlexPart(left_out=frozenset({"legacy_hashes", "allow_plaintext_passwords"})),
-    files={"users": "--users", "hash_config": "--hash-config"},
-    worker_files=("users",),
+    flex=FlexPart(
+        left_out=frozenset({"legacy_hashes", "allow_plaintext_passwords"}),
+        labels={
+            "users": "Firebase Auth export",
+            "include_disabled": "Include disabled users",
+            "hash_config": "Firebase hash config",
+        },
+    ),
 )

@@ -21,28 +21,24 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from transforms.common.errors import ConfigError
 from transforms.output.manifest import ListedFile
+from transforms.sources.declaration import FlagParser, KeepLegacy
 
 if TYPE_CHECKING:
-    from pipeline.run_outputs import RunOutputs
     from transforms.sources.firebase.files import FirebaseFile
 
 __all__ = ["KeepLegacy", "add_argument", "firebase_keeper"]
 
-# (run, passwordless list) -> (the list without the kept users, the store)
-KeepLegacy = Callable[["RunOutputs", ListedFile], tuple[ListedFile, ListedFile]]
-
 UNSUPPORTED = "unsupported-hash"
 
 
-def add_argument(parser: argparse.ArgumentParser) -> None:
+def add_argument(parser: FlagParser) -> None:
     parser.add_argument(
         "--legacy-hashes",
         metavar="PATH",
@@ -136,8 +132,8 @@ def firebase_keeper(
     except HashConfigError as err:
         raise ConfigError(f"--hash-config {hash_config}: {err}") from None
 
-    def keep(run: RunOutputs, passwordless: ListedFile) -> tuple[ListedFile, ListedFile]:
-        del run  # the outputs are already final: the store is one more, the list is rewritten
+    def keep(passwordless: ListedFile) -> tuple[ListedFile, ListedFile]:
+        # The outputs are already final: the store is one more, the list is rewritten.
         if _exists(path):  # written meanwhile by someone else: still never replaced
             raise ConfigError(f"--legacy-hashes {path!r} appeared during the run; it is not replaced")
         listed = _listed(passwordless)

@@ -17,36 +17,36 @@ password file::
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pipeline.migrate import run_migration
-from pipeline.migrate_options import (
-    CommonArgs,
-    add_common_arguments,
-    add_role_arguments,
-    common_args,
-    role_settings,
-)
-from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import SummaryLine, shared_summary_lines, unmatched_alias_lines, users_lines
-from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common import counters
+from transforms.common.accounting import users_lines
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.auth0 import items as a0
 from transforms.sources.auth0.accounting import invariant
 from transforms.sources.auth0.source import KIND
+from transforms.sources.declaration import (
+    FlagGroup,
+    FlagParser,
+    Flags,
+    FlexPart,
+    IdpLinks,
+    Plan,
+    SourceDescription,
+    SourceSettings,
+    SummaryLine,
+    file_flag,
+)
 
 if TYPE_CHECKING:
-    from transforms.mapping.roles import RoleSettings
     from transforms.sources import json_units
     from transforms.sources.auth0.options import Auth0Options
 
-__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines", "RESERVED_ALIASES"]
+__all__ = ["DESCRIPTION", "add_arguments", "plan", "summary_lines", "RESERVED_ALIASES"]
 
 # --idp-map aliases that are not IdPs in Auth0, with the reason shown.
 RESERVED_ALIASES = {"auth0": "'auth0' identities are Auth0's own database (the password), not an IdP"}
@@ -54,28 +54,33 @@ RESERVED_ALIASES = {"auth0": "'auth0' identities are Auth0's own database (the p
 _LOGGER = logging.getLogger(__name__)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def add_arguments(parser: FlagParser) -> None:
+    file_flag(
+        parser,
         "--users",
+        reads="auth0-users",
         default="./users.json",
         help="Auth0 profile export (Management API or bulk-import schema): path or glob, "
         "local or gs:// (default ./users.json)",
     )
-    parser.add_argument(
+    file_flag(
+        parser,
         "--passwords",
+        reads="auth0-passwords",
         default=None,
         help="Auth0 password-hash export: path or glob. Default: ./passwords.json when that "
         "file exists (zitadel-tools' default), else none. 'none' reads no password file "
         "(e.g. bulk-import profiles carrying custom_password_hash)",
     )
-    parser.add_argument(
+    file_flag(
+        parser,
         "--mfa",
+        reads="auth0-mfa",
         default=None,
         help="Auth0 MFA export (NDJSON or array; path or glob): OTP secrets become the users' "
         "otpCode (authenticator apps keep working); recovery codes cannot be imported and "
         "are counted",
     )
-    add_idp_map_argument(parser, "Auth0 identities of PROVIDER (e.g. google-oauth2, github, samlp)")
     parser.add_argument(
         "--email-verified",
         action="store_true",
@@ -86,8 +91,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="import users blocked in Auth0 (the import API cannot carry the blocked state)",
     )
-    add_common_arguments(parser)
-    add_role_arguments(parser, "auth0")
     roles = parser.add_argument_group("roles and grants (docs/roles.md)")
     roles.add_argument(
         "--roles-from",
@@ -96,7 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="dotted path into each profile holding a list of role names, e.g. app_metadata.roles "
         "or app_metadata.authorization.roles (needs --project-id)",
     )
-    roles.add_argument(
+    file_flag(
+        roles,
         "--roles-file",
         metavar="FILE",
         default=None,
@@ -106,6 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    """The summary's rows of Auth0's own counters (the shared run adds the shared ones)."""
     lines: list[SummaryLine] = [
         ("profiles read", counts.get(a0.READ_COUNTERS[a0.Kind.PROFILES], 0)),
         ("password records read", counts.get(a0.READ_COUNTERS[a0.Kind.PASSWORDS], 0)),
@@ -146,10 +151,10 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
                 prefix = f"{a0.IDENTITIES}{outcome}."
                 if name.startswith(prefix):
                     lines.append((f"  {label}: {name.removeprefix(prefix)}", value))
-    return lines + shared_summary_lines(counts, a0.PREFIX)
+    return lines
 
 
-def implied_files(known_args: argparse.Namespace) -> dict[str, list[str]]:
+def implied_files(known_args: Flags) -> dict[str, list[str]]:
     """Without ``--passwords``, ./passwords.json when it exists (zitadel-tools' default): an input
     the run must not write (pipeline/preflight.py)."""
     if getattr(known_args, "passwords", None) is None and os.path.exists("./passwords.json"):
@@ -166,9 +171,7 @@ def _password_pattern(value: str | None) -> str | None:
     return value
 
 
-def _match_files(
-    known_args: argparse.Namespace, password_pattern: str | None
-) -> tuple[list[json_units.InputFile], ...]:
+def _match_files(known_args: Flags, password_pattern: str | None) -> tuple[list[json_units.InputFile], ...]:
     """The files of ``--users``, ``--passwords``, ``--mfa`` and ``--roles-file``, numbered in that
     order (the sort key's file index), each given a first look."""
     from transforms.sources import json_units
@@ -208,39 +211,30 @@ def _match_files(
     return profiles, passwords, mfa, role_files
 
 
-def _auth0_options(
-    known_args: argparse.Namespace,
-    common: CommonArgs,
-    idp_map: tuple[tuple[str, str], ...],
-    roles: RoleSettings | None,
-) -> Auth0Options:
+def _auth0_options(known_args: Flags, settings: SourceSettings) -> Auth0Options:
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.auth0.options import Auth0Options
 
     return Auth0Options(
         email_verified=known_args.email_verified,
-        # With --state, blocked users are read so that those in ZITADEL can be deactivated; the
-        # sync step still dead-letters blocked users who are new unless --include-blocked.
-        include_blocked=known_args.include_blocked or bool(common.state),
-        metadata=common.metadata,
+        include_blocked=settings.read_blocked,
+        metadata=settings.metadata,
         validation=ValidationOptions(
-            allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy
+            allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=settings.hash_policy
         ),
-        on_unsupported_hash=common.on_unsupported_hash,
-        idp_map=idp_map,
-        email_fallback=common.email_fallback,
-        roles_project=roles.project_id if roles is not None else None,
+        on_unsupported_hash=settings.on_unsupported_hash,
+        idp_map=settings.idp_map,
+        email_fallback=settings.email_fallback,
+        roles_project=settings.roles.project_id if settings.roles is not None else None,
         roles_from=known_args.roles_from,
     )
 
 
-def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+def plan(known_args: Flags, settings: SourceSettings) -> Plan:
+    """Check the flags, match and look at the files; the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
 
-    common = common_args(known_args)
-    idp_map = parse_idp_map(known_args.idp_map, RESERVED_ALIASES)
     password_pattern = _password_pattern(known_args.passwords)
-    roles = role_settings(known_args)
     patterns = {
         "--users": known_args.users,
         "--passwords": password_pattern,
@@ -249,59 +243,61 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     }
     patterns = {flag: value for flag, value in patterns.items() if value}
     # Before matching: a gs:// match with Cloud Storage unreachable retries for ~120 s.
-    check_gcs_reachable(
-        list(patterns.values()) + [common.output] + ([common.dead_letter] if common.dead_letter else [])
-    )
+    check_gcs_reachable(list(patterns.values()) + list(settings.outputs))
     profiles, passwords, mfa, role_files = _match_files(known_args, password_pattern)
     if known_args.passwords is None and password_pattern is None:
         _LOGGER.warning(
             "no --passwords and no ./passwords.json: no password file: only bulk-import profiles' custom_password_hash can give users a "
             "password (--passwords=PATH to add one)"
         )
-    options = _auth0_options(known_args, common, idp_map, roles)
-    if roles is not None and not known_args.roles_from and not known_args.roles_file:
+    options = _auth0_options(known_args, settings)
+    if settings.roles is not None and not known_args.roles_from and not known_args.roles_file:
         raise ConfigError(
             "--project-id: say where Auth0 keeps the roles: --roles-from=app_metadata.roles and/or "
             "--roles-file=FILE (docs/roles.md)"
         )
 
-    def add_source(pipeline, tmp_dir: str):
+    def read(pipeline, tmp_dir: str):
         from transforms.sources.auth0.read import ReadAuth0Users  # Beam: imported once the flags are checked
 
         return pipeline | "ReadAuth0" >> ReadAuth0Users(
             profiles, passwords, options, NUM_PARTITIONS, tmp_dir, mfa, role_files
         )
 
-    return run_migration(
-        source_name="auth0",
-        add_source=add_source,
-        common=common,
-        pipeline_args=pipeline_args,
+    return Plan(
+        read=read,
         input_paths=list(patterns.values()),
-        summary_lines=lambda counts: (
-            summary_lines(counts)
-            + unmatched_alias_lines(counts, a0.IDENTITIES, [alias for alias, _ in idp_map])
-        ),
-        invariant=invariant,
-        sync_source={"include_blocked": known_args.include_blocked, "realm": None},
         input_names={f.index: f.path for f in profiles + passwords + mfa},
-        roles=roles,
         defined_roles=[],
     )
 
 
-# The one description of this source (pipeline/sources.py registers it; the command line, the
-# Flex Template, --state, the first look at input files and the report are built from it).
+# The one description of this source (the registry finds it; the command line, the Flex
+# Template, --state, the first look at input files and the report are built from it).
 DESCRIPTION = SourceDescription(
-    name="auth0",
+    kind=KIND,
     help="Auth0 users + password export → import bodies",
     add_arguments=add_arguments,
-    run=run,
+    plan=plan,
     summary_lines=summary_lines,
     invariant=invariant,
-    kind=KIND,
-    flex=FlexPart(),
-    files={"users": "--users", "passwords": "--passwords", "mfa": "--mfa"},
-    worker_files=("users", "passwords", "mfa"),
+    groups=frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT, FlagGroup.ROLES}),
+    idp_links=IdpLinks(
+        what="Auth0 identities of PROVIDER (e.g. google-oauth2, github, samlp)",
+        counters=a0.IDENTITIES,
+        reserved=RESERVED_ALIASES,
+    ),
+    flex=FlexPart(
+        labels={
+            "users": "Auth0 profile export",
+            "passwords": "Auth0 password-hash export",
+            "mfa": "Auth0 MFA export",
+            "roles_file": "Auth0 roles file",
+            "roles_from": "Auth0 roles path",
+            "email_verified": "Mark e-mails verified",
+            "include_blocked": "Include blocked users",
+        },
+        patterns={"roles_from": "^[A-Za-z0-9_]+(\\.[A-Za-z0-9_]+)*$"},
+    ),
     implied_files=implied_files,
 )

@@ -1,4 +1,4 @@
-"""``migrate firebase`` end to end (pipeline/migrate_firebase.py): the CLI on the sample exports,
+"""``migrate firebase`` end to end (transforms/sources/firebase/command.py): the CLI on the sample exports,
 compressed and on gs://, hostile values, push and verify against the stand-in, and ``--state`` nights.
 
 The sample export (``tests/data/firebase/``, written by ``examples/firebase/make_sample.py``) holds
@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from repo_files import DATA_DIR
+from repo_files import DATA_DIR, ROOT
 from zitadel_fixtures import PAT, leaked_secrets
 from zitadel_server import ZitadelServer
 
@@ -27,6 +27,11 @@ ORG = "123456789"
 SAMPLE_IDS = ["fb-ann-0001", "fb-bo-0002", "fb-cy-0003", "fb-dee-0004", "fb-eve-0005", "fb-fay-0006"]
 SECRET_KEY = "c2lnbmVyLWtleS1zZWNyZXQtdmFsdWUtZm9yLXRlc3Rz"
 SECRET_SEPARATOR = "Bw=="
+
+
+def sync_sample(tmp_path: Path) -> list[str]:
+    """The flags of a run on the bundled sample (tests/pipeline/test_migrate.py syncs with it)."""
+    return [f"--users={ROOT}/examples/firebase/users.json"]
 
 
 def _run(tmp_path: Path, users: str, *args: str) -> tuple[int, dict | None]:

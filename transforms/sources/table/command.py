@@ -18,17 +18,24 @@ Examples (local runner)::
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pipeline.migrate import run_migration
-from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
-from pipeline.report import SummaryLine, shared_summary_lines, users_lines
-from pipeline.source_description import FlexPart, SourceDescription
+from transforms.common.accounting import users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
+from transforms.sources.declaration import (
+    FlagGroup,
+    FlagParser,
+    Flags,
+    FlexPart,
+    Plan,
+    SourceDescription,
+    SourceSettings,
+    SummaryLine,
+    file_flag,
+)
 from transforms.sources.table import accounting as ta
 from transforms.sources.table.source import KIND
 
@@ -37,17 +44,20 @@ if TYPE_CHECKING:  # imported in run() only: --help stays fast
     from transforms.sources.table.read import TableFile
     from transforms.sources.table.spec import TableSpec
 
-__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
+__all__ = ["DESCRIPTION", "add_arguments", "plan", "summary_lines"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def add_arguments(parser: FlagParser) -> None:
+    file_flag(
+        parser,
         "--input",
         required=True,
         help="the table: CSV, NDJSON or a JSON array; a path or a glob, plain or .gz, local or gs://",
     )
-    parser.add_argument(
+    file_flag(
+        parser,
         "--mapping",
+        workers=False,  # the launcher reads the mapping and hands the workers its spec
         metavar="FILE",
         default=None,
         help="JSON file naming the column or JSON path of each field (docs/table.md)",
@@ -110,11 +120,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="import users the mapped 'blocked' column marks (the import API cannot carry the blocked state)",
     )
-    add_common_arguments(parser)
-    add_role_arguments(parser, "table")
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    """The summary's rows of the table's own counters (the shared run adds the shared ones)."""
     lines: list[SummaryLine] = [
         ("records read", counts.get(ta.RECORDS_READ, 0)),
         *([("  not selected (--where)", counts[ta.NOT_SELECTED])] if counts.get(ta.NOT_SELECTED) else []),
@@ -132,10 +141,10 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         lines.append((f"  password dropped ({suffix})", value))
     if counts.get(ta.UNREADABLE_FILES):
         lines.append(("files not read to the end", counts[ta.UNREADABLE_FILES]))
-    return lines + shared_summary_lines(counts, ta.PREFIX, idp_map=False)  # no --idp-map here
+    return lines
 
 
-def _load_spec(known_args: argparse.Namespace) -> TableSpec:
+def _load_spec(known_args: Flags, metadata: bool) -> TableSpec:
     from transforms.files.storage import read_bytes
     from transforms.sources.table.spec import SpecError, load_spec
 
@@ -149,22 +158,22 @@ def _load_spec(known_args: argparse.Namespace) -> TableSpec:
         spec = load_spec(text, known_args.map, known_args.where)
     except SpecError as err:
         raise ConfigError(str(err)) from None
-    if known_args.metadata and not spec.metadata:
+    if metadata and not spec.metadata:
         raise ConfigError(
             "--metadata: name the columns to carry: --map metadata=COLUMN,COLUMN (docs/table.md)"
         )
     return spec
 
 
-def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+def plan(known_args: Flags, settings: SourceSettings) -> Plan:
+    """Check the flags, read the mapping, match and look at the files; the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.table.csv_rows import delimiter_option, encoding_option
     from transforms.sources.table.mapping import TableOptions
 
-    common = common_args(known_args)
-    roles = role_settings(known_args)
-    spec = _load_spec(known_args)
+    roles = settings.roles
+    spec = _load_spec(known_args, settings.metadata)
     if roles is not None and "roles" not in spec.fields:
         raise ConfigError("--project-id: name the roles column: --map roles=COLUMN (docs/table.md)")
     delimiter, encoding = delimiter_option(known_args.delimiter), encoding_option(known_args.encoding)
@@ -176,37 +185,29 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     )
     options = TableOptions(
         spec=spec,
-        # With --state, blocked users are read so that those in ZITADEL can be deactivated; the
-        # sync step still dead-letters blocked users who are new unless --include-blocked.
-        include_blocked=known_args.include_blocked or bool(common.state),
+        include_blocked=settings.read_blocked,
         email_verified=known_args.email_verified,
-        on_unsupported_hash=common.on_unsupported_hash,
-        email_fallback=common.email_fallback,
+        on_unsupported_hash=settings.on_unsupported_hash,
+        email_fallback=settings.email_fallback,
         validation=ValidationOptions(
-            allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=common.hash_policy
+            allowed_hash_families=("bcrypt", "argon2", "pbkdf2", "other"), hash_policy=settings.hash_policy
         ),
         hash_form=_hash_form(known_args.hash_form or spec.hash_form),
         allow_plaintext_passwords=known_args.allow_plaintext_passwords,
     )
     project = roles.project_id if roles is not None else None
 
-    def add_source(pipeline, tmp_dir: str):
+    def read(pipeline, tmp_dir: str):
         from transforms.sources.table.read import ReadTableUsers  # Beam: imported once the flags are checked
 
         return pipeline | "ReadTable" >> ReadTableUsers(files, options, NUM_PARTITIONS, tmp_dir, project)
 
-    return run_migration(
-        source_name="table",
-        add_source=add_source,
-        common=common,
-        pipeline_args=pipeline_args,
+    return Plan(
+        read=read,
         input_paths=[known_args.input],
-        summary_lines=lambda counts: summary_lines(counts) + _file_lines(files, spec, counts),
-        invariant=ta.invariant,
-        extra_manifest=_extra_manifest(files),
-        sync_source={"include_blocked": known_args.include_blocked, "realm": None},
         input_names={f.index: f.path for f in files},
-        roles=roles,
+        manifest=_extra_manifest(files),
+        summary=lambda counts: _file_lines(files, spec, counts),
         defined_roles=[] if roles is not None else None,
     )
 
@@ -264,17 +265,38 @@ def _file_lines(files: list[TableFile], spec: TableSpec, counts: Mapping[str, in
     return lines
 
 
-# The one description of this source (pipeline/sources.py registers it; the command line, the
-# Flex Template, --state, the first look at input files and the report are built from it).
+# The one description of this source (the registry finds it; the command line, the Flex
+# Template, --state, the first look at input files and the report are built from it).
 DESCRIPTION = SourceDescription(
-    name="table",
+    kind=KIND,
     help="any table of users (CSV, NDJSON, JSON) → import bodies",
     add_arguments=add_arguments,
-    run=run,
+    plan=plan,
     summary_lines=summary_lines,
     invariant=ta.invariant,
-    kind=KIND,
-    flex=FlexPart(left_out=frozenset({"allow_plaintext_passwords"})),
-    files={"input": "--input", "mapping": "--mapping"},
-    worker_files=("input",),  # the launcher reads the mapping and hands the workers its spec
+    groups=frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT, FlagGroup.ROLES}),
+    flex=FlexPart(
+        left_out=frozenset({"allow_plaintext_passwords"}),
+        labels={
+            "input": "Table of users",
+            "mapping": "Table mapping file",
+            "map": "Table mapping fields",
+            "format": "Table format",
+            "where": "Records to read",
+            "delimiter": "CSV delimiter",
+            "encoding": "CSV encoding",
+            "hash_form": "Password hash form",
+            "email_verified": "Mark e-mails verified",
+            "include_blocked": "Include blocked users",
+        },
+        patterns={
+            "map": "^[a-z_]+=[^;]+(;[a-z_]+=[^;]+)*$",
+            "where": "^[^;=]+=[^;]*(;[^;=]+=[^;]*)*$",
+            "delimiter": "^([^\\n]|tab|comma|semicolon|pipe|space)$",
+            "encoding": "^[A-Za-z0-9][-_A-Za-z0-9]{0,39}$",
+            "hash_form": "^[a-z0-9][-a-z0-9]{0,79}$",
+        },
+        # One field's path may hold commas (metadata=plan,tier): its values are split at ";".
+        separators={"map": ";", "where": ";"},
+    ),
 )

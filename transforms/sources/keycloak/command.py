@@ -18,31 +18,40 @@ argon2 verifier (self-hosted ``SystemDefaults.PasswordHasher.Verifiers``; ZITADE
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pipeline.migrate import run_migration
-from pipeline.migrate_options import add_common_arguments, add_role_arguments, common_args, role_settings
-from pipeline.options import add_idp_map_argument, parse_idp_map
-from pipeline.report import SummaryLine, shared_summary_lines, unmatched_alias_lines, users_lines
-from pipeline.source_description import FlexPart, SourceDescription
 from transforms.common import counters
+from transforms.common.accounting import users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
+from transforms.sources.declaration import (
+    FlagGroup,
+    FlagParser,
+    Flags,
+    FlexPart,
+    IdpLinks,
+    Plan,
+    SourceDescription,
+    SourceSettings,
+    SummaryLine,
+    file_flag,
+)
 from transforms.sources.keycloak import accounting as kc
 from transforms.sources.keycloak.source import KIND
 
 if TYPE_CHECKING:  # imported in run() only: --help stays fast
     from transforms.sources.keycloak.realm_files import RealmSource
 
-__all__ = ["DESCRIPTION", "add_arguments", "run", "summary_lines"]
+__all__ = ["DESCRIPTION", "add_arguments", "plan", "summary_lines"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def add_arguments(parser: FlagParser) -> None:
+    file_flag(
+        parser,
         "--realm",
+        reads="keycloak-realm",
         default="./realm.json",
         help="Keycloak realm export, or a directory/glob of a split export "
         "(<realm>-realm.json + <realm>-users-N.json); local or gs:// (default ./realm.json)",
@@ -71,14 +80,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "ZITADEL's password complexity policy still applies on the server: a password "
         "it rejects fails that user's import",
     )
-    add_idp_map_argument(
-        parser, "Keycloak federatedIdentities of identity-provider ALIAS (e.g. google, corp-saml)"
+    roles = parser.add_argument_group("roles and grants (docs/roles.md)")
+    roles.add_argument(
+        "--client-project",
+        metavar="CLIENT=PROJECT_ID",
+        action="append",
+        default=[],
+        help="repeatable: the client roles of Keycloak client CLIENT go to that existing "
+        "project with their own names as keys (other clients' roles go to --project-id as "
+        "CLIENT:ROLE)",
     )
-    add_common_arguments(parser)
-    add_role_arguments(parser, "keycloak")
+    roles.add_argument(
+        "--include-builtin-roles",
+        action="store_true",
+        help="also carry Keycloak's built-in roles (offline_access, uma_authorization, "
+        "default-roles-<realm>, the roles of account, realm-management, broker, ... clients)",
+    )
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
+    """The summary's rows of Keycloak's own counters (the shared run adds the shared ones)."""
     lines: list[SummaryLine] = [
         ("users read", counts.get(kc.USERS_READ, 0)),
         *users_lines(counts),
@@ -112,16 +133,14 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         ):
             for suffix, value in by_suffix(dict(sorted(links.items())), f"{kc.IDP_LINKS}{outcome}."):
                 lines.append((f"  {label}: {suffix}", value))
-    return lines + shared_summary_lines(counts, kc.PREFIX)
+    return lines
 
 
-def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+def plan(known_args: Flags, settings: SourceSettings) -> Plan:
+    """Check the flags, plan the realm's files (and its roles); the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.keycloak.mapping import KeycloakOptions
-
-    common = common_args(known_args)
-    idp_map = parse_idp_map(known_args.idp_map)
     from transforms.sources.keycloak.realm_files import (  # Beam's FileSystems
         RealmInputError,
         plan_realm_sources,
@@ -133,30 +152,26 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     except RealmInputError as err:
         raise ConfigError(f"--realm: {err}") from None
     options = KeycloakOptions(
-        # With --state, disabled users are read so that those in ZITADEL can be deactivated; the
-        # sync step still dead-letters disabled users who are new unless --include-disabled.
-        include_disabled=known_args.include_disabled or bool(common.state),
-        metadata=common.metadata,
-        on_unsupported_hash=common.on_unsupported_hash,
+        include_disabled=settings.read_blocked,
+        metadata=settings.metadata,
+        on_unsupported_hash=settings.on_unsupported_hash,
         allow_plaintext_passwords=known_args.allow_plaintext_passwords,
-        email_fallback=common.email_fallback,
+        email_fallback=settings.email_fallback,
         validation=ValidationOptions(
-            allowed_hash_families=("bcrypt", "argon2", "pbkdf2"), hash_policy=common.hash_policy
+            allowed_hash_families=("bcrypt", "argon2", "pbkdf2"), hash_policy=settings.hash_policy
         ),
-        idp_map=idp_map,
+        idp_map=settings.idp_map,
     )
-
-    roles_settings = role_settings(known_args)
     model = None
-    if roles_settings is not None:  # roles and groups → project roles and grants (docs/roles.md)
+    if settings.roles is not None:  # roles and groups → project roles and grants (docs/roles.md)
         from transforms.sources.keycloak.roles import load_keycloak_roles
 
         try:
-            model = load_keycloak_roles(known_args.realm, known_args.realm_name, roles_settings)
+            model = load_keycloak_roles(known_args.realm, known_args.realm_name, settings.roles)
         except ValueError as err:
             raise ConfigError(f"--realm: {err}") from None
 
-    def add_source(pipeline, tmp_dir: str):
+    def read(pipeline, tmp_dir: str):
         from transforms.sources.keycloak.read import (
             ReadKeycloakUsers,  # Beam: imported once the flags are checked
         )
@@ -165,21 +180,12 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
             sources, options, NUM_PARTITIONS, tmp_dir, roles=model
         )
 
-    return run_migration(
-        source_name="keycloak",
-        add_source=add_source,
-        common=common,
-        pipeline_args=pipeline_args,
+    return Plan(
+        read=read,
         input_paths=sorted({s.path for s in sources}),  # the files read (--realm may be a folder)
-        summary_lines=lambda counts: (
-            summary_lines(counts)
-            + unmatched_alias_lines(counts, kc.IDP_LINKS, [alias for alias, _ in idp_map])
-        ),
-        invariant=kc.invariant,
-        extra_manifest={"realm_files": [s.path for s in sources]},
-        sync_source={"include_blocked": known_args.include_disabled, "realm": _realm_name(sources)},
         input_names={s.index: s.path for s in sources},
-        roles=roles_settings,
+        manifest={"realm_files": [s.path for s in sources]},
+        realm=_realm_name(sources),
         defined_roles=model.defined_entries() if model is not None else None,
     )
 
@@ -190,17 +196,32 @@ def _realm_name(sources: Sequence[RealmSource]) -> str | None:
     return names.pop() if len(names) == 1 and "" not in names else None
 
 
-# The one description of this source (pipeline/sources.py registers it; the command line, the
-# Flex Template, --state, the first look at input files and the report are built from it).
+# The one description of this source (the registry finds it; the command line, the Flex
+# Template, --state, the first look at input files and the report are built from it).
 DESCRIPTION = SourceDescription(
-    name="keycloak",
+    kind=KIND,
     help="Keycloak realm export → import bodies",
     add_arguments=add_arguments,
-    run=run,
+    plan=plan,
     summary_lines=summary_lines,
     invariant=kc.invariant,
-    kind=KIND,
-    flex=FlexPart(left_out=frozenset({"allow_plaintext_passwords", "allow_missing_parts"})),
-    files={"realm": "--realm"},
-    worker_files=("realm",),
+    groups=frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT, FlagGroup.ROLES}),
+    idp_links=IdpLinks(
+        what="Keycloak federatedIdentities of identity-provider ALIAS (e.g. google, corp-saml)",
+        counters=kc.IDP_LINKS,
+    ),
+    flex=FlexPart(
+        left_out=frozenset({"allow_plaintext_passwords", "allow_missing_parts"}),
+        labels={
+            "realm": "Keycloak realm export",
+            "realm_name": "Keycloak realm name",
+            "include_disabled": "Include disabled users",
+            "client_project": "Keycloak client projects",
+            "include_builtin_roles": "Include Keycloak built-in roles",
+        },
+        patterns={
+            "realm_name": "^[^\\s]{1,255}$",
+            "client_project": "^[^=,\\s]+=[0-9]+(,[^=,\\s]+=[0-9]+)*$",
+        },
+    ),
 )

@@ -28,7 +28,6 @@ hashing and writing the bodies (to local disk or gs://) run in parallel. Run on 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import os
@@ -36,40 +35,42 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
-from pipeline import signals
-from pipeline.migrate_options import MAX_BATCH_SIZE, add_output_arguments
-from pipeline.preflight import check_written
-from pipeline.run_outputs import RunOutputs
-from pipeline.source_description import SourceDescription
 from transforms.common.counters import PASSWORD_HASHES
 from transforms.common.durations import normalise_duration
 from transforms.common.errors import ConfigError
 from transforms.files.storage import is_remote, size
 from transforms.hashing.policy import load_policy
 from transforms.hashing.summary import hash_manifest
+from transforms.sources.declaration import (
+    DocumentRun,
+    FlagParser,
+    Flags,
+    Launcher,
+    OpenOutputs,
+    SourceDescription,
+    SummaryLine,
+    file_flag,
+)
 from transforms.sources.zitadel.plan import BodyElement, ExportPlan
 from transforms.sources.zitadel.source import KIND
 
 __all__ = ["DESCRIPTION", "add_arguments", "run", "split_export", "SplitResult"]
 
 _LOGGER = logging.getLogger(__name__)
-SOURCE = "zitadel"
+SOURCE = KIND.name
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def add_arguments(parser: FlagParser) -> None:
+    file_flag(
+        parser,
         "--export",
+        reads="zitadel-export",
         required=True,
         help="the export document (POST /admin/v1/export, or `zitadel-beam export`); "
         "local or gs://, plain or .gz",
-    )
-    add_output_arguments(
-        parser,
-        batch_help="at most this many users (human + machine) per body (default 5000)",
-        dead_letter_help="NDJSON file for items that cannot be imported (default <stem>.dead-letter.ndjson)",
-        multiline_help="pretty-print the bodies",
     )
     parser.add_argument(
         "--zitadel-config",
@@ -80,11 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
+def run(known_args: Flags, pipeline_args: list[str], launcher: Launcher) -> int:
     policy = load_policy(known_args.zitadel_config, os.environ)  # a bad config fails before the run
     result = split_export(
         known_args.export,
         known_args.output,
+        launcher=launcher,
         timeout=known_args.timeout,
         batch_size=known_args.batch_size,
         dead_letter=known_args.dead_letter,
@@ -95,7 +97,7 @@ def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     print(result.summary())
     _print_hash_report(result.manifest, policy)
     sys.stdout.flush()
-    if not result.holds or check_written(result.manifest):
+    if not result.holds or launcher.check_written(result.manifest):
         return 3
     if known_args.strict and result.dead_count:
         print(f"zitadel-beam: --strict: {result.dead_count} item(s) dead-lettered", file=sys.stderr)
@@ -117,15 +119,19 @@ def _print_hash_report(manifest_path: str, policy) -> None:
 
 
 def build_pipeline(
-    elements: list[BodyElement], tmp_dir: str, timeout: str, multiline: bool, pipeline_args: list[str]
+    elements: list[BodyElement],
+    tmp_dir: str,
+    timeout: str,
+    multiline: bool,
+    pipeline_args: list[str],
+    launcher: Launcher,
 ):
     """Build (not run) the render pipeline for a plan's body elements."""
     import apache_beam as beam
 
-    from pipeline.beam_run import make_pipeline
     from transforms.sources.zitadel.render import RenderBodies
 
-    pipeline = make_pipeline(pipeline_args)
+    pipeline = launcher.make_pipeline(pipeline_args)
     _ = (
         pipeline
         | "Bodies" >> beam.Create(elements, reshuffle=False).with_output_types(BodyElement)
@@ -146,10 +152,9 @@ class SplitResult:
     holds: bool
     invariant: str
     seconds: float
+    summary_table: Callable[[str, list[SummaryLine]], str]  # the shared run's
 
     def summary(self) -> str:
-        from pipeline.report import SummaryLine, summary_table
-
         c = self.counts
         lines: list[SummaryLine] = [
             ("organizations", c.get("orgs", 0)),
@@ -165,7 +170,7 @@ class SplitResult:
         lines += [("", ""), ("bodies written", len(self.bodies))]
         lines += [(f"  {kind}", n) for kind, n in kinds.items()]
         lines += [("seconds", f"{self.seconds:.1f}")]
-        text = summary_table("zitadel-beam migrate zitadel: summary", lines)
+        text = self.summary_table(f"zitadel-beam migrate {SOURCE}: summary", lines)
         text += f"\naccounting: {self.invariant} [{'ok' if self.holds else 'BROKEN'}]"
         text += f"\nmanifest: {self.manifest}"
         if self.bodies:
@@ -210,6 +215,7 @@ def split_export(
     export: str,
     output: str,
     *,
+    launcher: Launcher,
     timeout: str = "5m0s",
     batch_size: int = 5000,
     dead_letter: str | None = None,
@@ -219,34 +225,33 @@ def split_export(
 ) -> SplitResult:
     """Plan, render and finalize; writes the manifest. Raises ConfigError (one line) on bad input.
 
-    >>> split_export("export.json", "out/importBody.json", batch_size=2000).manifest  # doctest: +SKIP
+    >>> split_export("export.json", "out/importBody.json", launcher=LAUNCHER, batch_size=2000).manifest  # doctest: +SKIP
     'out/importBody.manifest.json'
     """
-    from pipeline.beam_run import raise_output_failure
-    from pipeline.layout import output_layout
-    from pipeline.run_outputs import open_outputs
     from transforms.files.storage import check_gcs_reachable, register_cleanup, unregister_cleanup
 
-    timeout = _checked_settings(output, timeout, batch_size)
+    timeout = _checked_settings(output, timeout, batch_size, launcher.max_batch_size)
     # Beam's FileSystems: imported once the flags are checked.
     from transforms.sources.input_shape import shape_problem
     from transforms.sources.zitadel.export_reader import ExportFormatError
 
-    layout = output_layout(output, dead_letter)
+    layout = launcher.output_layout(output, dead_letter)
     check_gcs_reachable([export, layout.output, layout.dead_letter])
     # Its first records only: a realm or an Auth0 export is named as such, not streamed to its
     # end for an "orgs" array it does not have (transforms/sources/input_shape.py).
     problem = shape_problem(export, "zitadel-export")
     if problem:
         raise ConfigError(f"--export {export}: {problem}")
-    run = open_outputs(layout, list(pipeline_args or []), command="migrate zitadel", break_lock=break_lock)
+    run = launcher.open_outputs(
+        layout, list(pipeline_args or []), command=f"migrate {SOURCE}", break_lock=break_lock
+    )
     layout = run.layout
     scratch = tempfile.mkdtemp(prefix="zitadel-beam-plan-")
     os.chmod(scratch, 0o700)
     scratch_cleanup = register_cleanup(lambda: shutil.rmtree(scratch, ignore_errors=True))
     try:
         plan, manifest, dead_count = _split(
-            export, run, scratch, timeout, batch_size, multiline, list(pipeline_args or [])
+            export, run, scratch, timeout, batch_size, multiline, list(pipeline_args or []), launcher
         )
     except ExportFormatError as err:
         run.close()
@@ -256,7 +261,7 @@ def split_export(
         raise ConfigError(f"--export {export}: {text}") from None
     except BaseException as err:
         run.close()  # segments hold password hashes: don't leave them behind
-        raise_output_failure(err, layout)
+        launcher.raise_output_failure(err, layout)
         if isinstance(err, OSError):
             raise ConfigError(f"--export {export}: cannot read ({err.strerror or err})") from None
         raise
@@ -274,17 +279,18 @@ def split_export(
         holds=manifest["invariant"]["holds"],
         invariant=manifest["invariant"]["text"],
         seconds=manifest["seconds"],
+        summary_table=launcher.summary_table,
     )
 
 
-def _checked_settings(output: str, timeout: str, batch_size: int) -> str:
+def _checked_settings(output: str, timeout: str, batch_size: int, max_batch_size: int) -> str:
     """The normalised ``--timeout``; ConfigError (one line) for a setting the split cannot use."""
     try:
         timeout = normalise_duration(timeout)
     except ValueError as err:
         raise ConfigError(f"--timeout: {err}") from None
-    if not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise ConfigError(f"--batch-size {batch_size} is outside 1...{MAX_BATCH_SIZE}")
+    if not 1 <= batch_size <= max_batch_size:
+        raise ConfigError(f"--batch-size {batch_size} is outside 1...{max_batch_size}")
     if not output or output.endswith("/"):
         raise ConfigError(f"--output {output!r} must name a file")
     return timeout
@@ -292,20 +298,18 @@ def _checked_settings(output: str, timeout: str, batch_size: int) -> str:
 
 def _split(
     export: str,
-    run: RunOutputs,
+    run: OpenOutputs,
     scratch: str,
     timeout: str,
     batch_size: int,
     multiline: bool,
     pipeline_args: list[str],
+    launcher: Launcher,
 ) -> tuple[ExportPlan, dict[str, Any], int]:
     """Plan (one streamed pass), render the bodies with Beam, finalize the outputs and write the
     manifest; returns the plan, the manifest and the number of dead letters."""
     from apache_beam.io.filesystems import FileSystems
 
-    from pipeline.beam_run import run_pipeline
-    from pipeline.report import counters_from_result
-    from pipeline.run_outputs import finalize_outputs, write_manifest
     from transforms.files.sinks import dead_shard_name, open_private
     from transforms.sources.zitadel.plan import plan_export
 
@@ -319,11 +323,11 @@ def _split(
     planned = time.monotonic() - started
     _LOGGER.info("planned %d bodies in %.1f s", len(plan.bodies), planned)
     elements = [b.element() for b in plan.bodies]
-    pipeline = build_pipeline(elements, layout.tmp_dir, timeout, multiline, pipeline_args)
-    result = run_pipeline(pipeline, layout.tmp_dir)
-    beam_counts = counters_from_result(result)
-    with signals.finishing():
-        bodies, dead_count, dead_sha = finalize_outputs(run)
+    pipeline = build_pipeline(elements, layout.tmp_dir, timeout, multiline, pipeline_args, launcher)
+    result = launcher.run_pipeline(pipeline, layout.tmp_dir)
+    beam_counts = launcher.counters_from_result(result)
+    with launcher.finishing():
+        bodies, dead_count, dead_sha = launcher.finalize_outputs(run)
         manifest = _manifest(
             plan,
             bodies,
@@ -337,7 +341,7 @@ def _split(
             started,
             planned,
         )
-        write_manifest(layout.manifest, manifest)
+        launcher.write_manifest(layout.manifest, manifest)
     return plan, manifest, dead_count
 
 
@@ -385,17 +389,16 @@ def _manifest(
     )
 
 
-# The one description of this source (pipeline/sources.py registers it; the command line, the
-# Flex Template, --state, the first look at input files and the report are built from it).
+# The one description of this source (the registry finds it; the command line, the first look
+# at input files and the report are built from it). It runs itself: it cannot sync.
 DESCRIPTION = SourceDescription(
-    name="zitadel",
+    kind=KIND,
     help="ZITADEL export document → dataOrgsv1 import bodies",
     add_arguments=add_arguments,
-    run=run,
-    summary_lines=None,
-    invariant=None,
-    kind=KIND,
-    flex=None,
-    files={"export": "--export"},
-    worker_files=("export",),
+    document=DocumentRun(
+        run=run,
+        batch_help="at most this many users (human + machine) per body (default 5000)",
+        dead_letter_help="NDJSON file for items that cannot be imported (default <stem>.dead-letter.ndjson)",
+        multiline_help="pretty-print the bodies",
+    ),
 )

@@ -1,4 +1,4 @@
-"""pipeline/legacy_hashes.py: migrate firebase --legacy-hashes, its checks and what it leaves alone."""
+"""transforms/sources/firebase/legacy_hashes.py: migrate firebase --legacy-hashes, its checks and what it leaves alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``migrate keycloak`` end to end (pipeline/migrate_keycloak.py): the CLI on real and generated realms.
+"""``migrate keycloak`` end to end (transforms/sources/keycloak/command.py): the CLI on real and generated realms.
 
 Reference files are read from ``tests/data`` (the zitadel-tools conformance pair and the
 real-world exports; origins in ``tests/data/README.md``).
@@ -18,6 +18,15 @@ from keycloak_fixtures import DATA, REALWORLD, REFERENCE, make_user, need, split
 from pipeline.cli import main
 from transforms.mapping.validate import Reason
 from transforms.sources.keycloak.read import FILE_SOURCE, SOURCE
+
+
+def sync_sample(tmp_path: Path) -> list[str]:
+    """The flags of a run on a small realm (tests/pipeline/test_migrate.py syncs with it): users
+    without a hash, which the default config admits."""
+    realm = tmp_path / "realm.json"
+    realm.write_text(json.dumps({"realm": "acme", "users": [make_user(n, credentials=[]) for n in (1, 2)]}))
+    return [f"--realm={realm}"]
+
 
 # --------------------------------------------------------------------------- the CLI
 

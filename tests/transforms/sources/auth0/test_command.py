@@ -20,6 +20,13 @@ from pipeline.cli import main
 from transforms.mapping.validate import Reason
 
 REPO = ROOT
+
+
+def sync_sample(tmp_path: Path) -> list[str]:
+    """The flags of a run on the bundled sample (tests/pipeline/test_migrate.py syncs with it)."""
+    return [f"--users={ROOT}/examples/auth0/users.json", f"--passwords={ROOT}/examples/auth0/passwords.json"]
+
+
 B64 = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
@@ -342,7 +349,7 @@ KEYCLOAK_ONLY = {Reason.UNSUPPORTED_HASH, Reason.PLAINTEXT_PASSWORD, Reason.DISA
 NOT_FROM_AUTH0 = {Reason.INVALID_PASSWORD, Reason.INVALID_IDP_LINK}
 # The user service path's own limit (tests/transforms/push/test_user_v2_sender.py).
 NOT_FROM_AUTH0 |= {Reason.HASH_TOO_LONG_FOR_USER_V2}
-# A table's own reasons, exercised in tests/pipeline/test_migrate_table.py.
+# A table's own reasons, exercised in tests/transforms/sources/table/test_command.py.
 NOT_FROM_AUTH0 |= {Reason.INVALID_FIELD_TYPE, Reason.BAD_PATH, Reason.MALFORMED_CSV}
 
 
