@@ -15,7 +15,8 @@ each:
 - with ``--roles`` (Auth0): ``<mode>+roles``, the same run carrying every user's
   ``app_metadata.roles`` as project roles and grants (``--project-id``, docs/roles.md);
 - with ``--table`` (Auth0): ``<mode>+table``, ``migrate table`` on one CSV of the same users with
-  their newest hashes (benchmarks/gen_table.py, generated once beside the export);
+  their newest hashes (benchmarks/gen_table.py, generated once beside the export); with
+  ``--table-only``, only those (and, with ``--before``, ``<mode>+table@before``);
 - with ``--before DIR`` (another checkout of this project, e.g. ``git worktree add DIR <commit>``):
   ``single@before`` / ``multi@before``, the same commands run from that checkout's code with this
   checkout's interpreter, interleaved with the others, so a change is measured before and after
@@ -149,6 +150,7 @@ def commands(
     before: str | None = None,
     roles: bool = False,
     table: str | None = None,
+    table_only: bool = False,
 ) -> dict[str, tuple[str, list[str]]]:
     """Each run's name → (working directory, command)."""
     if source == "auth0":
@@ -172,7 +174,7 @@ def commands(
         extra = (
             ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if mode == "multi" else []
         )
-        for suffix, tree in trees:
+        for suffix, tree in trees if not table_only else ():
             out[mode + suffix] = (
                 tree,
                 [
@@ -187,9 +189,9 @@ def commands(
                     *extra,
                 ],
             )
-        if table:  # the same users as one CSV table (benchmarks/gen_table.py), migrate table
-            out[mode + "+table"] = (
-                ROOT,
+        for suffix, tree in trees if table else ():  # the same users as one CSV (gen_table.py)
+            out[mode + "+table" + suffix] = (
+                tree,
                 [
                     PY,
                     "-m",
@@ -199,7 +201,7 @@ def commands(
                     "--org=123",
                     f"--input={table}",
                     *TABLE_MAPPING,
-                    f"--output={work}/{mode}+table/importBody.json",
+                    f"--output={work}/{mode}+table{suffix}/importBody.json",
                     *extra,
                 ],
             )
@@ -253,6 +255,11 @@ def main() -> None:
         help="auth0: also run each mode as migrate table on a CSV of the same users (<mode>+table)",
     )
     parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="with --table: only the migrate table runs (and their @before runs)",
+    )
+    parser.add_argument(
         "--before",
         metavar="DIR",
         help="another checkout of this project: also run its code (runs named <mode>@before)",
@@ -272,6 +279,7 @@ def main() -> None:
             args.before,
             args.roles and args.source == "auth0",
             ensure_table(files, n) if args.table and args.source == "auth0" else None,
+            args.table_only and args.table,
         )
         runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
@@ -301,7 +309,13 @@ def main() -> None:
             rss = statistics.median(r for _, r in values)
             # A +roles run writes one more body (the authorizations) and grants, a +table run reads
             # another source (no locale, nickname): not comparable.
-            same = digests[name] == digests[reference] if not name.endswith(("+roles", "+table")) else "n/a"
+            # A +table@before run is compared with its +table run.
+            if "+table@" in name:
+                same = digests[name] == digests[name.split("@")[0]]
+            else:
+                same = (
+                    digests[name] == digests[reference] if not name.endswith(("+roles", "+table")) else "n/a"
+                )
             print(
                 f"{name:<14}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}"
             )

@@ -5,7 +5,8 @@ writes one user per line, no header, in the column order of ``mapping.CSV_COLUMN
 (docs/firebase.md). :func:`plan_firebase_files` expands paths and globs (local or gs://),
 tells the two formats apart from each file's first bytes (``.gz`` is decompressed, byte-order
 marks are handled as for every reader, ``input_stream.py``), and refuses with one line a file
-that is another export (``input_shape.wrong_shape``) or neither format. Workers then stream one
+that is another export (``input_shape.wrong_shape``; a table with a header row: the registry's
+source that reads any table) or neither format. Workers then stream one
 file with :func:`iter_json_users` or :func:`iter_csv_users`.
 
 Example::
@@ -32,6 +33,8 @@ from transforms.sources.input_shape import read_head, wrong_shape
 from transforms.sources.input_sniff import describe_head
 from transforms.sources.input_stream import DepthGuard, InputReadError, InputStream
 from transforms.sources.json_units import match_inputs
+from transforms.sources.registry import kinds
+from transforms.sources.source_parts import ANY_FILE
 
 __all__ = [
     "FirebaseFile",
@@ -132,8 +135,7 @@ def _csv_problem(head: bytes) -> str | None:
         shown = ", ".join(cell.strip() for cell in cells[:6]) + (", ..." if len(cells) > 6 else "")
         return (
             f"a table with a header row ({shown}), not a Firebase Auth CSV export (firebase auth:export "
-            "writes no header: its columns are read by position); migrate table --input reads it with a "
-            "mapping (docs/table.md)"
+            f"writes no header: its columns are read by position); {_table_reader()}"
         )
     if len(row) >= CSV_MIN_COLUMNS:
         return None
@@ -141,6 +143,15 @@ def _csv_problem(head: bytes) -> str | None:
         f"neither a JSON export nor a Firebase CSV export (its first line has {len(row)} columns, "
         f"firebase auth:export writes at least {CSV_MIN_COLUMNS}): {describe_head(head)}"
     )
+
+
+def _table_reader() -> str:
+    """What reads a table of users, from the registry: the source that reads any file (its shapes
+    are ``ANY_FILE``; a mapping names its columns)."""
+    names = [kind.name for kind in kinds() if kind.shapes is ANY_FILE]
+    if not names:
+        return "no source reads a table of users"
+    return " or ".join(f"migrate {name} --input reads it with a mapping (docs/{name}.md)" for name in names)
 
 
 def _cells(line: bytes, delimiter: str) -> list[str]:

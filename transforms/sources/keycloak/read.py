@@ -1,16 +1,18 @@
-"""Keycloak realm exports → user rows: stream the ``users`` array, map, convert hashes, validate.
+"""Keycloak realm exports → user rows: the Keycloak part of the shared reader (``file_reader.py``).
 
 Shape of the work (few, large elements; see ``transforms/common/records.py``)::
 
-    RealmSource per file ─ Reshuffle ─ ReadRealmFile ──► (partition, rows_blob or spill path)
-                                            │                   one per partition and ~20,000 users
-                                            └─► dead letters (sortkey, line)
+    RealmSource per file ─ Reshuffle ─ ReadUnits ──► (partition, rows_blob or spill path)
+                                           │            one per partition and ~20,000 users
+                                           ├─► dead letters (sortkey, line)
+                                           └─► roles (with --project-id)
 
-Each file is read by one worker with ijson's C backend straight from ``FileSystems.open``
-(local or gs://), so a 1 GB realm never sits in memory whole and the ``<realm>-users-N.json``
-files of a split export (``kc.sh export --users different_files``) are read in parallel.
-Which files to read is decided in the launcher (``realm_files.py``); what one user
-becomes is the pure mapping (``mapping.py``); this module streams, counts and packs.
+Each file is read by one worker with ijson's C backend (``transforms/sources/file_reader.py``:
+opening, counting, chunks, the unreadable rest), so a 1 GB realm never sits in memory whole and
+the ``<realm>-users-N.json`` files of a split export (``kc.sh export --users different_files``)
+are read in parallel. Which files to read is decided in the launcher (``realm_files.py``: a
+folder, a split export's parts and a multi-realm array are Keycloak's own); what one user becomes
+is the pure mapping (``mapping.py``); this module says what a user's row holds.
 
 Example::
 
@@ -22,40 +24,30 @@ Example::
 from __future__ import annotations
 
 import collections
-import logging
-import os
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import cast
 
 import apache_beam as beam
-import ijson
 import orjson
-from apache_beam.metrics import Metrics
 
-from transforms.common import counters, live_tally
-from transforms.common.errors import one_line
-from transforms.common.records import (
-    NAMESPACE,
-    DeadLetter,
-    EncodedRow,
-    Grants,
-    PartitionRows,
-    SortKey,
-    dead_letter,
-    encoded_row,
-    intern_tallies,
-    no_gc,
-    partition_of,
-    user_name_key,
-)
-from transforms.files.spill import spill_parts
+from transforms.common import counters
+from transforms.common.records import Grants, SortKey
 from transforms.hashing.policy import ON_UNSUPPORTED_HASH
 from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
-from transforms.mapping.otp import OtpPolicy
 from transforms.mapping.roles import KeycloakRoles, RoleEntry, direct_roles_beyond_builtin
-from transforms.mapping.validate import Reason
-from transforms.sources.input_stream import DepthGuard, InputReadError, has_marker, marker_problem
+from transforms.sources.file_reader import (
+    ReadSourceFiles,
+    Record,
+    RecordPart,
+    Rejected,
+    UserRow,
+    encode_user,
+    guarded_records,
+    row_tallies,
+)
+from transforms.sources.input_stream import InputStream
 from transforms.sources.keycloak import accounting as kc
 from transforms.sources.keycloak.accounting import FILE_SOURCE, SOURCE
 from transforms.sources.keycloak.mapping import (
@@ -67,156 +59,96 @@ from transforms.sources.keycloak.mapping import (
     not_carried_keys,
     other_credential_types,
 )
-from transforms.sources.keycloak.realm_files import (
-    RealmSource,
-    iter_users,
-    open_realm_file,
-)
+from transforms.sources.keycloak.realm_files import RealmSource, iter_users
 from transforms.sources.source_parts import ReadUsers
 
 __all__ = ["ReadKeycloakUsers", "FILE_SOURCE", "CHUNK_USERS"]
-
-_LOGGER = logging.getLogger(__name__)
-
-_ROLES = "roles"  # the project roles users hold that the export does not define (with roles)
-_DEAD = "dead"
 
 # Users read before the buffered rows are flushed as one blob per partition: large enough that
 # Beam moves few elements, small enough that a worker holds only a slice of a 1 GB realm.
 CHUNK_USERS = 20_000
 
 
-class _ReadRealmFileFn(beam.DoFn):
-    """Stream one file's users; emit ``(partition, rows_blob)`` per partition every chunk."""
+class _KeycloakPart(RecordPart[RealmSource]):
+    """A realm's ``users`` → rows, grants with ``--project-id`` (``file_reader.py``)."""
 
-    def __init__(
-        self,
-        options: KeycloakOptions,
-        partitions: int,
-        chunk_users: int,
-        tmp_dir: str | None,
-        roles: KeycloakRoles | None = None,
-    ):
+    name, source, file_source = "keycloak", SOURCE, FILE_SOURCE
+    read, unreadable = kc.USERS_READ, kc.UNREADABLE_FILES
+
+    def __init__(self, options: KeycloakOptions, roles: KeycloakRoles | None):
         self._options = options
-        self._partitions = partitions
-        self._chunk = chunk_users
-        self._tmp_dir = tmp_dir
         # transforms.mapping.roles.KeycloakRoles with --project-id (grants in rows), else None.
         self._roles = roles
+        self.collects_roles = roles is not None
         self._held: set[RoleEntry] = set()
+        self._realm = ""
 
-    def setup(self):
+    def setup(self) -> None:
         self._tally = HashTally()
         not_carried = not_carried_keys(self._options.metadata)
         if self._roles is not None:  # carried as grants (transforms/mapping/roles.py)
             not_carried = not_carried - {"realmRoles", "clientRoles", "groups"}
         self._fields = FieldTally("keycloak", KNOWN_FIELDS, not_carried)
 
-    def process(self, source: RealmSource):
-        counts: collections.Counter[str] = collections.Counter()
-        parts: dict[int, list[EncodedRow]] = {}
-        position = 0
-        try:
-            # no_gc: many small dicts per chunk, and the cyclic GC would rescan them all.
-            with no_gc(), open_realm_file(source.path, progress=True) as handle:
-                if handle.encoding:
-                    counts[counters.INPUTS_DECODED + handle.encoding] += 1
-                guard = DepthGuard(handle)
-                users = iter_users(source, guard)
-                seen_cuts = 0
-                while True:
-                    try:
-                        user = next(users)
-                    except StopIteration:
-                        break
-                    except InputReadError as err:  # a .gz cut short or damaged
-                        detail = (
-                            f"{one_line(err)}; {position} users were read before it, "
-                            "the rest of the file was not read"
-                        )
-                        counts[f"{counters.INPUTS_PARTIAL}{source.index}"] += position
-                        yield _unreadable_rest(source, position, detail, counts)
-                        break
-                    except (ijson.JSONError, ValueError) as err:  # ValueError: bad UTF-8, numbers
-                        # Nothing after a syntax error can be located reliably: one dead letter
-                        # for the rest of the file, and the run goes on with the other files.
-                        detail = (
-                            f"{os.path.basename(source.path)}: JSON syntax error after user {position} "
-                            f"({one_line(err)}); the rest of the file was not read"
-                        )
-                        yield _unreadable_rest(source, position, detail, counts)
-                        break
-                    dead: DeadLetter | None
-                    marker = has_marker(user) if guard.cut > seen_cuts else None
-                    if marker is not None:
-                        seen_cuts += 1
-                        counts[kc.USERS_READ] += 1
-                        reason, detail = marker_problem(marker)
-                        dead = dead_letter(
-                            (source.index, position),
-                            reason,
-                            f"user {position}: {detail}",
-                            SOURCE,
-                            {"file": source.path, "position": position},
-                        )
-                    else:
-                        dead = self._one(
-                            user, (source.index, position), parts, counts, source.realm, source.otp_policy
-                        )
-                    position += 1
-                    if dead is not None:
-                        yield beam.pvalue.TaggedOutput(_DEAD, dead)
-                    if position % self._chunk == 0:
-                        live_tally.add(live_tally.PARSED, self._chunk)  # the live line (live_tally.py)
-                        yield from self._flush(source, position, parts)
-            live_tally.add(live_tally.PARSED, position % self._chunk)
-            yield from self._flush(source, position, parts)
-            if self._roles is not None:  # the roles users hold that the export does not define
-                yield beam.pvalue.TaggedOutput(_ROLES, sorted(self._held))
-                self._held = set()
-        finally:
-            counts[kc.USERS_READ] += 0  # always reported, even for an empty realm
-            for name, value in counts.items():
-                Metrics.counter(NAMESPACE, name).inc(value)
-            self._tally.publish()
+    def split(self, unit: RealmSource, open_stream: Callable[[], InputStream]) -> Iterator[Record]:
+        self._source = unit
+        shown = functools.partial(_position, unit.path)
+        return guarded_records(open_stream(), functools.partial(iter_users, unit), shown)
 
-    def _one(
-        self,
-        user: object,
-        sortkey: SortKey,
-        parts: dict[int, list[EncodedRow]],
-        counts: collections.Counter[str],
-        realm: str = "",
-        otp_policy: OtpPolicy | None = None,
-    ) -> DeadLetter | None:
-        counts[kc.USERS_READ] += 1
+    def finish(self) -> list[RoleEntry] | None:
+        self._tally.publish()
+        held, self._held = sorted(self._held), set()
+        return held if self._roles is not None else None  # the roles users hold the export does not define
+
+    def convert(
+        self, record: Record, sortkey: SortKey, counts: collections.Counter[str]
+    ) -> UserRow | Rejected:
+        user, realm = record.value, self._source.realm
         others = other_credential_types(user.get("credentials")) if isinstance(user, Mapping) else []
         for kind in others:
             counts[kc.OTHER_CREDENTIALS + kind] += 1
-        mapped = map_user(user, self._options, realm, otp_policy)
+        mapped = map_user(user, self._options, realm, self._source.otp_policy)
         if isinstance(mapped, Rejection):
             if self._roles is not None and isinstance(user, Mapping):  # roles: docs/roles.md
                 self._count_roles(user, counts, dead=True)
             self._tally.refused(mapped.refused)
-            return _dead_letter(sortkey, mapped.reason, mapped.detail, user)
+            return Rejected(mapped.reason, mapped.detail, user)
         user = cast(Mapping[str, object], user)  # map_user accepted it: a JSON object
         grants = self._count_roles(user, counts, realm=realm)
         try:
-            # Each row is encoded here, one at a time, so a value JSON cannot carry (an integer
-            # beyond 64 bits from a non-C ijson backend) rejects this user, not the whole chunk.
-            row = _row(sortkey, mapped, user, grants, self._written(user, mapped, others))
-        except orjson.JSONEncodeError as err:
+            row = self._row(sortkey, mapped, user, grants, others)
+        except orjson.JSONEncodeError:  # the reader dead-letters the user: its grants are not given
             counts[counters.ROLES_SKIPPED_DEAD_LETTERED] += sum(len(keys) for _, keys in grants)
-            return _dead_letter(
-                sortkey,
-                Reason.UNREADABLE_INPUT,
-                f"user holds a value JSON output cannot carry ({one_line(err)})",
-                user,
-            )
+            raise
         self._count_converted(mapped, counts)
-        key = mapped.entry.get("userId") or mapped.entry["user"]["userName"]
-        parts.setdefault(partition_of(key, self._partitions), []).append(row)
-        return None
+        return UserRow(mapped.entry.get("userId") or mapped.entry["user"]["userName"], row)
+
+    def _row(
+        self,
+        sortkey: SortKey,
+        mapped: MappedUser,
+        user: Mapping[str, object],
+        grants: Grants,
+        others: list[str],
+    ):
+        entry = mapped.entry
+        # The hash's verifier; a plaintext password is "password"; "" for none.
+        password = mapped.converted.verifier if mapped.converted is not None else ""
+        if not password and "password" in entry["user"]:
+            password = "password"
+        tallies, line = self._written(user, mapped, others)
+        return encode_user(
+            sortkey,
+            source=SOURCE,
+            user_id=entry.get("userId") or "",
+            entry=entry,
+            metadata=mapped.metadata,
+            password=password,
+            record_json=orjson.dumps(user),
+            grants=grants or (),
+            tallies=tallies,
+            passwordless=line,
+        )
 
     def _count_converted(self, mapped: MappedUser, counts: collections.Counter[str]) -> None:
         """What the summary counts about a user converted (written or, later, a duplicate)."""
@@ -260,7 +192,7 @@ class _ReadRealmFileFn(beam.DoFn):
         if mapped.password_change_required:
             names.append(kc.PASSWORD_CHANGE_REQUIRED)
         fields = self._fields.names(user, tuple(f"credentials.{kind}" for kind in others) if others else ())
-        return (intern_tallies((*fields, *names)) if names else fields), line
+        return row_tallies(fields, names), line
 
     def _count_roles(
         self,
@@ -285,66 +217,15 @@ class _ReadRealmFileFn(beam.DoFn):
             self._held.update(self._roles.held_entries(user))
         return grants
 
-    def _flush(
-        self, source: RealmSource, position: int, parts: dict[int, list[EncodedRow]]
-    ) -> Iterator[tuple[int, bytes | str]]:
-        """One blob per partition (rows already encoded one by one in ``_one``), or the path of
-        its spill file (files/spill.py)."""
-        prefix = f"keycloak-{source.index:05d}-{source.item or 0:03d}-{position:010d}"
-        return spill_parts(parts, self._tmp_dir, lambda part: f"{prefix}-p{part:03d}.pkl")
 
-
-def _row(
-    sortkey: SortKey,
-    mapped: MappedUser,
-    user: Mapping[str, object],
-    grants: Grants,
-    written: tuple[tuple[str, ...], bytes],
-) -> EncodedRow:
-    """A Keycloak user's row (``records.encoded_row``): the JSON of the entry, metadata and record
-    rendered once; ``written``: its tallies and passwordless line."""
-    file_index, position = sortkey
-    entry = mapped.entry
-    user_id = entry.get("userId") or ""
-    # The hash's verifier; a plaintext password is "password"; "" for none.
-    password = mapped.converted.verifier if mapped.converted is not None else ""
-    if not password and "password" in entry["user"]:
-        password = "password"
-    metadata = mapped.metadata
-    meta = orjson.dumps([{"id": user_id, **item} for item in metadata])[1:-1] if metadata else b""
-    return encoded_row(
-        file_index=file_index,
-        position=position,
-        user_id=user_id,
-        name_key=user_name_key(entry["user"].get("userName")),
-        entry_json=orjson.dumps(entry),
-        metadata_json=meta,
-        password=password,
-        source=SOURCE,
-        record_json=orjson.dumps(user),
-        companions_json=b"",  # a Keycloak user is one record
-        grants=grants or (),
-        tallies=written[0],
-        passwordless=written[1],
-    )
-
-
-def _dead_letter(sortkey: SortKey, reason: str, detail: str, user: object) -> DeadLetter:
-    try:
-        return dead_letter(sortkey, reason, detail, SOURCE, user)
-    except orjson.JSONEncodeError:
-        # The record itself cannot be written as JSON: point at it instead.
-        return dead_letter(
-            sortkey, reason, detail, SOURCE, {"unencodable_record": True, "position": sortkey[1]}
-        )
-
-
-# --------------------------------------------------------------------------- PTransform
+def _position(path: str, position: int) -> dict[str, object]:
+    """What the dead letter of a user the depth guard cut shows: where it was."""
+    return {"file": path, "position": position}
 
 
 @beam.typehints.with_input_types(beam.pvalue.PBegin)
 class ReadKeycloakUsers(beam.PTransform):
-    """Realm files → ``{'rows': (partition, rows_blob), 'dead': (sortkey, line)}``.
+    """Realm files → ``{'rows': (partition, rows_blob), 'dead': (sortkey, line)}`` (+ ``roles``).
 
     ``sources`` come from :func:`plan_realm_sources` (run in the launcher, so a missing or
     unusable realm fails before the pipeline starts). With ``tmp_dir``, each blob is written to
@@ -362,46 +243,11 @@ class ReadKeycloakUsers(beam.PTransform):
         roles: KeycloakRoles | None = None,
     ):
         super().__init__()
-        self._roles = roles  # transforms.mapping.roles.KeycloakRoles (--project-id), or None
         if options.on_unsupported_hash not in ON_UNSUPPORTED_HASH:
             raise ValueError(f"on_unsupported_hash must be one of {', '.join(ON_UNSUPPORTED_HASH)}")
-        self._sources = list(sources)
-        self._options = options
-        self._partitions = partitions
-        self._chunk = chunk_users
-        self._tmp_dir = tmp_dir
+        part = _KeycloakPart(options, roles)
+        self._read = ReadSourceFiles(sources, part, partitions=partitions, tmp_dir=tmp_dir, chunk=chunk_users)
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> ReadUsers:
-        """Returns ``ReadUsers(rows, dead)`` (and ``roles`` when asked for them)."""
-        read = (
-            pbegin
-            | "ListRealmFiles" >> beam.Create(self._sources)
-            | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadRealmFiles"
-            >> beam.ParDo(
-                _ReadRealmFileFn(self._options, self._partitions, self._chunk, self._tmp_dir, self._roles)
-            )
-            .with_output_types(PartitionRows, **{_DEAD: DeadLetter, _ROLES: list[RoleEntry]})
-            .with_outputs(_DEAD, _ROLES, main="rows")
-        )
-        if self._roles is not None:  # with roles: transforms/output/grants.py resolves them
-            return ReadUsers(read.rows, read[_DEAD], read[_ROLES])
-        return ReadUsers(read.rows, read[_DEAD])
-
-
-def _unreadable_rest(
-    source: RealmSource, position: int, detail: str, counts: collections.Counter[str]
-) -> beam.pvalue.TaggedOutput:
-    """The one dead letter for the rest of a realm file that cannot be read on (logged, counted)."""
-    _LOGGER.error("%s", detail)
-    counts[kc.UNREADABLE_FILES] += 1
-    return beam.pvalue.TaggedOutput(
-        _DEAD,
-        dead_letter(
-            (source.index, position),
-            Reason.UNREADABLE_INPUT,
-            detail,
-            FILE_SOURCE,
-            {"file": source.path, "position": position},
-        ),
-    )
+        """Returns ``ReadUsers(rows, dead)`` (and ``roles`` with ``--project-id``)."""
+        return pbegin | "ReadRealmFiles" >> self._read

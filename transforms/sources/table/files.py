@@ -26,9 +26,7 @@ from collections.abc import Sequence
 
 from transforms.common.errors import ConfigError, one_line
 from transforms.sources import json_units
-from transforms.sources.input_shape import identify, read_head, shapes
-from transforms.sources.input_stream import InputReadError, open_input
-from transforms.sources.table.csv_rows import (
+from transforms.sources.csv_rows import (
     delimiter_name,
     delimiter_option,
     detect_delimiter,
@@ -37,6 +35,8 @@ from transforms.sources.table.csv_rows import (
     not_utf8,
     read_csv,
 )
+from transforms.sources.input_shape import identify, read_head, shapes
+from transforms.sources.input_stream import InputReadError, open_input
 from transforms.sources.table.read import TableFile
 from transforms.sources.table.sample import SampleFile, check_sample, read_sample, wrapper_key
 from transforms.sources.table.spec import TableSpec, did_you_mean, for_columns

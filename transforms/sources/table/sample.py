@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterator, Sequence
 import orjson
 
 from transforms.common.errors import ConfigError
+from transforms.sources.csv_rows import read_csv
 from transforms.sources.input_shape import read_head
 from transforms.sources.input_stream import InputReadError
-from transforms.sources.table.csv_rows import read_csv
 from transforms.sources.table.spec import FieldPath, TableSpec, did_you_mean
 
 __all__ = [

@@ -22,6 +22,8 @@ from transforms.sources.firebase.files import (
 from transforms.sources.firebase.source import firebase_csv
 from transforms.sources.input_shape import identify
 from transforms.sources.input_stream import DepthGuard, open_input
+from transforms.sources.registry import add_kind, remove_kind
+from transforms.sources.source_parts import ANY_FILE, SourceKind
 
 DATA = DATA_DIR / "firebase"
 
@@ -48,6 +50,26 @@ def test_plan_expands_globs_and_reads_gz(tmp_path):
 def test_a_missing_file_is_one_line(tmp_path):
     with pytest.raises(FirebaseInputError, match="no such file"):
         plan_firebase_files([str(tmp_path / "none-*.json")])
+
+
+def test_a_table_with_a_header_is_refused_naming_the_source_that_reads_any_table(tmp_path):
+    (tmp_path / "t.csv").write_text("id,email,status\nu1,a@example.com,ACTIVE\n")
+    with pytest.raises(
+        FirebaseInputError, match=r"migrate table --input reads it with a mapping \(docs/table.md\)"
+    ):
+        plan_firebase_files([str(tmp_path / "t.csv")])
+
+
+def test_the_table_reader_is_read_from_the_registry(tmp_path):
+    # A second source reading any file (a plugin) is named beside the table, without an edit here.
+    other = SourceKind(name="sheets", records={}, shapes=ANY_FILE)
+    add_kind(other)
+    try:
+        (tmp_path / "t.csv").write_text("id,email\nu1,a@example.com\n")
+        with pytest.raises(FirebaseInputError, match="migrate table --input .* or migrate sheets --input"):
+            plan_firebase_files([str(tmp_path / "t.csv")])
+    finally:
+        remove_kind("sheets")
 
 
 def test_json_users_stream_in_order():

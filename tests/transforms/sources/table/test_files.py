@@ -7,7 +7,7 @@ import json
 import pytest
 
 from transforms.common.errors import ConfigError
-from transforms.sources.table.csv_rows import delimiter_flag, detect_delimiter, joined_by, not_utf8
+from transforms.sources.csv_rows import delimiter_flag, detect_delimiter, joined_by, not_utf8
 from transforms.sources.table.files import delimiters, plan_table_files
 from transforms.sources.table.spec import load_spec
 

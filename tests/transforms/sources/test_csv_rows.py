@@ -7,8 +7,8 @@ import gzip
 import pytest
 
 from transforms.common.reasons import Reason
+from transforms.sources.csv_rows import MAX_CELL, read_csv
 from transforms.sources.input_stream import InputReadError, open_input
-from transforms.sources.table.csv_rows import MAX_CELL, read_csv
 
 
 def _read(path, delimiter=","):
