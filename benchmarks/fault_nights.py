@@ -6,7 +6,9 @@ way a live source does (names, hashes, e-mails and their verified flags, phones,
 blocked, unblocked, removed and new). Each night runs against the test server
 (tests/standins/zitadel_server.py) with ``--rate`` of the calls failing with one fault kind
 (``503`` before the work, ``drop``: the connection closed with no answer, ``504_after``: a gateway's
-504 after the work), on the import, the user service and the management paths. Printed per kind:
+504 after the work, ``deadline_after``: ZITADEL's own 504 ``context deadline exceeded`` after the
+work; ``503+drop+deadline_after``: those kinds mixed in one run), on the import, the user service
+and the management paths. Printed per kind:
 the nights' exit statuses, the change calls that failed, the effects beyond those of the same two
 nights without faults (a password written twice, a state change or phone removal repeated,
 metadata set again by a change call), the calls refused because their effect was already there,
@@ -14,6 +16,7 @@ and the users whose day-2 password is not held.
 
     .venv/bin/python benchmarks/fault_nights.py --users 3000
     .venv/bin/python benchmarks/fault_nights.py --users 3000 --code /path/to/another/checkout
+    .venv/bin/python benchmarks/fault_nights.py --kinds 503+drop+deadline_after,deadline_after
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         with ZitadelServer(tokens={PAT}) as server:
             night = Day(tmp, server, tmp / "token")
             if fault:
-                server.faults.randomize(args.rate, kinds=(fault,), paths=scenario._PATHS, seed=37)
+                kinds = tuple(fault.split("+"))  # "503+drop+deadline_after": the kinds mixed in one run
+                server.faults.randomize(args.rate, kinds=kinds, paths=scenario._PATHS, seed=37)
 
             def run(*day) -> tuple[int, str]:
                 return _quiet(lambda: night.run(*day, *flags))
@@ -106,17 +110,17 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.users} users (+{args.users // 10} new on day 2), {args.rate:.0%} of calls failing; code: {args.code or REPO}"
     )
     print(
-        f"{'fault':<10} {'faults':>7} {'night rc':>9} {'calls failed':>13} {'effects twice':>14} {'already':>8} {'old hash':>9}"
+        f"{'fault':<24} {'faults':>7} {'night rc':>9} {'calls failed':>13} {'effects twice':>14} {'already':>8} {'old hash':>9}"
     )
     print(
-        f"{'none':<10} {0:>7} {str(clean['rc']):>9} {clean['failed']:>13} {0:>14} {clean['already']:>8} {clean['old_hash']:>9}"
+        f"{'none':<24} {0:>7} {str(clean['rc']):>9} {clean['failed']:>13} {0:>14} {clean['already']:>8} {clean['old_hash']:>9}"
     )
     for kind in args.kinds.split(","):
         got = nights(kind)
         extra = got["effects"] - clean["effects"]
         twice = sum(extra.values())
         print(
-            f"{kind:<10} {got['fired']:>7} {str(got['rc']):>9} {got['failed']:>13} {twice:>14} "
+            f"{kind:<24} {got['fired']:>7} {str(got['rc']):>9} {got['failed']:>13} {twice:>14} "
             f"{got['already']:>8} {got['old_hash']:>9}"
         )
     return 0

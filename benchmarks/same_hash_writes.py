@@ -3,7 +3,8 @@
 Night 1 imports ``--users`` Auth0 users into the test server (tests/standins/zitadel_server.py);
 day 2 gives every user a new password hash and family name. Night 2's push meets a server that
 stops answering half-way: every change call after ``--answered`` is done only after the client gave
-up on it (the stand-in's ``late`` fault), and the push stops. Night 3 runs the same export against
+up on it (the stand-in's ``late`` fault; ``--late-seconds`` later still, a stalled server that
+resumes during night 3), and the push stops. Night 3 runs the same export against
 a server that answers again. Each password write is one ``user.human.password.changed`` event;
 every user should get exactly one. Prints the writes beyond one per user (same-hash writes).
 ``--lost-answers P`` instead answers every change call but loses the answer of P of them (a 504
@@ -12,6 +13,7 @@ after the work, or the connection dropped after it), at random: the same night's
     .venv/bin/python benchmarks/same_hash_writes.py --users 3000
     .venv/bin/python benchmarks/same_hash_writes.py --users 3000 --code /path/to/another/checkout
     .venv/bin/python benchmarks/same_hash_writes.py --users 3000 --lost-answers 0.01
+    .venv/bin/python benchmarks/same_hash_writes.py --users 3000 --late-seconds 20
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import pathlib
 import sys
 import tempfile
+import time
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -75,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lost-answers", type=float, default=0.0, help="instead of stopping: lose this share of the answers"
     )
+    parser.add_argument(
+        "--late-seconds",
+        type=float,
+        default=0.0,
+        help="night 2's stalled calls land this long after their client gave up (default 0: at once)",
+    )
     args = parser.parse_args(argv)
     sys.path[:0] = [args.code or str(REPO), str(REPO / "tests" / "helpers"), str(REPO / "tests" / "standins")]
     from zitadel_fixtures import hash_pool
@@ -110,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             server.faults.silent_after(args.answered or args.users // 2, kind="late", path="/v2/users/*")
         server.faults.hang_seconds = 10.0
+        server.faults.late_seconds = args.late_seconds
         manifest = out.with_name("importBody.manifest.json")
         rc2 = _quiet(
             cli,
@@ -127,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         late = len(server.faults.fired)
         server.faults.clear()  # the server answers again
         rc3 = _quiet(cli, [*night2, f"--push-url={server.url}", *push])
+        time.sleep(args.late_seconds + 1.0)  # a stalled call that lands after night 3 counts too
         with server.state.lock:
             writes: dict[str, int] = {}
             for event in server.state.events:

@@ -2,7 +2,10 @@
 refresh, secrets scrubbed from errors; transforms/zitadel_api/client.py).
 
 - ``SetPassword`` (user service v2, ``POST /v2/users/{id}/password``): ZITADEL hashes the password
-  with its own hasher; needs ``user.write`` on the user's organization.
+  with its own hasher; needs ``user.write`` on the user's organization. Sent one attempt at a time:
+  after an attempt whose outcome is unknown (no answer, 502, 504: api_errors.unknown_outcome) the
+  user is read back (``GET /v2/users/{id}``, ``human.passwordChanged``) and a password that landed
+  is not set again (each set is a ``password.changed`` event ZITADEL may mail the user about).
 - ``GetSession`` (session service v2, ``GET /v2/sessions/{id}``): who a ``SetSession`` is for;
   needs ``session.read`` on the user's organization.
 - Actions v2 (``/v2/actions/targets``, ``/v2/actions/executions``) for ``companion setup``:
@@ -17,8 +20,11 @@ Example::
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 
+from transforms.sync.read_back import CLOCK_SLACK, parse_time
+from transforms.zitadel_api import api_errors
 from transforms.zitadel_api.client import AdminClient
 from transforms.zitadel_api.credentials import Credentials
 
@@ -48,11 +54,41 @@ class ZitadelCalls:
 
     # --- what the running service calls ---------------------------------------------------------
     def set_password(self, user_id: str, password: str) -> None:
-        self.client.request(
-            "POST",
-            f"/v2/users/{_quote(user_id)}/password",
-            {"newPassword": {"password": password, "changeRequired": False}},
-        )
+        """Set the password; returns once ZITADEL confirmed it or a read back shows it landed.
+        Raises the client's last error otherwise (the user stays in the store)."""
+        path = f"/v2/users/{_quote(user_id)}/password"
+        body = {"newPassword": {"password": password, "changeRequired": False}}
+        first_sent: float | None = None  # when the first attempt of unknown outcome was sent
+        attempt = 0
+        while True:
+            attempt += 1
+            sent_at = time.time()
+            try:
+                self.client.request("POST", path, body, retrier=self.client.single_attempt())
+                return
+            except api_errors.AdminApiError as err:
+                if api_errors.unknown_outcome(err):
+                    first_sent = sent_at if first_sent is None else first_sent
+                last_try = not api_errors.send_again(err) or attempt >= self.client.max_attempts
+                if last_try and first_sent is None:
+                    raise
+                if not last_try:
+                    self.client.backoff(attempt, err.retry_after)
+                if first_sent is not None and self._password_since(user_id, first_sent):
+                    return
+                if last_try:
+                    raise
+
+    def _password_since(self, user_id: str, since: float) -> bool:
+        """The user's password was written at or after ``since`` (less the clocks' slack); False
+        when it was not, or the read got no answer either."""
+        try:
+            answer = self.client.request("GET", f"/v2/users/{_quote(user_id)}")
+        except api_errors.AdminApiError:
+            return False
+        human = (answer.get("user") or {}).get("human") or {}
+        changed = parse_time(str(human.get("passwordChanged") or ""))
+        return changed is not None and changed >= since - CLOCK_SLACK
 
     def session_user(self, session_id: str) -> str | None:
         answer = self.client.request("GET", f"/v2/sessions/{_quote(session_id)}")

@@ -59,10 +59,18 @@ __all__ = ["ZitadelServer", "Faults", "FAULT_KINDS", "parse_go_duration", "take_
 
 _LOGGER = logging.getLogger(__name__)
 
-# Kinds of injected faults. "slow" and "drop_after" happen *after* the import did its work, which
-# is what makes retries non-idempotent in real life (the client never saw the answer); "deadline"
-# imports half of the users, then answers like an elapsed server-side timeout.
+# Kinds of injected faults. "slow", "drop_after", "504_after" and "deadline_after" happen *after*
+# the call did its work, which is what makes retries non-idempotent in real life (the client never
+# saw the answer); "deadline" imports half of the users, then answers like an elapsed server-side
+# timeout. "deadline_after" is ZITADEL's own answer when the request's deadline passed as the
+# command committed: grpc-gateway's DefaultHTTPErrorHandler writes the status as JSON with the code
+# mapped by HTTPStatusFromCode (DeadlineExceeded → 504), and internal/api/grpc/server/gateway.go
+# keeps that handler: HTTP 504 ``{"code": 4, "message": "context deadline exceeded"}`` (the
+# authorization service, a Connect handler: 504 ``{"code": "deadline_exceeded", ...}``).
+# "503" is a load balancer's answer for a request it sent nowhere ("no healthy upstream").
 FAULT_KINDS = ("429", "502", "503", "504", "drop", "drop_after", "slow", "deadline", "504_after")
+FAULT_KINDS += ("deadline_after",)
+_DEADLINE_BODY = {"code": 4, "message": "context deadline exceeded"}
 # Not among the random kinds (they cost a client timeout each): "hang" reads the request and never
 # answers, until the client gives up or ``Faults.hang_seconds`` pass.
 # "late" reads the request, waits until the client gives up (closes), then does the work and
@@ -201,6 +209,9 @@ class Faults:
         self.drip_bytes_per_second = 0.0
         self.drip_paths: tuple[str, ...] = ("/admin/v1/import",)
         self.hang_seconds = 60.0
+        # "late": seconds the server still holds a request after its client gave up, before the
+        # work is done (a stalled server that resumes; 0: at once).
+        self.late_seconds = 0.0
         self._silent: list | None = None  # [calls still answered, path, kind]
         self._answers: dict[str, list] = {}  # path -> [calls answered normally first, body]
 
@@ -1181,6 +1192,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return raw, fault, True
             if fault == "late":
                 self._until_client_closes()
+                time.sleep(server.faults.late_seconds)
             if fault in ("429", "502", "503", "504", "drop"):
                 self._pre_fault(fault)
                 return raw, fault, True
@@ -1229,11 +1241,15 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                     return
                 self._send(200, answer)
                 return
-            if actions_v2.owns(method, self.path):  # Actions v2, sessions (zitadel_actions_v2.py)
+            if actions_v2.owns(
+                method, self.path
+            ):  # Actions v2, sessions, SetPassword (zitadel_actions_v2.py)
                 try:
-                    self._send(200, actions_v2.handle(server, method, self.path, body))
+                    answer = actions_v2.handle(server, method, self.path, body)
                 except V2Error as err:
                     self._error(err.status, err.code, err.message)
+                    return
+                self._answer_after_work(fault, answer)
                 return
             server.v2_requests.append((method, self.path, body))
             refusal = server.check_v2_schema(method, self.path, body)
@@ -1248,8 +1264,15 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             except V2Error as err:
                 self._error(err.status, err.code, err.message)
                 return
+            self._answer_after_work(fault, answer)
+
+        def _answer_after_work(self, fault: str | None, answer: dict) -> None:
+            """The answer of a call that did its work, or the fault that loses it."""
             if fault == "504_after":  # the change was made; the answer is lost in a gateway
                 self._send(504, b"<html><body>gateway timeout</body></html>")
+                return
+            if fault == "deadline_after":  # the change was made as the request's deadline passed
+                self._send(504, _DEADLINE_BODY)
                 return
             if fault in ("drop_after", "silent", "late"):
                 self._drop()
@@ -1274,6 +1297,8 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if fault == "504_after":  # the change was made; the answer is lost in a gateway
                 self._send(504, b"<html><body>gateway timeout</body></html>")
+            elif fault == "deadline_after":  # Connect's deadline_exceeded is HTTP 504 too
+                self._send(504, {"code": "deadline_exceeded", "message": "context deadline exceeded"})
             elif fault in ("drop_after", "silent", "late"):
                 self._drop()
             else:
@@ -1345,6 +1370,9 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if fault == "504_after":  # the work was done; a gateway lost the answer
                 self._send(504, b"<html><body>gateway timeout</body></html>")
                 return
+            if fault == "deadline_after":  # the work was done as the request's deadline passed
+                self._send(504, _DEADLINE_BODY)
+                return
             if fault == "slow":
                 time.sleep(server.faults.slow_seconds)
             self._send(200, body)
@@ -1370,6 +1398,8 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
                     {"code": 8, "message": "rate limit exceeded", "details": []},
                     {"Retry-After": server.faults.retry_after},
                 )
+            elif fault == "503":  # a load balancer with no backend to send the request to (Envoy's text)
+                self._send(503, b"no healthy upstream")
             else:
                 # What a load balancer in front of ZITADEL answers: not a gRPC-gateway body.
                 self._send(int(fault), b"<html><body>upstream error</body></html>")

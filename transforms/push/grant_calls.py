@@ -151,10 +151,12 @@ def write_grant(
         try:
             _grant_once(client, user_id, org_id, project_id, role_keys, timeout, sent)
             return sent[0]
-        except api_errors.RetriesExhausted as err:
-            if attempt >= client.max_attempts:
-                if err.status == 0:  # the whole write went unanswered: one for the no-answer stop
-                    client.stop.record(False, err.message)
+        except api_errors.AdminApiError as err:
+            # Sent again on a fault (api_errors.send_again): the next attempt looks the grant up
+            # first, so one whose answer was lost (no answer, 502, 504) is found, not added twice.
+            if not api_errors.send_again(err) or attempt >= client.max_attempts:
+                if err.status == 0 and not isinstance(err, api_errors.ServerGone):
+                    client.stop.record(False, err.message)  # the whole write went unanswered
                 raise
             client.backoff(attempt, err.retry_after)
 

@@ -69,6 +69,9 @@ class BodyResult:
     # server timeout in the same run, so most likely created by this run.
     present_after_lost_answer: int = 0
     failed: list[dict] = dataclasses.field(default_factory=list)
+    # Users whose last write's outcome is unknown when the attempts were spent (as ``failed``'s
+    # entries, reason ``outcome-unknown``): not refused; the next push reads them back first.
+    unknown: list[dict] = dataclasses.field(default_factory=list)
     orgs_present: list[str] = dataclasses.field(default_factory=list)
     parts: list[dict] = dataclasses.field(default_factory=list)
     started_at: str = ""

@@ -82,11 +82,17 @@ class PushReport:
         return sum(len(b.failed) for b in self.bodies)
 
     @property
+    def unknown(self) -> int:
+        """Users whose last write may or may not have landed (not failed; read back next run)."""
+        return sum(len(b.unknown) for b in self.bodies)
+
+    @property
     def ok(self) -> bool:
         sent_all = all(b.status in FINISHED for b in self.bodies)
         verified = self.verify is None or self.verify.ok
         synced = self.sync is None or self.sync.ok
-        return sent_all and self.failed == 0 and self.fatal is None and verified and synced
+        settled = self.failed == 0 and self.unknown == 0
+        return sent_all and settled and self.fatal is None and verified and synced
 
     def failure_line(self) -> str:
         """One line saying what failed, by kind, each with its file (for stderr; the table says
@@ -107,6 +113,14 @@ class PushReport:
                 f"{self.failed} user(s) not created in {len(failed)} body(ies) ("
                 + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
                 + f"; first: {first.get('message', '')}){where}"
+            )
+        if self.unknown:
+            files = ", ".join(b.name for b in self.bodies if b.unknown)
+            first = next(e for b in self.bodies for e in b.unknown)
+            parts.append(
+                f"{self.unknown} user(s) with an unknown outcome, not failed: the last write got no "
+                f"answer ZITADEL's outcome can be told from, and the next push reads them back first "
+                f"(in {files}; first: {first.get('message', '')})"
             )
         blocked = [b for b in self.bodies if b.status in (BodyStatus.BLOCKED, BodyStatus.NOT_SENT)]
         if blocked:

@@ -14,7 +14,9 @@ Per user (``user_v2_sender.py`` reads ZITADEL's answers by code and detail id):
   second user: the refusal and the read-back say it is there (exactly once);
 - failed with a reason and the server's message: ``in-another-org``, ``duplicate-username``,
   ``idp-link-taken``, ``permission-denied`` (the org's users only), ``rejected``,
-  ``metadata-rejected``, ``grant-rejected``, ``retries-exhausted``, ``server-error``.
+  ``metadata-rejected``, ``grant-rejected``, ``retries-exhausted``, ``server-error``;
+- **unknown** (``outcome-unknown``): its attempts were spent and the last write's outcome is unknown
+  (no answer, 502, 504): not counted failed; the next push reads the user back before sending.
 
 Every finished user is one line of ``users-NNNNN.ndjson`` in the ledger folder, flushed at once,
 so a killed run resumes per user: the users a line says created or present are not sent again.
@@ -204,6 +206,9 @@ def _take(result: BodyResult, outcome: Outcome, progress: PushProgress) -> None:
     elif outcome.status == "failed" and outcome.failure is not None:
         result.failed.append(outcome.failure)
         progress.users_processed(0, 0, 1)
+    elif outcome.status == "unknown" and outcome.failure is not None:
+        result.unknown.append(outcome.failure)  # not failed: the next push reads it back first
+        progress.users_processed(0, 0, 1)
 
 
 def send_body_v2(
@@ -233,6 +238,7 @@ def send_body_v2(
     users = _UserLedger(ledger, ref)
     jobs = _jobs(body) if body is not None else []
     done = users.load(ref.sha256)
+    unknown = {key for key, line in done.items() if line.get("status") == "unknown"}
     todo = []
     for job in jobs:
         line = done.get(_key(job))
@@ -245,7 +251,7 @@ def send_body_v2(
     sender = Sender(client, timeout, access or OrgAccess(), create or CreatePath())
 
     def work(job: UserJob) -> Outcome:
-        outcome = sender.create(job)
+        outcome = sender.create(job, read_first=_key(job) in unknown)
         if outcome.status != "not-sent":
             line = {
                 "key": _key(job),
@@ -266,6 +272,6 @@ def send_body_v2(
         if sender.auth_failed:
             raise Abort(f"authentication failed: {sender.auth_failed}")
         raise Abort(str(sender.stop_reason))
-    result.status = BodyStatus.FAILED if result.failed else BodyStatus.DONE
+    result.status = BodyStatus.FAILED if result.failed or result.unknown else BodyStatus.DONE
     ledger.save(result)
     return result

@@ -54,8 +54,10 @@ from transforms.zitadel_api.user_v2 import (
     user_path,
 )
 
-__all__ = ["Sender", "OrgAccess", "CreatePath", "UserJob", "Outcome", "ID_EXISTS", "failure_of"]
+__all__ = ["Sender", "OrgAccess", "CreatePath", "UserJob", "Outcome", "ID_EXISTS", "UNKNOWN", "failure_of"]
 
+# The reason of a user whose last write may or may not have landed (not a failure: read back first).
+UNKNOWN = "outcome-unknown"
 ID_EXISTS = "COMMAND-7yiox1isql"  # AddUserHuman: Errors.User.AlreadyExisting (FailedPrecondition)
 _PRECONDITION, _ALREADY_EXISTS = 9, 6
 USER_WRITE, GRANT_WRITE = "user.write", "user.grant.write"
@@ -72,9 +74,9 @@ class UserJob(NamedTuple):
 
 class Outcome(NamedTuple):
     user_id: str
-    status: str  # created | present | failed | not-sent
+    status: str  # created | present | failed | unknown | not-sent
     requests: int
-    failure: dict | None = None
+    failure: dict | None = None  # for failed and unknown: the reason and ZITADEL's (or no) answer
     after_lost_answer: bool = False
 
 
@@ -149,7 +151,9 @@ class Sender:
         self.stop_reason: str | None = None  # the server stopped answering, or the quota is used up
         self.auth_failed: str | None = None
 
-    def create(self, job: UserJob) -> Outcome:
+    def create(self, job: UserJob, read_first: bool = False) -> Outcome:
+        """Create one user, then its metadata and grants. ``read_first``: an earlier push left its
+        outcome unknown, so the user is read back before it is created (``_landed``)."""
         uid = _user_id(job)
         if self.stop_reason or self.auth_failed:
             return Outcome(uid, "not-sent", 0)
@@ -163,8 +167,11 @@ class Sender:
             attempts[0] += 1
 
         try:
-            created, with_metadata = self._send(job, bump)
-            outcome = Outcome(created or uid, "created", attempts[0])
+            held = self._landed(job) if read_first else None
+            if held:
+                outcome, with_metadata = Outcome(held, "present", 1, after_lost_answer=True), False
+            else:
+                outcome, with_metadata = self._create(job, bump, attempts)
         except api_errors.InvalidRequest as err:
             outcome = self._answered(job, err, attempts[0])
             with_metadata = False
@@ -178,14 +185,71 @@ class Sender:
             return self._grant(job, outcome)
         return outcome
 
+    def _create(self, job: UserJob, bump, attempts: list[int]) -> tuple[Outcome, bool]:
+        """Send the create one attempt at a time, within ``--max-attempts``. After an attempt
+        whose outcome is unknown (api_errors.unknown_outcome: no answer, 502, 504 with or without
+        ZITADEL's ``context deadline exceeded``) the user is read back first (``_landed``): one
+        that is there is *present* (its metadata looked up, not set again), never sent twice.
+        Raises the last error (a refusal, or the attempts spent); ``(outcome, the create carried
+        the metadata)``."""
+        uid, attempt = _user_id(job), 0
+        lost = unsettled = False  # an attempt's outcome was unknown; no read since told what it did
+        while True:
+            attempt += 1
+            try:
+                created, with_metadata = self._send(job, bump)
+                return Outcome(created or uid, "created", attempts[0], after_lost_answer=lost), with_metadata
+            except api_errors.AdminApiError as err:
+                if not api_errors.send_again(err):
+                    raise
+                if api_errors.unknown_outcome(err):
+                    lost = unsettled = True
+                if attempt >= self.client.max_attempts:
+                    if err.status == 0:  # the write went unanswered: one for the no-answer stop
+                        self.client.stop.record(False, err.message)
+                    err.unknown = unsettled  # an earlier attempt may have created it: not failed
+                    raise
+                retry_after = err.retry_after
+            self.client.backoff(attempt, retry_after)
+            if unsettled:
+                held = self._landed(job)
+                attempts[0] += 1
+                if held:
+                    return Outcome(held, "present", attempts[0], after_lost_answer=True), False
+                unsettled = held is None  # "": read, not there
+
+    def _landed(self, job: UserJob) -> str | None:
+        """The id of this user if the target holds it in the body's org (by id, or for an entry
+        without one by its user name and e-mail); '' when it does not; None when the read got
+        no answer either (the next attempt's refusal tells: AlreadyExisting → read, present)."""
+        uid = _user_id(job)
+        try:
+            if uid:
+                answer = self.client.request("GET", user_path(uid), None, self.timeout)
+                return uid if owner_of(answer) == job.org_id else ""
+            for held in self._named(job, job.org_id):
+                mail = str(((held.get("human") or {}).get("email") or {}).get("email") or "").casefold()
+                if mail and mail == _email(job):
+                    return str(held.get("userId") or "")
+        except api_errors.InvalidRequest:
+            return ""  # NotFound: not there, send it
+        except api_errors.AdminApiError as err:
+            if isinstance(err, api_errors.AuthError | api_errors.ServerGone | api_errors.QuotaExhausted):
+                raise
+            return None
+        return ""
+
     def _send(self, job: UserJob, bump) -> tuple[str, bool]:
-        """The created user's id, and whether the create carried the metadata (AddHumanUser)."""
+        """One attempt of the create: the created user's id, and whether it carried the metadata
+        (AddHumanUser)."""
+        once = self.client.single_attempt()
         if self.path.create_user:
             request = create_user_request(job.org_id, job.entry)
             try:
                 answer = self.client.request(
-                    "POST", CREATE_USER_PATH, request, self.timeout, on_attempt=bump, org_id=job.org_id
-                )
+                    "POST", CREATE_USER_PATH, request, self.timeout, on_attempt=bump, org_id=job.org_id,
+                    retrier=once,
+                )  # fmt: skip
                 return str(answer.get("id") or ""), False
             except api_errors.AdminApiError as err:
                 if not api_errors.route_absent(err):
@@ -193,7 +257,7 @@ class Sender:
                 self.path.create_user = False
         request = add_human_request(job.org_id, job.entry, job.metadata)
         answer = self.client.request(
-            "POST", ADD_HUMAN_PATH, request, self.timeout, on_attempt=bump, org_id=job.org_id
+            "POST", ADD_HUMAN_PATH, request, self.timeout, on_attempt=bump, org_id=job.org_id, retrier=once
         )
         return str(answer.get("userId") or ""), True
 
@@ -212,6 +276,8 @@ class Sender:
         if isinstance(err, api_errors.ServerGone):
             self.stop_reason = self.stop_reason or f"the server stopped answering: {err.message}"
             return Outcome(uid, "not-sent", attempts)
+        if api_errors.unknown_outcome(err):  # maybe created: the next push reads it back first
+            return Outcome(uid, "unknown", attempts, failure_of(job, uid, UNKNOWN, f"create: {err.message}"))
         reason = "retries-exhausted" if isinstance(err, api_errors.RetriesExhausted) else "server-error"
         return Outcome(uid, "failed", attempts, failure_of(job, uid, reason, err.message))
 
@@ -234,11 +300,19 @@ class Sender:
             return Outcome(uid, "failed", attempts + 1, failure_of(job, uid, IN_ANOTHER_ORG, text))
         except api_errors.AdminApiError as err:
             text = f"{message}; reading it back failed: {err.message}"
-            return Outcome(uid, "failed", attempts + 1, failure_of(job, uid, "server-error", text))
+            return self._unread(job, uid, attempts + 1, text, err)
         if owner == job.org_id:
             return Outcome(uid, "present", attempts + 1, after_lost_answer=attempts > 1)
         text = f"it already exists in org {owner or '(unknown)'}, not in org {job.org_id}"
         return Outcome(uid, "failed", attempts + 1, failure_of(job, uid, IN_ANOTHER_ORG, text))
+
+    @staticmethod
+    def _unread(job: UserJob, uid: str, requests: int, text: str, err: api_errors.AdminApiError) -> Outcome:
+        """A refused create whose read-back failed: on faults alone the user is most likely this
+        one (a lost answer): *unknown*, read back first next push; else failed ``server-error``."""
+        if api_errors.send_again(err):
+            return Outcome(uid, "unknown", requests, failure_of(job, uid, UNKNOWN, text))
+        return Outcome(uid, "failed", requests, failure_of(job, uid, "server-error", text))
 
     def _named(self, job: UserJob, org_id: str) -> list[Json]:
         request = list_users_request(org_id=org_id, user_name=_user_name(job), limit=1)
@@ -253,7 +327,7 @@ class Sender:
             anywhere = users or self._named(job, "")
         except api_errors.AdminApiError as err:
             text = f"{message}; reading the user name back failed: {err.message}"
-            return Outcome(uid, "failed", attempts + 2, failure_of(job, uid, "server-error", text))
+            return self._unread(job, uid, attempts + 2, text, err)
         if users:
             held = users[0]
             held_id = str(held.get("userId") or "")
@@ -279,7 +353,7 @@ class Sender:
             str(m["key"]): str(m.get("value") or "") for m in metadata_request(job.metadata)["metadata"]
         }
         requests, attempt = outcome.requests, 0
-        look_up = outcome.status != "created"
+        look_up = outcome.status != "created" or outcome.after_lost_answer
         while True:
             attempt += 1
             try:
@@ -296,13 +370,11 @@ class Sender:
                     path, once = metadata_path(outcome.user_id), self.client.single_attempt()
                     self.client.request("POST", path, {"metadata": missing}, self.timeout, retrier=once)
                 return outcome._replace(requests=requests)
-            except api_errors.RetriesExhausted as err:
-                if attempt >= self.client.max_attempts:
+            except api_errors.AdminApiError as err:
+                if not api_errors.send_again(err) or attempt >= self.client.max_attempts:
                     return self._metadata_failed(job, outcome, requests, err)
                 self.client.backoff(attempt, err.retry_after)
                 look_up = True  # the set may have landed: read before sending it again
-            except api_errors.AdminApiError as err:
-                return self._metadata_failed(job, outcome, requests, err)
 
     def _metadata_failed(
         self, job: UserJob, outcome: Outcome, requests: int, err: api_errors.AdminApiError
@@ -313,6 +385,12 @@ class Sender:
         if isinstance(err, api_errors.ServerGone | api_errors.QuotaExhausted):
             self.stop_reason = self.stop_reason or err.message
             return outcome._replace(status="not-sent", requests=requests)
+        if api_errors.send_again(err):  # attempts spent on faults: not a refusal
+            status, reason = (
+                ("unknown", UNKNOWN) if api_errors.unknown_outcome(err) else ("failed", "retries-exhausted")
+            )
+            failure = failure_of(job, outcome.user_id, reason, f"SetUserMetadata: {err.message}")
+            return outcome._replace(status=status, requests=requests, failure=failure)
         failure = failure_of(job, outcome.user_id, "metadata-rejected", f"SetUserMetadata: {err.message}")
         return outcome._replace(status="failed", requests=requests, failure=failure)
 
@@ -336,6 +414,10 @@ class Sender:
                 return outcome._replace(status="not-sent", requests=requests)
             except api_errors.AdminApiError as err:
                 message = f"SetUserGrant: {err.message}"
-                failure = failure_of(job, outcome.user_id, "grant-rejected", message)
+                if api_errors.unknown_outcome(err):  # attempts spent, the last one's outcome unknown
+                    failure = failure_of(job, outcome.user_id, UNKNOWN, message)
+                    return outcome._replace(status="unknown", requests=requests, failure=failure)
+                reason = "retries-exhausted" if api_errors.send_again(err) else "grant-rejected"
+                failure = failure_of(job, outcome.user_id, reason, message)
                 return outcome._replace(status="failed", requests=requests, failure=failure)
         return outcome._replace(requests=requests)

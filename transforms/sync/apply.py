@@ -50,6 +50,7 @@ from transforms.common.progress import LiveLine
 from transforms.common.records import partition_of
 from transforms.files.storage import read_bytes
 from transforms.output.manifest import Manifest, SyncView
+from transforms.sync import read_back
 from transforms.sync.calls import Abort, ChangeResult, Outcome, Stop, apply_user, expected_problems
 from transforms.sync.change_records import Call, ChangeKind, ChangeRecord, StateRecord
 from transforms.sync.report import SyncReport, planned_calls
@@ -280,6 +281,9 @@ def apply_changes(
     unknown = StateStore(_sync(manifest).state).read_unknown()
     unknown.update({u: min(at, unknown.get(u, at)) for u, at in ledger.unknown.items()})
     _keep_defined_roles(manifest, changes)
+    # Users whose write of an earlier run is of unknown outcome go last: a write still in flight
+    # when that run gave up has the most time to land before it is read back (docs/sync.md#late-landing).
+    work = sorted(work, key=lambda i: str(changes[i][2]["userId"]) in unknown)
     stop = Stop()
     fatal: str | None = None
     with _Progress(len(work), stream, progress) as live:
@@ -293,6 +297,8 @@ def apply_changes(
             since = unknown.get(user_id) if earlier is None else earlier.unknown_at
             if earlier is not None:  # the calls are in order: the confirmed ones lead
                 change = {**change, "calls": (change.get("calls") or [])[len(earlier.confirmed) :]}
+            elif since is not None:
+                _settle(since)
             # Each user counts its own requests: threads never add to each other's count.
             try:
                 result, sent = apply_user(client, change, name, sha256, stop, request_timeout, since, mark)
@@ -342,6 +348,16 @@ def apply_changes(
     report.unknown_before = unknown
     report.dead_letter = _write_failures(results_dir, final)
     return report, [c for _, _, c in changes]
+
+
+def _settle(since: float) -> None:
+    """Wait until ``read_back.SETTLE`` seconds have passed since an earlier run's write of unknown
+    outcome was sent (a run started right after one that stalled): a write still in flight lands
+    first, and the read back sees it instead of sending the same password again."""
+    left = since + read_back.SETTLE - time.time()
+    if left > 0:
+        _LOGGER.info("waiting %.0f s for a write of an earlier run to land before reading it back", left)
+        time.sleep(min(left, read_back.SETTLE))
 
 
 def _try_again(

@@ -25,7 +25,7 @@ import orjson
 
 from transforms.push.grant_calls import write_grant
 from transforms.sync.change_records import Call, ChangeCall, ChangeRecord
-from transforms.sync.read_back import NEEDS_LINKS, NEEDS_METADATA, Held, Json, call_left, unknown_outcome
+from transforms.sync.read_back import NEEDS_LINKS, NEEDS_METADATA, Held, Json, call_left
 from transforms.zitadel_api import api_errors
 from transforms.zitadel_api import user_v2 as v2
 from transforms.zitadel_api.client import AdminClient
@@ -275,11 +275,13 @@ class _UserCalls:
                 client.request(method, path, body, self.timeout, retrier=client.single_attempt())
                 return
             except api_errors.AdminApiError as err:
-                unknown = unknown_outcome(err)
+                unknown = api_errors.unknown_outcome(err)
                 if unknown and result.unknown_at is None:
                     result.unknown_at = sent_at
-                if not isinstance(err, api_errors.RetriesExhausted) or attempt >= client.max_attempts:
-                    if err.status == 0:  # the whole write went unanswered: one for the no-answer stop
+                if not api_errors.send_again(err) or attempt >= client.max_attempts:
+                    if (
+                        err.status == 0 and unknown
+                    ):  # the whole write went unanswered: one for the no-answer stop
                         client.stop.record(False, err.message)
                     raise
                 retry_after = err.retry_after

@@ -32,9 +32,8 @@ import re
 from typing import Any
 
 from transforms.sync.change_records import Call, ChangeCall
-from transforms.zitadel_api import api_errors
 
-__all__ = ["CLOCK_SLACK", "Json", "Held", "unknown_outcome", "parse_time", "not_landed", "call_left"]
+__all__ = ["CLOCK_SLACK", "SETTLE", "Json", "Held", "parse_time", "not_landed", "call_left"]
 
 Json = dict[str, Any]  # a JSON object: a request body, a part of it, an answer
 
@@ -42,23 +41,12 @@ Json = dict[str, Any]  # a JSON object: a request body, a part of it, an answer
 # landed. A password changed by someone else this shortly before the call also counts as ours.
 CLOCK_SLACK = 30.0
 
-# A failed request that may still have had its effect: no answer at all (timed out, connection
-# dropped) or a gateway that lost the answer. 429 and 503 are answered before any work.
-_UNKNOWN_STATUS = (0, 502, 504)
-
-
-def unknown_outcome(err: api_errors.AdminApiError) -> bool:
-    """True when ``err`` leaves open whether the request had its effect.
-
-    >>> unknown_outcome(api_errors.RetriesExhausted("PUT /v2/users/human/1: timed out", 0))
-    True
-    >>> unknown_outcome(api_errors.ServerGone("3 requests in a row got no answer"))  # never sent
-    False
-    """
-    if isinstance(err, api_errors.ServerGone | api_errors.AuthError | api_errors.InvalidRequest):
-        return False
-    return err.status in _UNKNOWN_STATUS
-
+# Seconds after it was sent that a write whose night gave up on it may still land: ZITADEL drops a
+# request's work when its connection closes, but a proxy in between may keep the request to ZITADEL
+# open until its own upstream timeout (nginx's proxy_read_timeout is 60 s by default). The next
+# run reads such a user back no sooner than this after the write was sent, and after every other
+# user (docs/sync.md#late-landing).
+SETTLE = 60.0
 
 _FRACTION = re.compile(r"\.(\d{1,6})\d*")
 

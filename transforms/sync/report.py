@@ -96,14 +96,22 @@ class SyncReport:
         others = sum(t.failed for k, t in kinds.items() if k not in _GRANT_CALLS)
         where = f" (see {self.dead_letter})" if self.dead_letter else ""
         parts = []
-        if others:
-            users = sum(
-                1
-                for r in self.results
-                if r.status == Outcome.FAILED
-                and not set(self.planned.get(r.user_id, [])) <= set(_GRANT_CALLS)
+        failed = [
+            r
+            for r in self.results
+            if r.status == Outcome.FAILED and not set(self.planned.get(r.user_id, [])) <= set(_GRANT_CALLS)
+        ]
+        # A user whose last write is of unknown outcome is not failed: the next run reads it back.
+        unknown = [r for r in failed if r.unknown_at is not None]
+        others -= len(unknown)
+        if others > 0:
+            parts.append(f"{others} change(s) of {len(failed) - len(unknown)} user(s) not confirmed{where}")
+        if unknown:
+            files = ", ".join(sorted({r.file for r in unknown}))
+            parts.append(
+                f"{len(unknown)} user(s) with an unknown outcome, not failed: the next run reads them "
+                f"back before sending (in {files})"
             )
-            parts.append(f"{others} change(s) of {users} user(s) not confirmed{where}")
         if grants:
             parts.append(f"{grants} grant(s) not set{where}")
         if self.verify_problems:

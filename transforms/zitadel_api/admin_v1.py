@@ -45,6 +45,7 @@ class AdminV1Calls:
         retrier: Retrier | None = None,
         org_id: str | None = None,
         on_answer: Callable[[int, float | None], None] | None = None,
+        deadline_final: bool = False,
     ) -> dict[str, Any]:
         raise NotImplementedError  # AdminClient.request
 
@@ -76,7 +77,15 @@ class AdminV1Calls:
         called before every HTTP attempt (the caller's per-body request count), ``on_answer``
         after it with its status and ``Retry-After`` (the push's limiter).
         """
-        answer = self._post_json("/admin/v1/import", body_bytes, timeout, on_attempt, on_answer=on_answer)
+        answer = self.request(
+            "POST",
+            "/admin/v1/import",
+            body_bytes,
+            timeout,
+            on_attempt,
+            on_answer=on_answer,
+            deadline_final=True,
+        )
         problem = _import_answer_problem(answer)
         if problem:
             raise AdminApiError(f"POST /admin/v1/import: not an import answer ({problem})", 200)

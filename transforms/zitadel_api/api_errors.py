@@ -17,6 +17,13 @@ e.g. the authorization service) names its code in words (``"already_exists"``) a
 detail as ``{"type": "zitadel.v1.ErrorDetail", "value": <base64 protobuf>}``: read the same way. A quota answer (``QUOTA-vjAy8`` ``Errors.Quota.Access.Exhausted``,
 ``LIMITS-molsj`` ``Errors.Limits.Instance.Blocked``: HTTP 429, gRPC 8) does not clear until the
 quota's period ends: it is not retried (``QuotaExhausted``).
+
+What an answer says about the *work* is one rule for every write (``unknown_outcome``;
+docs/zitadel-admin-api.md#unknown-outcomes): a 2xx, a refusal of the request (4xx, an auth or quota
+answer) and 429 are definitive (done, or not done); no answer, 502, 504 (with or without ZITADEL's
+``{"code": 4, "message": "context deadline exceeded"}``: grpc-gateway maps DeadlineExceeded to 504,
+and the command may have committed before the deadline hit) and a 503 whose body does not say it was
+refused before the work are *unknown*: the caller reads back before it sends the write again.
 Used by the transport (``transport.py``) and by every caller that catches a failed call::
 
     try:
@@ -47,7 +54,10 @@ __all__ = [
     "Failure",
     "classify",
     "error_for",
+    "classify_error",
     "scrub",
+    "unknown_outcome",
+    "send_again",
 ]
 
 _MAX_ERROR_TEXT = 300
@@ -56,6 +66,13 @@ _ERROR_DETAIL = "zitadel.v1.ErrorDetail"
 # limits_interceptor.go ``LimitsInterceptor``): ResourceExhausted until the period ends.
 QUOTA_IDS = ("QUOTA-vjAy8", "LIMITS-molsj")
 _RETRYABLE_STATUS = {429, 502, 503, 504}
+# Statuses after which the request may have done its work: no answer (0), a gateway that lost the
+# answer, a deadline that hit whenever it did. 503 is one unless its body says otherwise.
+_UNKNOWN_STATUS = (0, 502, 503, 504)
+# A 503 answered before the request reached a server that works: Envoy's (and so Google's load
+# balancers') text for no backend to send it to, or ZITADEL's own gRPC Unavailable/ResourceExhausted.
+_REFUSED_BEFORE_WORK = ("no healthy upstream",)
+_REFUSED_CODES = (8, 14)
 
 # Password hashes (MCF / PHC), bearer tokens, JWTs and token fields in echoed bodies.
 _SCRUB_PATTERNS = [
@@ -90,12 +107,23 @@ class AdminApiError(Exception):
     """A failed call. ``status`` (0 for no answer), gRPC ``code``, a scrubbed ``message`` (for the
     operator) and ``detail_id``, the ``zitadel.v1.ErrorDetail`` id ('' when the body had none)."""
 
-    def __init__(self, message: str, status: int = 0, code: int | None = None, detail_id: str = "") -> None:
+    retry_after: float | None = None  # the answer's Retry-After in seconds (RetriesExhausted sets it)
+
+    def __init__(
+        self,
+        message: str,
+        status: int = 0,
+        code: int | None = None,
+        detail_id: str = "",
+        unknown: bool | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.detail_id = detail_id
+        # Whether the request may have done its work (``unknown_outcome``); by default from the status.
+        self.unknown = status in _UNKNOWN_STATUS if unknown is None else unknown
 
 
 class AuthError(AdminApiError):
@@ -114,8 +142,6 @@ class RetriesExhausted(AdminApiError):
     """A retryable failure persisted through ``max_attempts`` attempts; ``retry_after``: the
     last answer's ``Retry-After`` in seconds (None: none), for a caller that retries itself."""
 
-    retry_after: float | None = None
-
 
 class ServerGone(AdminApiError):
     """Several requests in a row got no answer at all; every further call fails at once with this."""
@@ -133,6 +159,28 @@ def route_absent(err: AdminApiError) -> bool:
     return err.code == 12 or (err.status in (404, 405, 501) and not err.detail_id)
 
 
+def unknown_outcome(err: AdminApiError) -> bool:
+    """True when ``err`` leaves open whether the request did its work: read back before sending
+    it again. The one rule of every write (docs/zitadel-admin-api.md#unknown-outcomes).
+
+    >>> unknown_outcome(classify_error(504, b'{"code": 4, "message": "context deadline exceeded"}'))
+    True
+    >>> unknown_outcome(classify_error(503, b"no healthy upstream"))  # never reached ZITADEL
+    False
+    >>> unknown_outcome(ServerGone("3 requests in a row got no answer"))  # never sent
+    False
+    """
+    if isinstance(err, ServerGone | AuthError | InvalidRequest | QuotaExhausted):
+        return False
+    return err.unknown
+
+
+def send_again(err: AdminApiError) -> bool:
+    """True when a write that failed with ``err`` is worth another attempt of the caller's own
+    loop: a retryable answer (429, a 503 before the work) or an unknown outcome (read back first)."""
+    return isinstance(err, RetriesExhausted) or unknown_outcome(err)
+
+
 @dataclasses.dataclass(frozen=True)
 class Failure:
     kind: str  # "auth" | "invalid" | "deadline" | "retry" | "quota" | "fatal"
@@ -141,6 +189,7 @@ class Failure:
     message: str
     retry_after: float | None = None
     detail_id: str = ""
+    unknown: bool = False  # the request may have done its work (``unknown_outcome``)
 
 
 # Connect's error codes in words (connectrpc.com protocol, "Error Codes") → the gRPC numbers.
@@ -235,18 +284,20 @@ def classify(status: int, body: bytes, retry_after: str | None = None) -> Failur
         message = body[:200].decode("utf-8", "replace")
     message = scrub(message) or f"HTTP {status}"
     lowered = message.lower()
+    refused_first = code in _REFUSED_CODES or any(text in lowered for text in _REFUSED_BEFORE_WORK)
+    unknown = status in _UNKNOWN_STATUS and not (status == 503 and refused_first)
     auth_words = ("unauthenticated", "permissiondenied", "permission denied", "auth header missing")
     if status in (401, 403) or code in (7, 16) or any(w in lowered for w in auth_words):
         return Failure("auth", status, code, message, detail_id=detail)
     if code == 4 and "deadline exceeded" in lowered:
-        return Failure("deadline", status, code, message, detail_id=detail)
+        return Failure("deadline", status, code, message, detail_id=detail, unknown=True)
     if detail in QUOTA_IDS:
         return Failure("quota", status, code, message, detail_id=detail)
     if status in _RETRYABLE_STATUS or code in (8, 14):
-        return Failure("retry", status, code, message, _parse_retry_after(retry_after), detail)
+        return Failure("retry", status, code, message, _parse_retry_after(retry_after), detail, unknown)
     if 400 <= status < 500 or code in (3, 5, 9):
         return Failure("invalid", status, code, message, detail_id=detail)
-    return Failure("fatal", status, code, message, detail_id=detail)
+    return Failure("fatal", status, code, message, detail_id=detail, unknown=unknown)
 
 
 def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") -> AdminApiError:
@@ -262,8 +313,18 @@ def error_for(failure: Failure, path: str, attempts: int, method: str = "POST") 
     }.get(failure.kind)
     if cls is None:
         exhausted = RetriesExhausted(
-            f"{text} after {attempts} attempts", failure.status, failure.code, failure.detail_id
+            f"{text} after {attempts} attempts",
+            failure.status,
+            failure.code,
+            failure.detail_id,
+            failure.unknown,
         )
         exhausted.retry_after = failure.retry_after
         return exhausted
-    return cls(text, failure.status, failure.code, failure.detail_id)
+    return cls(text, failure.status, failure.code, failure.detail_id, failure.unknown)
+
+
+def classify_error(status: int, body: bytes, path: str = "/", method: str = "POST") -> AdminApiError:
+    """The error a client raises for one non-2xx answer of one attempt (``classify``, then
+    ``error_for``): what ``unknown_outcome`` reads."""
+    return error_for(classify(status, body), path, 1, method)

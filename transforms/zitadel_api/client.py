@@ -103,11 +103,14 @@ class AdminClient(AdminV1Calls):
         retrier: Retrier | None = None,
         org_id: str | None = None,
         on_answer: Callable[[int, float | None], None] | None = None,
+        deadline_final: bool = False,
     ) -> dict[str, Any]:
         """Any authenticated JSON call (``PUT /v2/users/human/{id}``, ``POST /admin/v1/import``):
         retries, token refresh, the whole-request ``timeout`` (default the client's), the
         no-answer stop; returns the answer's JSON object (``{}`` for an empty answer).
         ``org_id`` sends the management API's ``x-zitadel-orgid`` (the org the call acts in).
+        ``deadline_final``: a 504 ``context deadline exceeded`` ends the call (the import's own
+        timeout) instead of being sent again.
 
         >>> client.request("POST", "/v2/users/123/deactivate", {})  # doctest: +SKIP
         """
@@ -129,6 +132,7 @@ class AdminClient(AdminV1Calls):
             method=method,
             stop=self.stop,
             on_answer=on_answer,
+            deadline_final=deadline_final,
         )
         try:
             answer = json.loads(raw or b"{}")

@@ -235,8 +235,12 @@ def send_with_retries(
     method: str = "POST",
     stop: NoAnswerStop | None = None,
     on_answer: Callable[[int, float | None], None] | None = None,
+    deadline_final: bool = False,
 ) -> bytes:
     """Send until success, a non-retryable failure, or ``max_attempts``; returns the 2xx body.
+
+    A 504 ``context deadline exceeded`` is sent again like a gateway's 504, except with
+    ``deadline_final`` (the import: its own ``timeout`` elapsed, the caller splits the body).
 
     ``timeout`` bounds each attempt from connect to the last byte, so a request takes at most
     about ``max_attempts`` x ``timeout`` plus the backoff. ``stop`` counts requests that got no
@@ -261,7 +265,8 @@ def send_with_retries(
             stats.bump("failures")
             raise InvalidRequest(str(err)) from None
         except _CONNECTION_ERRORS as err:
-            failure = Failure("retry", 0, None, scrub(f"{type(err).__name__}: {err}", secrets()))
+            message = scrub(f"{type(err).__name__}: {err}", secrets())
+            failure = Failure("retry", 0, None, message, unknown=True)  # sent, maybe done: no answer
         else:
             if 200 <= answer.status < 300:
                 if stop is not None:
@@ -278,7 +283,10 @@ def send_with_retries(
             refreshed = True
             attempt -= 1
             continue
-        if failure.kind != "retry" or attempt >= retrier.max_attempts:
+        retryable = failure.kind == "retry" or (failure.kind == "deadline" and not deadline_final)
+        if not retryable or attempt >= retrier.max_attempts:
+            if failure.status == 429 and not retrier.whole_request:
+                stats.bump("throttled")  # the caller's own loop sends it again
             stats.bump("failures")
             if stop is not None and (retrier.whole_request or failure.status != 0):
                 stop.record(failure.status != 0, failure.message)

@@ -38,9 +38,12 @@ def _paths(server: ZitadelServer, prefix: str) -> list[str]:
     return [path for path, _ in server.requests if path.startswith(prefix)]
 
 
-def test_grants_go_through_the_authorization_service_exactly_once(server):
+@pytest.mark.parametrize(
+    "lost", ["504_after", "deadline_after"]
+)  # a gateway's 504, Connect's deadline_exceeded
+def test_grants_go_through_the_authorization_service_exactly_once(server, lost):
     client = fast_client(server.url, Credentials("token", token=PAT))
-    server.faults.inject("504_after", path=authz.CREATE_PATH)  # created, its answer lost
+    server.faults.inject(lost, path=authz.CREATE_PATH)  # created, its answer lost
     write_grant(client, "u1", ORG, "p1", ["reader"])
     write_grant(client, "u1", ORG, "p1", ["reader", "writer"])  # the full list: an update
     write_grant(client, "u2", ORG, "p1", ["reader"])

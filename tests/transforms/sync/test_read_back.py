@@ -15,8 +15,7 @@ from zitadel_server import ZitadelServer
 
 from transforms.sync.calls import Outcome, Stop, apply_user
 from transforms.sync.change_records import Call
-from transforms.sync.read_back import CLOCK_SLACK, not_landed, parse_time, unknown_outcome
-from transforms.zitadel_api import api_errors
+from transforms.sync.read_back import CLOCK_SLACK, not_landed, parse_time
 from transforms.zitadel_api.credentials import Credentials
 
 ORG = "123456789"
@@ -77,23 +76,6 @@ def test_a_password_never_changed_is_sent():
 
 
 @pytest.mark.parametrize(
-    "err, unknown",
-    [
-        (api_errors.RetriesExhausted("no answer", 0), True),
-        (api_errors.RetriesExhausted("gateway", 504), True),
-        (api_errors.RetriesExhausted("gateway", 502), True),
-        (api_errors.RetriesExhausted("throttled", 429), False),
-        (api_errors.RetriesExhausted("unavailable", 503), False),
-        (api_errors.ServerGone("3 requests in a row got no answer"), False),
-        (api_errors.InvalidRequest("bad", 400), False),
-        (api_errors.AuthError("no", 401), False),
-    ],
-)
-def test_which_failures_leave_the_outcome_unknown(err, unknown):
-    assert unknown_outcome(err) is unknown
-
-
-@pytest.mark.parametrize(
     "text, seconds",
     [
         ("1970-01-01T00:00:01Z", 1.0),
@@ -148,7 +130,7 @@ def _requests(server: ZitadelServer) -> list[str]:
     return [method for method, path, _ in server.v2_requests if path.startswith("/v2/users/")]
 
 
-@pytest.mark.parametrize("kind", ["504_after", "drop_after"])
+@pytest.mark.parametrize("kind", ["504_after", "drop_after", "deadline_after"])
 def test_a_write_that_landed_without_an_answer_is_read_back_and_not_sent_again(seeded, kind):
     server, new_hash = seeded
     server.faults.inject(kind, path="/v2/users/*")

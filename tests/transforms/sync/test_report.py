@@ -480,3 +480,30 @@ def test_users_with_an_unknown_outcome_stay_listed_until_a_push_settles_them():
     assert report.still_unknown() == {"new": 20.0, "not-reached": 2.0, "gone-again": 3.0}
     assert "outcome unknown (read back before sending again): 3 user(s)" in report.table()
     assert "outcome unknown" not in SyncReport(results[:1], 0.1, 1, unknown_before={}).table()
+
+
+def test_a_change_of_unknown_outcome_is_named_unknown_with_its_file_not_failed():
+    changes = [
+        _change("refused", "UpdateHumanUser"),
+        _change("lost", "UpdateHumanUser", "LockUser"),
+    ]
+    results = [
+        ChangeResult("changes-p00000.ndjson", "s", "refused", Outcome.FAILED, [], "UpdateHumanUser: invalid"),
+        ChangeResult(
+            "changes-p00001.ndjson",
+            "s",
+            "lost",
+            Outcome.FAILED,
+            ["UpdateHumanUser"],
+            "LockUser: x",
+            unknown_at=5.0,
+        ),
+    ]
+    parts = SyncReport(results, 0.1, 4, planned=planned_calls(changes)).failure_parts()
+    assert parts == [
+        "1 change(s) of 1 user(s) not confirmed",
+        "1 user(s) with an unknown outcome, not failed: the next run reads them back before sending "
+        "(in changes-p00001.ndjson)",
+    ]
+    only_lost = SyncReport(results[1:], 0.1, 2, planned=planned_calls(changes[1:])).failure_parts()
+    assert len(only_lost) == 1 and "not confirmed" not in only_lost[0]
