@@ -17,7 +17,7 @@ STATUS = f"{PREFIX}.status."  # + Okta status of a user written (ACTIVE, STAGED,
 # A user Okta asks to change its password (PASSWORD_EXPIRED, RECOVERY): no password to mark.
 CHANGE_NOT_MARKED = f"{PREFIX}.password_change_not_marked"
 BLOCKED_WRITTEN = f"{PREFIX}.blocked_written"  # SUSPENDED, LOCKED_OUT, DEPROVISIONED read
-METADATA_ENTRIES = f"{PREFIX}.metadata_entries"
+METADATA_DROPPED = f"{PREFIX}.metadata_dropped"  # the summary's "metadata entries dropped (limits)"
 
 
 def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:

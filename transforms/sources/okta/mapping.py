@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from transforms.common.reasons import Reason
 from transforms.mapping.ids import EmailChoice, email_or_fallback
-from transforms.mapping.validate import MAX_METADATA_KEY, ValidationOptions, validate_user
+from transforms.mapping.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE, ValidationOptions, validate_user
 from transforms.sources.okta.source import BLOCKED, column
 
 __all__ = ["OktaOptions", "MappedUser", "Refusal", "map_row", "canonical", "KNOWN_FIELDS", "NOT_CARRIED"]
@@ -55,6 +55,7 @@ class OktaOptions:
 class MappedUser:
     entry: dict[str, object]
     metadata: list[dict[str, str]]
+    metadata_dropped: int  # over ZITADEL's key or value limit
     status: str
     notes: list[str]
 
@@ -75,13 +76,12 @@ def _names(cells: Mapping[str, str], login: str) -> tuple[str, str]:
     return cells.get("firstName") or first or last or login, cells.get("lastName") or last or login
 
 
-def _metadata(cells: Mapping[str, str]) -> list[dict[str, str]]:
-    """Every non-empty cell this mapping does not carry: ``{key, value (base64 of its text)}``."""
-    return [
-        {"key": key, "value": base64.b64encode(value.encode()).decode("ascii")}
-        for key, value in cells.items()
-        if key not in KNOWN_FIELDS and len(key) <= MAX_METADATA_KEY
-    ]
+def _metadata(cells: Mapping[str, str]) -> tuple[list[dict[str, str]], int]:
+    """Every non-empty cell this mapping does not carry: ``{key, value (base64 of its text)}``, and
+    how many were dropped for ZITADEL's limits (counted)."""
+    extra = [(key, value.encode()) for key, value in cells.items() if key not in KNOWN_FIELDS]
+    kept = [(k, v) for k, v in extra if len(k) <= MAX_METADATA_KEY and len(v) <= MAX_METADATA_VALUE]
+    return [{"key": k, "value": base64.b64encode(v).decode("ascii")} for k, v in kept], len(extra) - len(kept)
 
 
 def map_row(row: Mapping[str, str], options: OktaOptions) -> MappedUser | Refusal:
@@ -120,8 +120,8 @@ def map_row(row: Mapping[str, str], options: OktaOptions) -> MappedUser | Refusa
     result = validate_user(entry, options.validation)
     if result.reason is not None:
         return Refusal(result.reason, result.detail)
-    metadata = _metadata(cells) if options.metadata else []
-    return MappedUser(entry, metadata, status or "UNKNOWN", list(result.notes))
+    metadata, dropped = _metadata(cells) if options.metadata else ([], 0)
+    return MappedUser(entry, metadata, dropped, status or "UNKNOWN", list(result.notes))
 
 
 def _e164(phone: str) -> str:

@@ -70,7 +70,7 @@ class _OktaPart(RecordPart[SourceFile]):
         if not isinstance(mapped, MappedUser):
             return Rejected(mapped.reason, mapped.detail, cells)
         counts[okta.USERS_MAPPED] += 1
-        counts[okta.METADATA_ENTRIES] += len(mapped.metadata)
+        counts[okta.METADATA_DROPPED] += mapped.metadata_dropped
         names = [counters.CANNOT_SIGN_IN + okta.PREFIX, okta.STATUS + mapped.status]
         names += [okta.CHANGE_NOT_MARKED] if mapped.status in MUST_CHANGE else []
         names += [okta.BLOCKED_WRITTEN] if mapped.status in BLOCKED else []

@@ -10,6 +10,7 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
 from repo_files import ROOT
 from zitadel_fixtures import PAT, leaked_secrets
 from zitadel_server import ZitadelServer
@@ -118,9 +119,18 @@ def test_report_labels_and_custom_attributes_are_read_by_name(tmp_path):
     assert sorted(d["reason"] for d in dead) == [Reason.BLOCKED, Reason.MISSING_USER_ID]
 
 
-def test_a_file_that_is_not_an_okta_export_is_one_line(tmp_path, capsys):
-    other = tmp_path / "users.json"
-    other.write_text('[{"user_id": "auth0|1", "email": "a@example.com"}]')
+@pytest.mark.parametrize(
+    "content",
+    [
+        '[{"user_id": "auth0|1", "email": "a@example.com"}]',
+        # Okta's Password Health report (its documented header): no e-mail column, not a user export.
+        "User,Login,Status,Activation date,Authentication Source,Last Login,Last Password Change\n"
+        "Ada Lovelace,ada@example.com,ACTIVE,,OKTA,,\n",
+    ],
+)
+def test_a_file_that_is_not_an_okta_export_is_one_line(tmp_path, capsys, content):
+    other = tmp_path / "users.csv"
+    other.write_text(content)
     code, _ = _run(tmp_path, other)
     assert code == 2
     assert "not an Okta user export" in capsys.readouterr().err

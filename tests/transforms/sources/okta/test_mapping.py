@@ -81,3 +81,9 @@ def test_metadata_holds_the_cells_zitadel_has_no_field_for():
         "githubHandle": b"ann",
     }
     assert map_row({**ROW, "department": "R&D"}, OktaOptions()).metadata == []  # type: ignore[union-attr]
+
+
+def test_metadata_over_zitadel_limits_is_dropped_and_counted():
+    mapped = map_row({**ROW, "k" * 201: "x", "big": "v" * 500_001, "ok": "y"}, OktaOptions(metadata=True))
+    assert isinstance(mapped, MappedUser)
+    assert [m["key"] for m in mapped.metadata] == ["ok"] and mapped.metadata_dropped == 2
