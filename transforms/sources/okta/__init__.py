@@ -1,0 +1,1 @@
+"""The Okta source: Okta's user export CSV → ZITADEL import bodies (docs/okta.md)."""
