@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from transforms.common import counters
 
@@ -71,3 +71,24 @@ def users_lines(counts: Mapping[str, int]) -> list[tuple[str, int | str]]:
             ("  without password", compared - compared_pw),
         ]
     return lines
+
+
+def link_lines(
+    counts: Mapping[str, int], prefix: str, outcomes: Sequence[tuple[str, str]]
+) -> list[tuple[str, int | str]]:
+    """The summary rows of a source's IdP-link counters (``<prefix><outcome>.<provider>``): for
+    each ``(outcome, label)`` in order, one row ``"  <label>: <provider>"`` per provider, providers
+    sorted. Auth0's identities, Keycloak's federatedIdentities and Firebase's providerUserInfo
+    entries are counted this way (docs/fields-not-carried.md).
+
+    Example::
+
+        link_lines({"kc.idp.linked.google": 2}, "kc.idp.", [("linked", "linked to IdP")])
+        # [("  linked to IdP: google", 2)]
+    """
+    links = dict(sorted((name, value) for name, value in counts.items() if name.startswith(prefix)))
+    return [
+        (f"  {label}: {provider}", value)
+        for outcome, label in outcomes
+        for provider, value in counters.by_suffix(links, f"{prefix}{outcome}.")
+    ]

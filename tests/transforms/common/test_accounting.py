@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from transforms.common import counters
-from transforms.common.accounting import reader_invariant
+from transforms.common.accounting import link_lines, reader_invariant
 
 WORDS = {"noun": "records", "source": "src-user", "passed_label": "converted", "refused_label": "blocked"}
 
@@ -39,3 +39,21 @@ def test_a_sync_counts_compared_rows_and_blocked_users_new_to_zitadel():
         "records read 8 = written 2 + compared with the state 5 + dead-lettered 1; "
         "converted 8 = written 2 + compared with the state 5 + duplicates 0 + blocked, not in ZITADEL yet 1"
     )
+
+
+def test_link_lines_list_each_outcome_in_order_and_its_providers_sorted():
+    counts = {
+        "kc.idp.unmapped.github": 1,
+        "kc.idp.linked.google": 2,
+        "kc.idp.linked.apple": 3,
+        "kc.idp.invalid.google": 4,
+        "kc.other.linked.x": 9,  # another prefix: not a link
+    }
+    outcomes = (("linked", "linked to IdP"), ("unmapped", "no --idp-map"), ("invalid", "no usable id"))
+    assert link_lines(counts, "kc.idp.", outcomes) == [
+        ("  linked to IdP: apple", 3),
+        ("  linked to IdP: google", 2),
+        ("  no --idp-map: github", 1),
+        ("  no usable id: google", 4),
+    ]
+    assert link_lines({}, "kc.idp.", outcomes) == []

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from transforms.common import counters
-from transforms.common.accounting import users_lines
+from transforms.common.accounting import link_lines, users_lines
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.auth0 import items as a0
@@ -142,15 +142,15 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     if identities:
         lines.append(("identities (valid profiles)", sum(identities.values())))
         lines.append(("  auth0 database (the password)", counts.get(a0.IDENTITIES_DATABASE, 0)))
-        for outcome, label in (
-            ("linked", "linked to IdP"),
-            ("unmapped", "no --idp-map, not linked"),
-            ("invalid", "no usable user_id, not linked"),
-        ):
-            for name, value in sorted(identities.items()):
-                prefix = f"{a0.IDENTITIES}{outcome}."
-                if name.startswith(prefix):
-                    lines.append((f"  {label}: {name.removeprefix(prefix)}", value))
+        lines += link_lines(
+            counts,
+            a0.IDENTITIES,
+            (
+                ("linked", "linked to IdP"),
+                ("unmapped", "no --idp-map, not linked"),
+                ("invalid", "no usable user_id, not linked"),
+            ),
+        )
     return lines
 
 

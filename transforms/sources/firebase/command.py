@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from transforms.common.accounting import users_lines
+from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
@@ -117,14 +117,16 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     links = {k: v for k, v in counts.items() if k.startswith(fb.IDP_LINKS)}
     if links:
         lines.append(("providerUserInfo entries (users mapped)", sum(links.values())))
-        for outcome, label in (
-            ("linked", "linked to IdP"),
-            ("firebase", "Firebase's own sign-in"),
-            ("unmapped", "no --idp-map, not linked"),
-            ("invalid", "no usable rawId, not linked"),
-        ):
-            for suffix, value in by_suffix(dict(sorted(links.items())), f"{fb.IDP_LINKS}{outcome}."):
-                lines.append((f"  {label}: {suffix}", value))
+        lines += link_lines(
+            counts,
+            fb.IDP_LINKS,
+            (
+                ("linked", "linked to IdP"),
+                ("firebase", "Firebase's own sign-in"),
+                ("unmapped", "no --idp-map, not linked"),
+                ("invalid", "no usable rawId, not linked"),
+            ),
+        )
     return lines
 
 

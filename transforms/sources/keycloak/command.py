@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from transforms.common import counters
-from transforms.common.accounting import users_lines
+from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
@@ -126,13 +126,15 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     links = {k: v for k, v in counts.items() if k.startswith(kc.IDP_LINKS)}
     if links:
         lines.append(("federatedIdentities (users written)", sum(links.values())))
-        for outcome, label in (
-            ("linked", "linked to IdP"),
-            ("unmapped", "no --idp-map, not linked"),
-            ("invalid", "no usable userId, not linked"),
-        ):
-            for suffix, value in by_suffix(dict(sorted(links.items())), f"{kc.IDP_LINKS}{outcome}."):
-                lines.append((f"  {label}: {suffix}", value))
+        lines += link_lines(
+            counts,
+            kc.IDP_LINKS,
+            (
+                ("linked", "linked to IdP"),
+                ("unmapped", "no --idp-map, not linked"),
+                ("invalid", "no usable userId, not linked"),
+            ),
+        )
     return lines
 
 
