@@ -196,8 +196,10 @@ def test_two_nights_under_30_percent_faults_end_as_a_fresh_import_of_day2(tmp_pa
     with ZitadelServer(tokens={PAT}) as server:
         rcs = _two_nights(server, tmp_path / "faulty", fault)
         out = capsys.readouterr().out
-        for kind in fault.split("+"):
-            assert server.faults.fired.count(kind) >= 10, f"the {kind} faults did not happen"
+        kinds = fault.split("+")
+        fired = collections.Counter(server.faults.fired)
+        for kind in kinds:  # about 25 faults in the two nights: each kind of a mix of three several times
+            assert fired[kind] >= (10 if len(kinds) == 1 else 3), f"the {kind} faults did not happen: {fired}"
         assert rcs == [0, 0], out[-3000:]
         _assert_holds_day2(server, tmp_path / "faulty")
         assert _already_answers(server) == [], "a change was sent again after it had landed"

@@ -29,6 +29,7 @@ import argparse
 import base64
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import logging
 import random
@@ -197,7 +198,8 @@ class Faults:
         self._rate = 0.0
         self._kinds: tuple[str, ...] = FAULT_KINDS
         self._paths: tuple[str, ...] = ("/admin/v1/import",)
-        self._rng = random.Random(0)
+        self._seed = 0
+        self._seen: dict[bytes, int] = {}  # request digest -> times it came (``randomize``)
         self.per_user_delay = 0.0
         self.retry_after = "0"
         self.slow_seconds = 1.0
@@ -229,10 +231,15 @@ class Faults:
         paths: Iterable[str] = ("/admin/v1/import",),
         seed: int = 0,
     ) -> None:
-        """Fail ``rate`` of the calls to ``paths`` with a random kind from ``kinds``."""
+        """Fail ``rate`` of the calls to ``paths`` with a random kind from ``kinds``.
+
+        Whether a call fails is drawn from ``seed``, its path, its body and how many times the same
+        request came before, not from the order calls arrive in: a request meets the same faults on
+        every run, whatever order several threads reach the server in. The kinds take turns."""
         with self._lock:
             self._rate, self._kinds, self._paths = rate, tuple(kinds), tuple(paths)
-            self._rng = random.Random(seed)
+            self._seed = seed
+            self._seen.clear()
 
     def silent_after(self, calls: int, kind: str = "drop", path: str = "/admin/v1/import") -> None:
         """Answer the next ``calls`` calls to ``path``, then fail every later one with ``kind``
@@ -274,7 +281,7 @@ class Faults:
         with self._lock:
             self.dropped_user_ids.add(user_id)
 
-    def next_fault(self, path: str) -> str | None:
+    def next_fault(self, path: str, body: bytes = b"") -> str | None:
         with self._lock:
             if self._silent is not None and _matches(self._silent[1], path):
                 if self._silent[0] <= 0:
@@ -290,10 +297,15 @@ class Faults:
             matches = path in self._paths or any(
                 p.endswith("*") and path.startswith(p[:-1]) for p in self._paths
             )
-            if matches and self._rate and self._rng.random() < self._rate:
-                kind = self._rng.choice(self._kinds)
-                self.fired.append(kind)
-                return kind
+            if matches and self._rate:
+                request = hashlib.sha256(path.encode() + b"\0" + body).digest()
+                nth = self._seen.get(request, 0)
+                self._seen[request] = nth + 1
+                draw = random.Random(b"%d:%d:" % (self._seed, nth) + request)
+                if draw.random() < self._rate:  # the kinds take turns: a mix meets each of them
+                    kind = self._kinds[len(self.fired) % len(self._kinds)]
+                    self.fired.append(kind)
+                    return kind
         return None
 
 
@@ -1186,7 +1198,7 @@ def _make_handler(server: ZitadelServer) -> type[BaseHTTPRequestHandler]:
             if refusal is not None:
                 self._send(*refusal)
                 return raw, None, True
-            fault = server.faults.next_fault(self.path)
+            fault = server.faults.next_fault(self.path, raw)
             if fault == "hang":
                 self._hang()
                 return raw, fault, True
