@@ -54,6 +54,10 @@ __all__ = ["CognitoOptions", "MappedUser", "flat_user", "csv_user", "map_user", 
 
 # FORCE_CHANGE_PASSWORD: admin-created, a temporary password; RESET_REQUIRED: must reset (CSV import).
 MUST_CHANGE = frozenset({"FORCE_CHANGE_PASSWORD", "RESET_REQUIRED"})
+# UserStatusType (API Reference); another value is counted as "other".
+STATUSES = frozenset(
+    "UNCONFIRMED CONFIRMED ARCHIVED COMPROMISED UNKNOWN RESET_REQUIRED FORCE_CHANGE_PASSWORD EXTERNAL_PROVIDER".split()
+)
 # The user's own keys in list-users (beside Attributes); an attribute never has these names.
 OWN_KEYS = ("Username", "Enabled", "UserStatus", "UserCreateDate", "UserLastModifiedDate", "MFAOptions")
 # What the mapping carries into fields (preferred_username and sub: when they are used, below).
@@ -104,21 +108,26 @@ class Refusal(NamedTuple):
 
 
 def flat_user(user: object) -> _FlatUser | Refusal:
-    """A list-users user → attribute name → value, beside its own keys; or why it cannot be read."""
-    if not isinstance(user, Mapping):
+    """A list-users user → attribute name → value (text, trimmed), beside its own keys; or why it
+    cannot be read. ``Username`` and ``UserStatus`` are kept only as text."""
+    if not isinstance(user, dict):  # ijson's objects
         return Refusal(Reason.NOT_AN_OBJECT, "a Users entry is not an object")
     flat: _FlatUser = {key: user[key] for key in OWN_KEYS if key in user}
+    for key in ("Username", "UserStatus"):
+        value = flat.pop(key, None)
+        if type(value) is str:
+            flat[key] = value.strip()
     attributes = user.get("Attributes", [])
     if not isinstance(attributes, list):
         return Refusal(Reason.INVALID_FIELD_TYPE, "Attributes is not a list of {Name, Value}")
     for number, attribute in enumerate(attributes):
-        name = attribute.get("Name") if isinstance(attribute, Mapping) else None
-        value = attribute.get("Value") if isinstance(attribute, Mapping) else None
-        if not isinstance(name, str) or not isinstance(value, str) or name in OWN_KEYS:
+        name = attribute.get("Name") if type(attribute) is dict else None
+        value = attribute.get("Value") if type(attribute) is dict else None
+        if type(name) is not str or type(value) is not str or name in OWN_KEYS:
             return Refusal(
                 Reason.INVALID_FIELD_TYPE, f"Attributes[{number}] is not a {{Name, Value}} of strings"
             )
-        flat[name] = value
+        flat[name] = value.strip()
     return flat
 
 
@@ -132,21 +141,17 @@ def csv_user(cells: Mapping[str, str]) -> _FlatUser:
 
 
 def _text(flat: _FlatUser, key: str) -> str:
+    """An attribute's text ("" when absent); the flat view's texts are trimmed already."""
     value = flat.get(key)
-    return value.strip() if isinstance(value, str) else ""
+    return value if type(value) is str else ""
 
 
-def _true(flat: _FlatUser, key: str) -> bool:
-    return _text(flat, key).casefold() == "true"  # list-users "true", the CSV's TRUE
-
-
-def _user_name(flat: _FlatUser, choice: str) -> str:
+def _user_name(flat: _FlatUser, choice: str, username: str, status: str) -> str:
     """--user-name: the chosen attribute, else ``auto``'s order (docs/cognito.md#user-name)."""
-    username = _text(flat, "Username")
     chosen = _text(flat, "Username" if choice == "username" else choice) if choice != "auto" else ""
     if chosen:
         return chosen
-    generated = _UUID.fullmatch(username) or _text(flat, "UserStatus").upper() == "EXTERNAL_PROVIDER"
+    generated = status == "EXTERNAL_PROVIDER" or _UUID.fullmatch(username)
     own = "" if generated else username
     auto = (_text(flat, "preferred_username"), own, _text(flat, "email"), _text(flat, "phone_number"))
     return next((name for name in auto if name), username)
@@ -191,54 +196,60 @@ def _link_display(user: Mapping[str, object], entry: Mapping[str, object], exter
 IDENTITIES = LinkFields("identities", "providerName", "userId", _link_display)
 
 
-def _links(flat: _FlatUser, idp_map: Mapping[str, str]) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+def _links(
+    text: str, email: str, idp_map: Mapping[str, str]
+) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
     """``identities`` (a JSON array inside the string) → IdP links for the providers in --idp-map."""
-    text = _text(flat, "identities")
-    if not text:
-        return [], []
     try:
         entries = orjson.loads(text)
     except orjson.JSONDecodeError:
         entries = [None]  # counted as an invalid entry of an unknown provider
     entries = entries if isinstance(entries, list) else [None]
-    return idp_links({"identities": entries, "email": _text(flat, "email")}, idp_map, IDENTITIES)
+    return idp_links({"identities": entries, "email": email}, idp_map, IDENTITIES)
 
 
 def map_user(flat: _FlatUser, options: CognitoOptions) -> MappedUser | Refusal:
     """One user's flat view → its entry, metadata and what is counted of it, or why it is refused."""
+    text = flat.get  # the flat view's attributes, Username and UserStatus are text
     username = _text(flat, "Username")
     if not username:
         return Refusal(Reason.MISSING_USER_ID, "no Username (cognito:username in the CSV)")
     status = _text(flat, "UserStatus").upper()
-    blocked = flat.get("Enabled") is False or status in cognito.BLOCKED_STATUS
+    disabled = text("Enabled") is False
+    blocked = disabled or status in cognito.BLOCKED_STATUS
     if blocked and not options.include_blocked:
-        what = "disabled (Enabled: false)" if flat.get("Enabled") is False else status
+        what = "disabled (Enabled: false)" if disabled else status
         return Refusal(Reason.BLOCKED, f"{what} at Cognito (--include-blocked imports such users)")
-    login = _user_name(flat, options.user_name)
+    login = _user_name(flat, options.user_name, username, status)
     chosen = email_or_fallback(_text(flat, "email"), options.email_fallback, login, username)
     if not isinstance(chosen, EmailChoice):
         return Refusal(*chosen)
     full = _text(flat, "name")
     first, _, last = full.rpartition(" ")
     profile: dict[str, object] = {
-        "firstName": _text(flat, "given_name") or first or last or login,
-        "lastName": _text(flat, "family_name") or last or login,
+        "firstName": text("given_name") or first or last or login,
+        "lastName": text("family_name") or last or login,
     }
     for key, field in (("name", "displayName"), ("nickname", "nickName"), ("locale", "preferredLanguage")):
-        if _text(flat, key):
-            profile[field] = _text(flat, key)
-    verified = _true(flat, "email_verified") and not chosen.from_fallback
+        if text(key):
+            profile[field] = text(key)
+    # "true" in list-users, TRUE in the CSV
+    verified = _text(flat, "email_verified").lower() == "true" and not chosen.from_fallback
     user: dict[str, object] = {
         "userName": login,
         "profile": profile,
         "email": {"email": chosen.email, "isEmailVerified": verified},
     }
-    if _text(flat, "phone_number"):
+    phone = _text(flat, "phone_number")
+    if phone:
         user["phone"] = {
-            "phone": _text(flat, "phone_number"),
-            "isPhoneVerified": _true(flat, "phone_number_verified"),
+            "phone": phone,
+            "isPhoneVerified": _text(flat, "phone_number_verified").lower() == "true",
         }
-    links, outcomes = _links(flat, dict(options.idp_map))
+    identities = _text(flat, "identities")
+    links, outcomes = (
+        _links(identities, _text(flat, "email"), dict(options.idp_map)) if identities else ([], [])
+    )
     if links:
         user["idps"] = links
     entry: dict[str, object] = {"userId": username, "user": user}
@@ -248,7 +259,7 @@ def map_user(flat: _FlatUser, options: CognitoOptions) -> MappedUser | Refusal:
     left_out = tuple(
         key
         for key, used in (("preferred_username", login), ("sub", username))
-        if _text(flat, key) and _text(flat, key) != used
+        if text(key, used) not in (used, "")
     )
     metadata, dropped = _metadata(flat, left_out) if options.metadata else ([], 0)
     return MappedUser(entry, metadata, dropped, status, blocked, left_out, outcomes, list(result.notes))
@@ -324,7 +335,8 @@ class _CognitoPart(RecordPart[cognito.CognitoFile]):
             counts[f"{cognito.IDP_LINKS}{outcome}.{provider}"] += 1
         user = mapped.entry["user"]
         assert isinstance(user, dict)
-        names = [cognito.STATUS + mapped.status] if mapped.status else []
+        status = mapped.status if mapped.status in STATUSES else "other"
+        names = [cognito.STATUS + status] if mapped.status else []
         names += [counters.CANNOT_SIGN_IN + cognito.PREFIX] if "idps" not in user else []
         names += [cognito.CHANGE_NOT_MARKED] if mapped.status in MUST_CHANGE else []
         names += [cognito.BLOCKED_WRITTEN] if mapped.blocked else []

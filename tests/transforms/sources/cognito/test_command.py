@@ -285,6 +285,11 @@ def test_bad_records_are_dead_letters_with_reasons(tmp_path):
                     {"Username": "bad", "Attributes": [{"Name": "email"}]},
                     "text",
                     {"Attributes": _attrs(email="noid@example.com")},
+                    {
+                        "Username": "odd",
+                        "UserStatus": "NEW_STATE",
+                        "Attributes": _attrs(email="odd@example.com"),
+                    },
                 ]
             }
         )
@@ -294,7 +299,8 @@ def test_bad_records_are_dead_letters_with_reasons(tmp_path):
     assert sorted(d["reason"] for d in _dead(tmp_path)) == sorted(
         [Reason.INVALID_FIELD_TYPE, Reason.NOT_AN_OBJECT, Reason.MISSING_USER_ID]
     )
-    assert set(_users(_org(tmp_path, manifest))) == {"ok"}
+    assert set(_users(_org(tmp_path, manifest))) == {"ok", "odd"}
+    assert manifest["counts"]["cognito.status.other"] == 1  # a value Cognito does not document
 
 
 @pytest.mark.parametrize(
