@@ -104,6 +104,21 @@ def test_verified_flags_are_per_address_and_the_user_name_follows_the_rule():
 
 
 @pytest.mark.parametrize(
+    "created",
+    [1700000000.123, "2023-11-14T22:13:20.123000+00:00", "2023-11-14T23:13:20.123000+01:00"],
+)
+def test_both_clis_dates_are_one_utc_text(created):
+    """CLI v1: epoch seconds; v2: ISO 8601 at the offset of the machine that ran it (Berlin here)."""
+    flat = flat_user(
+        {"Username": "u", "UserCreateDate": created, "Attributes": _attrs(email="a@example.com")}
+    )
+    assert isinstance(flat, dict)
+    mapped = map_user(flat, CognitoOptions(metadata=True))
+    value = base64.b64decode(mapped.metadata[0]["value"]).decode()
+    assert (mapped.metadata[0]["key"], value) == ("UserCreateDate", "2023-11-14T22:13:20.123Z")
+
+
+@pytest.mark.parametrize(
     ("user", "reason"),
     [
         ("not an object", Reason.NOT_AN_OBJECT),
