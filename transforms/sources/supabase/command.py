@@ -176,8 +176,16 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         read = counts.get(sb.SIDE_ROWS + table, 0)
         if read:
             lines.append((f"auth.{table} rows read", read))
-            lines.append(("  of users written", counts.get(sb.SIDE_JOINED + table, 0)))
-            lines.append(("  unreadable (no user_id, bad JSON)", counts.get(sb.SIDE_UNREADABLE + table, 0)))
+            used = (
+                "  OAuth/SSO identities of users written" if table == "identities" else "  of users written"
+            )
+            lines.append((used, counts.get(sb.SIDE_JOINED + table, 0)))
+            lines.append(
+                (
+                    "  unreadable (no user_id, bad JSON; a cut file's rest)",
+                    counts.get(sb.SIDE_UNREADABLE + table, 0),
+                )
+            )
     if any(key.startswith(sb.IDP_LINKS) for key in counts):
         lines.append(
             ("OAuth/SSO identities (users written)", sum(v for _, v in by_suffix(counts, sb.IDP_LINKS)))

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import base64
 import collections
+import csv
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import apache_beam as beam
@@ -52,7 +54,7 @@ from transforms.sources.file_reader import (
     guarded_records,
     row_tallies,
 )
-from transforms.sources.input_stream import DepthGuard, InputStream, open_input
+from transforms.sources.input_stream import DepthGuard, InputReadError, InputStream, open_input
 from transforms.sources.source_parts import ReadUsers
 from transforms.sources.supabase import source as sb
 from transforms.sources.supabase.source import banned, text
@@ -347,11 +349,18 @@ def map_user(
 # --------------------------------------------------------------------------- side tables
 
 
+def _items(guard: DepthGuard, form: str) -> Iterator[object]:
+    """The rows of a JSON file: the elements of an array (``json``) or one object a line (``ndjson``)."""
+    if form == "ndjson":
+        return ijson.items(guard, "", multiple_values=True, use_float=True)
+    return ijson.items(guard, "item", use_float=True)
+
+
 def _rows(file: SupabaseFile) -> Iterator[dict[str, object] | None]:
     """A side table's rows (None for a row that did not read)."""
     with open_input(file.path) as stream:
-        if file.format == "json":
-            for item in ijson.items(DepthGuard(stream), "item", use_float=True):
+        if file.format != "csv":
+            for item in _items(DepthGuard(stream), file.format):
                 yield item if isinstance(item, dict) else None
             return
         for record in csv_records(stream):
@@ -360,19 +369,22 @@ def _rows(file: SupabaseFile) -> Iterator[dict[str, object] | None]:
 
 class SideTables:
     """``auth.identities`` and ``auth.mfa_factors`` by ``user_id``, read whole on each worker;
-    ``read``/``unreadable``: rows read per table, and those that did not read (no ``user_id``)."""
+    ``read``/``unreadable``: rows read per table, and those that did not read (no ``user_id``, bad
+    JSON; a file that cannot be read on counts once for its rest, which is not read)."""
 
     def __init__(self, identities: Sequence[SupabaseFile], factors: Sequence[SupabaseFile]):
         self.identities: dict[str, list[dict[str, object]]] = {}
         self.factors: dict[str, list[dict[str, str]]] = {}
         self.read: collections.Counter[str] = collections.Counter()
         self.unreadable: collections.Counter[str] = collections.Counter()
-        for file in identities:
-            for row in _rows(file):
-                self._identity(row)
-        for file in factors:
-            for row in _rows(file):
-                self._factor(row)
+        for table, files, add in ((IDENTITIES, identities, self._identity), (FACTORS, factors, self._factor)):
+            for file in files:
+                try:
+                    for row in _rows(file):
+                        add(row)
+                except (ijson.JSONError, csv.Error, ValueError, InputReadError):
+                    self.read[table] += 1
+                    self.unreadable[table] += 1
 
     def _identity(self, row: dict[str, object] | None) -> None:
         self.read[IDENTITIES] += 1
@@ -450,8 +462,8 @@ class _SupabasePart(RecordPart[SupabaseFile]):
                 counts[sb.SIDE_UNREADABLE + table] += value
 
     def split(self, unit: SupabaseFile, open_stream: Callable[[], InputStream]) -> Iterator[Record]:
-        if unit.format == "json":
-            items = lambda guard: ijson.items(guard, "item", use_float=True)  # noqa: E731
+        if unit.format != "csv":
+            items = functools.partial(_items, form=unit.format)
             return guarded_records(open_stream(), items, lambda position: {"position": position})
         return csv_records(open_stream())
 

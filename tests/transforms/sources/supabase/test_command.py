@@ -144,6 +144,7 @@ def test_the_sample_converts_field_by_field_and_every_hash_verifies(tmp_path):
     assert counts["supabase.idp_links.linked.google"] == 1 and counts["supabase.idp_links.linked.github"] == 1
     assert counts["supabase.side_rows.identities"] == 9 and counts["supabase.side_rows.mfa_factors"] == 2
     assert counts["supabase.phone_plus_added"] == 1 and counts["not_carried.supabase.invited_at"] == 1
+    assert not [name for name in counts if name.startswith("unknown_field.supabase")]  # all 35 columns known
 
 
 def test_studio_csv_and_json_give_the_bodies_psql_gives(tmp_path):
@@ -312,3 +313,29 @@ def test_push_verify_and_state_nights_deactivate_a_banned_user_and_remove_a_dele
         assert server.state.user_states[CAROL] in ("active", "initial")
     out, err = capsys.readouterr()
     assert leaked_secrets(out + err) == []
+
+
+def test_one_row_object_a_line_and_damaged_side_rows_are_read_and_counted(tmp_path):
+    rows = json.loads((STUDIO / "supabase-auth-users-studio.json").read_text())
+    users = tmp_path / "users.ndjson"
+    users.write_text("".join(json.dumps(row) + "\n" for row in rows))  # select row_to_json(u) ...
+    identities = json.loads((STUDIO / "supabase-auth-identities-studio.json").read_text())
+    side = tmp_path / "identities.ndjson"
+    side.write_text("".join(json.dumps(row) + "\n" for row in identities) + '{"user_id": \n')
+    factors = tmp_path / "factors.csv"
+    factors.write_text(FACTORS.read_text() + ",,,totp,verified,,,JBSWY3DPEHPK3PXP,,,,,\n")  # no user_id
+    code, manifest = _run(
+        tmp_path, f"--identities={side}", f"--mfa-factors={factors}", "--idp-map=google=3001", users=users
+    )
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"] is True
+    users_written = {u["userId"]: u["user"] for u in _org(tmp_path, manifest)["humanUsers"]}
+    assert set(users_written) == {ALICE, BOB, CAROL, IVAN}
+    assert users_written[CAROL]["idps"][0]["externalUserId"] == "107691503500061507151"
+    assert users_written[ALICE]["otpCode"] == "TOCPDLHIPDVLLI6M6NINIBMTHY3FQ3X6"
+    counts = manifest["counts"]
+    assert counts["supabase.files.ndjson"] == 1
+    assert counts["supabase.side_rows.identities"] == len(identities) + 1
+    assert counts["supabase.side_unreadable.identities"] == 1  # the cut last line
+    assert (
+        counts["supabase.side_rows.mfa_factors"] == 3 and counts["supabase.side_unreadable.mfa_factors"] == 1
+    )
