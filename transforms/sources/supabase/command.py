@@ -29,6 +29,7 @@ from transforms.sources.declaration import (
     SummaryLine,
     file_flag,
 )
+from transforms.sources.supabase import legacy
 from transforms.sources.supabase import source as sb
 from transforms.sources.supabase.source import KIND, factors_csv, identities_csv, users_csv
 
@@ -75,6 +76,7 @@ def add_arguments(parser: FlagParser) -> None:
         help="import users banned at Supabase (banned_until in the future; default: dead-letter "
         "them as blocked; with --state they are read so that ZITADEL deactivates them)",
     )
+    legacy.add_argument(parser)
 
 
 def _form(path: str, flag: str) -> str:
@@ -145,11 +147,13 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         return pipeline | "ReadSupabase" >> ReadSupabaseUsers(users, options, NUM_PARTITIONS, tmp_dir)
 
     paths = [p for p in (flags.users, flags.identities, flags.mfa_factors) if p]
+    keep = legacy.keeper(flags.legacy_hashes, users, options, paths, settings.push_api)
     return Plan(
         read=read,
         input_paths=paths,
         input_names={f.index: f.path for f in users},
         manifest={"supabase_files": _listed(users, identities, factors)},
+        keep_legacy=keep,
     )
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "SideTables",
     "map_user",
     "ReadSupabaseUsers",
+    "json_rows",
     "DELETED",
     "ANONYMOUS",
 ]
@@ -349,7 +350,7 @@ def map_user(
 # --------------------------------------------------------------------------- side tables
 
 
-def _items(guard: DepthGuard, form: str) -> Iterator[object]:
+def json_rows(guard: DepthGuard, form: str) -> Iterator[object]:
     """The rows of a JSON file: the elements of an array (``json``) or one object a line (``ndjson``)."""
     if form == "ndjson":
         return ijson.items(guard, "", multiple_values=True, use_float=True)
@@ -360,7 +361,7 @@ def _rows(file: SupabaseFile) -> Iterator[dict[str, object] | None]:
     """A side table's rows (None for a row that did not read)."""
     with open_input(file.path) as stream:
         if file.format != "csv":
-            for item in _items(DepthGuard(stream), file.format):
+            for item in json_rows(DepthGuard(stream), file.format):
                 yield item if isinstance(item, dict) else None
             return
         for record in csv_records(stream):
@@ -463,7 +464,7 @@ class _SupabasePart(RecordPart[SupabaseFile]):
 
     def split(self, unit: SupabaseFile, open_stream: Callable[[], InputStream]) -> Iterator[Record]:
         if unit.format != "csv":
-            items = functools.partial(_items, form=unit.format)
+            items = functools.partial(json_rows, form=unit.format)
             return guarded_records(open_stream(), items, lambda position: {"position": position})
         return csv_records(open_stream())
 

@@ -339,3 +339,24 @@ def test_one_row_object_a_line_and_damaged_side_rows_are_read_and_counted(tmp_pa
     assert (
         counts["supabase.side_rows.mfa_factors"] == 3 and counts["supabase.side_unreadable.mfa_factors"] == 1
     )
+
+
+def test_legacy_hashes_keep_fbscrypt_for_the_companion_which_verifies_it(tmp_path, capsys):
+    from companion.verifiers import verify as companion_verify
+
+    store = tmp_path / "legacy.ndjson"
+    keep = [f"--legacy-hashes={store}", "--on-unsupported-hash=import-without-password"]
+    code, manifest = _run(tmp_path, *keep, "--email-fallback={id}@users.invalid")
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"] is True
+    (record,) = [json.loads(line) for line in store.read_text().splitlines()]
+    assert record["id"] == HEIDI and record["form"] == "firebase-scrypt"
+    assert record["login_names"] == sorted({"+4915112345002", f"{HEIDI}@users.invalid"})
+    assert record["params"]["rounds"] == 8 and record["params"]["mem_cost"] == 14
+    # Supabase's own vector (internal/crypto/password_test.go TestFirebaseScrypt, MIT).
+    assert companion_verify(record, "mytestpassword") and not companion_verify(record, "mytestpassword!")
+    assert store.stat().st_mode & 0o777 == 0o600
+    reset = [json.loads(line) for line in (tmp_path / "out" / "importBody.passwordless.ndjson").open()]
+    assert [(r["id"], r["reason"]) for r in reset] == [(ERIN, Reason.HASH_VERIFIER_DISABLED)]
+    assert leaked_secrets(capsys.readouterr().out) == []
+    assert _run(tmp_path / "again", f"--legacy-hashes={tmp_path / 'other.ndjson'}")[0] == 2
+    assert "--on-unsupported-hash=import-without-password" in capsys.readouterr().err
