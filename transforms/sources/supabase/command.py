@@ -34,7 +34,7 @@ from transforms.sources.supabase import source as sb
 from transforms.sources.supabase.source import KIND, factors_csv, identities_csv, users_csv
 
 if TYPE_CHECKING:
-    from transforms.sources.supabase.users import SupabaseFile
+    from transforms.sources.supabase.mapping import SupabaseFile
 
 __all__ = ["DESCRIPTION"]
 
@@ -108,7 +108,7 @@ def _form(path: str, flag: str) -> str:
 
 def _plan_files(flag: str, pattern: str | None, first_index: int) -> list[SupabaseFile]:
     from transforms.sources import json_units
-    from transforms.sources.supabase.users import SupabaseFile
+    from transforms.sources.supabase.mapping import SupabaseFile
 
     if not pattern:
         return []
@@ -123,7 +123,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     """Match the three tables' files and look at each head; the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.supabase.users import SupabaseOptions
+    from transforms.sources.supabase.mapping import SupabaseOptions
 
     users = _plan_files("--users", flags.users, 0)
     identities = _plan_files("--identities", flags.identities, len(users))
@@ -142,7 +142,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     )
 
     def read(pipeline, tmp_dir: str):
-        from transforms.sources.supabase.users import ReadSupabaseUsers
+        from transforms.sources.supabase.read import ReadSupabaseUsers
 
         return pipeline | "ReadSupabase" >> ReadSupabaseUsers(users, options, NUM_PARTITIONS, tmp_dir)
 

@@ -36,7 +36,7 @@ from transforms.sources.supabase.source import text
 
 if TYPE_CHECKING:
     from transforms.output.manifest import ListedFile
-    from transforms.sources.supabase.users import SupabaseFile, SupabaseOptions
+    from transforms.sources.supabase.mapping import SupabaseFile, SupabaseOptions
 
 __all__ = ["add_argument", "keeper", "firebase_scrypt_params"]
 
@@ -143,7 +143,7 @@ def _users(files: Sequence[SupabaseFile]) -> Iterator[Mapping[str, object]]:
 
     from transforms.sources.file_reader import csv_records
     from transforms.sources.input_stream import DepthGuard, InputReadError, open_input
-    from transforms.sources.supabase.users import json_rows
+    from transforms.sources.supabase.read import json_rows
 
     for file in files:
         with open_input(file.path) as stream:
@@ -164,7 +164,7 @@ def _write_store(
     import orjson
 
     from transforms.files.storage import open_private
-    from transforms.sources.supabase.users import MappedUser, map_user
+    from transforms.sources.supabase.mapping import MappedUser, map_user
 
     kept: set[str] = set()
     digest = hashlib.sha256()

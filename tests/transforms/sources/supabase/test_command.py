@@ -1,5 +1,5 @@
 """``migrate supabase`` end to end (transforms/sources/supabase/command.py) and its mapping
-(transforms/sources/supabase/users.py): the CLI on the bundled sample (examples/supabase/, psql's
+(transforms/sources/supabase/mapping.py, read.py): the CLI on the bundled sample (examples/supabase/, psql's
 ``\\copy ... csv header`` of auth.users, auth.identities and auth.mfa_factors) field by field, every
 carried hash verified against its documented password (docs/export-formats/samples/
 supabase-passwords.md), Studio's CSV and JSON giving the same bodies, the refusals, push and verify
@@ -22,7 +22,7 @@ from pipeline.cli import main
 from transforms.common.reasons import Reason
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.sources.supabase import source as sb
-from transforms.sources.supabase.users import (
+from transforms.sources.supabase.mapping import (
     ANONYMOUS,
     DELETED,
     MappedUser,
