@@ -116,6 +116,7 @@ class MappedUser:
     link_outcomes: list[tuple[str, str]]
     otp_not_carried: list[str]
     notes: list[str]
+    custom_metadata: tuple[str, ...] = ()  # raw_*_meta_data columns holding keys beyond those carried
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,6 +310,10 @@ def map_user(
     if result.reason is not None:
         return Refusal(result.reason, result.detail)
     metadata, too_big = _metadata(claims, app) if options.metadata else ([], 0)
+    custom = (
+        ("raw_user_meta_data", claims.keys() - USER_CLAIMS),
+        ("raw_app_meta_data", app.keys() - APP_SYSTEM),
+    )
     return MappedUser(
         entry=entry,
         metadata=metadata,
@@ -320,4 +325,5 @@ def map_user(
         link_outcomes=[(o, p) for o, p in outcomes if o != "supabase"],
         otp_not_carried=otp_causes,
         notes=notes + list(result.notes),
+        custom_metadata=tuple(column for column, keys in custom if keys),
     )

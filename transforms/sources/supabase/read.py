@@ -40,14 +40,12 @@ from transforms.sources.input_stream import DepthGuard, InputReadError, InputStr
 from transforms.sources.source_parts import ReadUsers
 from transforms.sources.supabase import source as sb
 from transforms.sources.supabase.mapping import (
-    APP_SYSTEM,
     FACTORS,
     IDENTITIES,
     KNOWN,
     NOT_CARRIED,
     OWN_PROVIDERS,
     TOKENS,
-    USER_CLAIMS,
     MappedUser,
     Refusal,
     SupabaseFile,
@@ -132,24 +130,22 @@ def _cells(record: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in record.items() if k not in TOKENS}
 
 
-def _had(record: Mapping[str, object], metadata: bool) -> dict[str, object]:
-    """The columns that hold something, for the "fields not carried" tally."""
-    empty = ("", "f", "false", "{}", "0")
-    had = {k: v for k, v in record.items() if k not in _META and text(record, k) not in empty}
-    if metadata:  # carried as metadata: not counted
-        return had
-    claims, app = (
-        object_column(record, "raw_user_meta_data") or {},
-        object_column(record, "raw_app_meta_data") or {},
-    )
-    if claims.keys() - USER_CLAIMS:
-        had["raw_user_meta_data"] = True
-    if app.keys() - APP_SYSTEM:
-        had["raw_app_meta_data"] = True
+def _had(record: Mapping[str, object], custom_metadata: tuple[str, ...]) -> dict[str, object]:
+    """The columns the "fields not carried" tally looks at (those not carried and unknown ones)
+    that hold something, and the metadata columns with custom keys (none with ``--metadata``)."""
+    layout = tuple(record)
+    keys = _TALLIED.get(layout)
+    if keys is None:  # one layout per file: computed once
+        keys = tuple(k for k in layout if k in NOT_CARRIED or k not in KNOWN)
+        if len(_TALLIED) < 1000:
+            _TALLIED[layout] = keys
+    had: dict[str, object] = {k: True for k in keys if text(record, k) not in _EMPTY}
+    had.update(dict.fromkeys(custom_metadata, True))
     return had
 
 
-_META = ("raw_user_meta_data", "raw_app_meta_data")
+_TALLIED: dict[tuple[str, ...], tuple[str, ...]] = {}  # a row layout → the columns _had looks at
+_EMPTY = frozenset({"", "f", "false", "{}", "0"})  # cells that hold nothing of the user
 
 
 class _SupabasePart(RecordPart[SupabaseFile]):
@@ -248,7 +244,9 @@ class _SupabasePart(RecordPart[SupabaseFile]):
         names += [sb.BANNED_WRITTEN] if mapped.banned else []
         names += [sb.PHONE_PLUS_ADDED] if mapped.phone_plus else []
         names += [counters.note(note) for note in mapped.notes]
-        return row_tallies(self._fields.names(_had(row, self._options.metadata)), names), line
+        return row_tallies(
+            self._fields.names(_had(row, () if self._options.metadata else mapped.custom_metadata)), names
+        ), line
 
 
 @beam.typehints.with_input_types(beam.pvalue.PBegin)
