@@ -252,6 +252,9 @@ _STILL_NAMING = {
     # The table's part of the shared reader reuses Auth0's join of role entries (JoinRoles): it
     # goes when that join moves beside the shared reader.
     ("transforms.sources.table.read", "auth0"),
+    # The table's --hash-form takes a framework's name for its hash form ("supabase": bcrypt), the
+    # word the Supabase source is named by; it names the hash form, not the source.
+    ("transforms.sources.table.hashes", "supabase"),
 }
 
 
