@@ -163,7 +163,8 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         if head.strip() and identify(head) is None:
             raise ConfigError(
                 f"--identities {file.path}: not Ory Kratos identities (objects with schema_id and traits, "
-                'or kratos list identities\'s {"identities": [...]})'
+                'or kratos list identities\'s {"identities": [...]}; its default --format is a table: '
+                "add --format json)"
             )
         files.append(KratosFile(file.index, file.path, file_layout(file.path, head)))
     options = KratosOptions(

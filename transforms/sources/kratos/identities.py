@@ -465,6 +465,8 @@ class KratosFile:
 def file_layout(path: str, head: bytes) -> str:
     """The layout of a file whose first bytes (decoded) are ``head``."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text:
+        return LINES  # an empty file: no identity, nothing dead-lettered
     if text[:1] == b"[":
         return ARRAY
     keys: set[str] = set()

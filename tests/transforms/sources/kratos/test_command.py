@@ -7,6 +7,7 @@ push and two ``--state`` nights in which an identity made inactive at Kratos is 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 from pathlib import Path
@@ -281,9 +282,9 @@ def test_the_cli_listing_and_ndjson_read_the_same_identities(tmp_path):
     assert manifest["counts"]["kratos.no_password.no-credentials"] == 9
     assert manifest["counts"]["kratos.inactive_written"] == 1
     assert users[ANA]["email"] == {"email": "ana@example.com", "isEmailVerified": True}
-    code, manifest = _run(
-        tmp_path / "nd", SAMPLES / "kratos-identities.ndjson", f"--zitadel-config={ENABLED}"
-    )
+    packed = tmp_path / "identities.ndjson.gz"
+    packed.write_bytes(gzip.compress((SAMPLES / "kratos-identities.ndjson").read_bytes()))
+    code, manifest = _run(tmp_path / "nd", packed, f"--zitadel-config={ENABLED}")
     assert code == 0 and manifest is not None
     assert manifest["invariant"]["text"].startswith("identities read 9 = written 7 + dead-lettered 2")
 
@@ -303,6 +304,14 @@ def test_files_of_another_kind_are_refused_in_one_line(tmp_path, capsys):
     other.write_text('[{"user_id": "auth0|1", "email": "a@example.com"}]')
     assert _run(tmp_path, other)[0] == 2
     assert "not Ory Kratos identities" in capsys.readouterr().err
+    table = tmp_path / "table.txt"  # kratos list identities without --format json
+    table.write_text("ID\tEXTERNAL ID\tVERIFIED ADDRESSES\n0e6b1c5c\t\tana@example.com\n")
+    assert _run(tmp_path, table)[0] == 2
+    assert "its default --format is a table: add --format json" in capsys.readouterr().err
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    code, manifest = _run(tmp_path / "empty", empty)
+    assert manifest is not None and manifest["invariant"]["text"].startswith("identities read 0 = written 0")
     out = tmp_path / "out" / "importBody.json"
     assert main(["migrate", "auth0", "--org=1", f"--users={SAMPLE}", f"--output={out}"]) == 2
     assert "migrate kratos --identities reads it" in capsys.readouterr().err
