@@ -1,6 +1,6 @@
 """The Kratos reader's counter names, its dead letters' source and its accounting invariant.
 
-The reader (``identities.py``) writes these; the summary (``command.py``) and :func:`invariant`
+The reader (``read.py``) writes these; the summary (``command.py``) and :func:`invariant`
 read them. Names shared with other stages are in ``transforms/common/counters.py``.
 """
 

@@ -1,7 +1,7 @@
 """``zitadel-beam migrate kratos``: Ory Kratos identities → ZITADEL import bodies.
 
 The source's declaration: its record kind and file shape, its counters and accounting, its flags,
-its plan and its summary rows (the reader and the mapping are ``identities.py``). docs/kratos.md.
+its plan and its summary rows (the mapping is ``mapping.py``, the reader's part ``read.py``). docs/kratos.md.
 
 Example::
 
@@ -128,7 +128,7 @@ def add_arguments(parser: FlagParser) -> None:
 def parse_traits(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``--traits email=contact.mail,phone=contact.mobile`` → every field's paths, the defaults
     where not named; ConfigError naming the fields otherwise."""
-    from transforms.sources.kratos.identities import DEFAULT_TRAITS
+    from transforms.sources.kratos.mapping import DEFAULT_TRAITS
 
     chosen = dict(DEFAULT_TRAITS)
     for item in filter(None, (part.strip() for part in text.split(","))):
@@ -147,7 +147,8 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources import json_units
     from transforms.sources.input_shape import identify, read_head, wrong_shape
-    from transforms.sources.kratos.identities import KratosFile, KratosOptions, file_layout
+    from transforms.sources.kratos.mapping import KratosOptions
+    from transforms.sources.kratos.read import KratosFile, file_layout
 
     traits = parse_traits(flags.traits)
     try:
@@ -180,7 +181,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     )
 
     def read(pipeline, tmp_dir: str):
-        from transforms.sources.kratos.identities import ReadKratosIdentities
+        from transforms.sources.kratos.read import ReadKratosIdentities
 
         return pipeline | "ReadKratos" >> ReadKratosIdentities(files, options, NUM_PARTITIONS, tmp_dir)
 

@@ -24,18 +24,8 @@ from transforms.common.reasons import Reason
 from transforms.hashing.forms import to_passwap
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.sources.kratos.command import parse_traits
-from transforms.sources.kratos.identities import (
-    ARRAY,
-    LINES,
-    PAGE,
-    VALUES,
-    KratosOptions,
-    MappedUser,
-    Refusal,
-    file_layout,
-    map_identity,
-    passwap_form,
-)
+from transforms.sources.kratos.mapping import KratosOptions, MappedUser, Refusal, map_identity, passwap_form
+from transforms.sources.kratos.read import ARRAY, LINES, PAGE, VALUES, file_layout
 
 SAMPLE = ROOT / "examples" / "kratos" / "identities-page-1.json"
 SAMPLES = ROOT / "docs" / "export-formats" / "samples"
