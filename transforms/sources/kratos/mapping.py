@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -127,14 +128,20 @@ def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+@functools.lru_cache(maxsize=256)
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
 def _at(traits: Mapping[str, object], paths: Sequence[str]) -> tuple[str, str]:
     """The first of ``paths`` (dotted) holding text in ``traits``, and its top-level key."""
     for path in paths:
-        value: object = traits
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if _text(value):
-            return _text(value), path.split(".", 1)[0]
+        parts = _parts(path)
+        value = traits.get(parts[0])
+        for part in parts[1:]:
+            value = value.get(part) if type(value) is dict else None
+        if type(value) is str and value.strip():
+            return value.strip(), parts[0]
     return "", ""
 
 
@@ -142,7 +149,7 @@ def _address(identity: Mapping[str, object], via: str, value: str) -> tuple[str,
     """``value`` (else the first address ``via`` email/sms) and whether its own entry is verified."""
     entries = identity.get("verifiable_addresses")
     entries = (
-        [e for e in entries if isinstance(e, Mapping) and e.get("via") == via]
+        [e for e in entries if isinstance(e, dict) and e.get("via") == via]
         if isinstance(entries, list)
         else []
     )
@@ -161,7 +168,7 @@ def _e164(phone: str) -> str:
 
 def map_identity(identity: object, options: KratosOptions) -> MappedUser | Refusal:
     """One identity → a validated entry and what is counted of it, or why not (module docstring)."""
-    if not isinstance(identity, Mapping):
+    if not isinstance(identity, dict):
         return Refusal(Reason.NOT_AN_OBJECT, "identity is not a JSON object")
     user_id = identity.get("id")
     if not isinstance(user_id, str) or not user_id.strip() or user_id != user_id.strip():
@@ -170,7 +177,7 @@ def map_identity(identity: object, options: KratosOptions) -> MappedUser | Refus
     if inactive and not options.include_blocked:
         return Refusal(Reason.BLOCKED, "state inactive at Kratos (--include-blocked imports such users)")
     raw_traits = identity.get("traits")
-    traits: Mapping[str, object] = raw_traits if isinstance(raw_traits, Mapping) else {}
+    traits: Mapping[str, object] = raw_traits if isinstance(raw_traits, dict) else {}
     found = {field: _at(traits, paths) for field, paths in options.traits}
     email, email_verified = _address(identity, "email", found["email"][0])
     phone, phone_verified = _address(identity, "sms", found["phone"][0])
@@ -197,7 +204,7 @@ def map_identity(identity: object, options: KratosOptions) -> MappedUser | Refus
             {"phone": _e164(phone), "isPhoneVerified": True} if phone_verified else {"phone": _e164(phone)}
         )
     raw_credentials = identity.get("credentials")
-    credentials: Mapping[str, object] = raw_credentials if isinstance(raw_credentials, Mapping) else {}
+    credentials: Mapping[str, object] = raw_credentials if isinstance(raw_credentials, dict) else {}
     password = _password(raw_credentials, options, body)
     if isinstance(password, Refusal):
         return password
@@ -232,13 +239,13 @@ _Password = tuple[str, Rewritten | None, HashFailure | None, str | None]
 def _password(credentials: object, options: KratosOptions, body: dict[str, object]) -> _Password | Refusal:
     """``credentials.password`` → ``hashedPassword`` in ``body``: (verifier, form outcome, hash
     dropped, why there is none), or the refusal of its hash (``--on-unsupported-hash``)."""
-    if not isinstance(credentials, Mapping):
+    if not isinstance(credentials, dict):
         return "", None, None, "no-credentials"  # kratos list identities, or no include_credential
     credential = credentials.get("password")
-    if not isinstance(credential, Mapping):
+    if not isinstance(credential, dict):
         return "", None, None, "none"
     config = credential.get("config")
-    if not isinstance(config, Mapping):
+    if not isinstance(config, dict):
         return "", None, None, "not-exported"  # listed without include_credential=password
     hashed = _text(config.get("hashed_password"))
     if not hashed:
@@ -338,15 +345,15 @@ def _link_entries(credentials: Mapping[str, object]) -> list[dict[str, object]]:
     entries: list[dict[str, object]] = []
     for kind in LINK_TYPES:
         credential = credentials.get(kind)
-        if not isinstance(credential, Mapping):
+        if not isinstance(credential, dict):
             continue
         config = credential.get("config")
-        providers = config.get("providers") if isinstance(config, Mapping) else None
+        providers = config.get("providers") if isinstance(config, dict) else None
         if isinstance(providers, list) and providers:
             entries += [
                 {"provider": _text(p.get("provider")), "subject": p.get("subject")}
                 for p in providers
-                if isinstance(p, Mapping)
+                if isinstance(p, dict)
             ]  # the subject's type is checked by idp_links
             continue
         identifiers = credential.get("identifiers")
@@ -359,10 +366,10 @@ def _link_entries(credentials: Mapping[str, object]) -> list[dict[str, object]]:
 def _totp(credential: object) -> tuple[str | None, list[str]]:
     """``credentials.totp.config.totp_url`` → the base32 secret when ZITADEL checks its codes
     (SHA1, 6 digits, 30 s), else the cause it is not carried."""
-    if not isinstance(credential, Mapping):
+    if not isinstance(credential, dict):
         return None, []
     config = credential.get("config")
-    url = config.get("totp_url") if isinstance(config, Mapping) else None
+    url = config.get("totp_url") if isinstance(config, dict) else None
     if not isinstance(url, str):
         return None, ["not-exported"]  # listed without include_credential=totp
     parts = urllib.parse.urlsplit(url.strip())
@@ -389,7 +396,7 @@ def _metadata(
     for field, name in (("metadata_public", "public"), ("metadata_admin", "admin")):
         value = identity.get(field)
         items += (
-            [(f"{name}.{k}", v) for k, v in value.items()] if isinstance(value, Mapping) else [(name, value)]
+            [(f"{name}.{k}", v) for k, v in value.items()] if isinstance(value, dict) else [(name, value)]
         )
     items += [(f"traits.{key}", traits[key]) for key in unmapped]
     encoded = [
@@ -409,13 +416,13 @@ def shown(identity: Mapping[str, object]) -> bytes:
     """The identity's JSON for its row and dead letters, without the OIDC tokens Kratos decrypts
     into ``credentials.oidc.config.providers`` (secrets the import never needs)."""
     credentials = identity.get("credentials")
-    oidc = credentials.get("oidc") if isinstance(credentials, Mapping) else None
-    config = oidc.get("config") if isinstance(oidc, Mapping) else None
-    if not isinstance(config, Mapping) or not isinstance(config.get("providers"), list):
+    oidc = credentials.get("oidc") if isinstance(credentials, dict) else None
+    config = oidc.get("config") if isinstance(oidc, dict) else None
+    if not isinstance(config, dict) or not isinstance(config.get("providers"), list):
         return orjson.dumps(identity)
-    assert isinstance(credentials, Mapping) and isinstance(oidc, Mapping)
+    assert isinstance(credentials, dict) and isinstance(oidc, dict)
     providers = [
-        {k: v for k, v in p.items() if not str(k).startswith("initial_")} if isinstance(p, Mapping) else p
+        {k: v for k, v in p.items() if not str(k).startswith("initial_")} if isinstance(p, dict) else p
         for p in config["providers"]
     ]
     oidc = {**oidc, "config": {**config, "providers": providers}}
