@@ -338,3 +338,15 @@ def test_push_and_state_nights_deactivate_an_identity_made_inactive(tmp_path, ca
         assert server.state.user_states[CEM] in ("active", "initial") and BEN not in server.user_ids(ORG)
     out, err = capsys.readouterr()
     assert leaked_secrets(out + err) == []
+
+
+def test_include_blocked_imports_the_inactive_identity_with_its_kratos_argon2(tmp_path):
+    code, manifest = _run(tmp_path, SAMPLE, f"--zitadel-config={ENABLED}", "--include-blocked")
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"] is True
+    users, _ = _users(tmp_path, manifest)
+    ben = users[BEN]["hashedPassword"]["value"]
+    assert ben.startswith("$argon2id$v=19$m=131072,t=1,p=16$")  # Kratos's argon2 defaults on 8 CPUs
+    assert passwap_rules.verify(ben, _passwords()["ben"]) is True
+    assert manifest["counts"]["kratos.inactive_written"] == 1 and _dead(tmp_path) == {
+        GUS: Reason.UNSUPPORTED_PBKDF2_DIGEST
+    }
