@@ -43,6 +43,7 @@ __all__ = [
     "passwap_scrypt",
     "lenient_b64",
     "pbkdf2_field",
+    "scrypt_n_as_ln",
 ]
 
 MAX_UINT32 = 2**32 - 1  # passwap scans pbkdf2 rounds, argon2 memory and time into uint32
@@ -263,6 +264,13 @@ def portable(kind: str, length: int) -> Callable[[str], str | Refusal]:
 def passwap_argon2(value: str) -> str | Refusal:
     """PHC argon2 → passwap's exact layout: v=19, m,t,p in that order, unpadded standard base64."""
     parts = value.split("$")
+    if 3 <= len(parts) < 6 and parts[2].startswith("v="):  # cut short: it names what it lacks
+        missing = ("m,t,p parameters, salt and hash", "salt and hash", "hash")[len(parts) - 3]
+        return Refusal(
+            Reason.INVALID_HASH,
+            f"no {missing}: the value ends after {len(parts) - 1} of the 5 fields of "
+            "$argon2id$v=19$m=..,t=..,p=..$<salt>$<hash>",
+        )
     if len(parts) == 5:  # no v= field: argon2 1.0 (v=16) as early libraries wrote it
         return Refusal(
             Reason.UNSUPPORTED_ARGON2_VARIANT, "no v= field (argon2 1.0); passwap verifies only v=19"
@@ -313,10 +321,18 @@ def passwap_pbkdf2(value: str) -> str | Refusal:
     if ident not in ("pbkdf2", "pbkdf2-sha224", "pbkdf2-sha256", "pbkdf2-sha384", "pbkdf2-sha512"):
         return Refusal(Reason.UNSUPPORTED_PBKDF2_DIGEST, "digest is not sha1/224/256/384/512")
     length = None
-    if rounds_text.startswith("i="):  # Auth0's PHC-like variant
+    if rounds_text.startswith("i="):  # the PHC-like variant of Auth0 and Ory Kratos
         match = re.fullmatch(r"i=(\d{1,10}),l=(\d{1,4})", rounds_text)
         if match is None:
             return Refusal(Reason.INVALID_HASH, "expected i=<iterations>,l=<key length>")
+        if ident in ("pbkdf2-sha224", "pbkdf2-sha384"):
+            # Ory Kratos (hash/hasher_pbkdf2.go) reads sha224/sha384 in this layout as SHA3-224/384;
+            # Auth0 offers neither. passwap's pbkdf2-sha224/384 are SHA-2 and it has no SHA-3.
+            return Refusal(
+                Reason.UNSUPPORTED_PBKDF2_DIGEST,
+                f"{ident[7:]} in the i=,l= layout is SHA3-{ident[10:]} (Ory Kratos); "
+                "passwap's pbkdf2 has SHA-1 and SHA-2 digests only",
+            )
         rounds_text, length = match.group(1), int(match.group(2))
     if not rounds_text.isdigit() or len(rounds_text) > 10 or not 1 <= int(rounds_text) <= MAX_UINT32:
         return Refusal(Reason.INVALID_HASH, f"rounds must be 1 - {MAX_UINT32}")
@@ -339,7 +355,11 @@ def pbkdf2_field(text: str) -> bytes | None:
 
 
 def passwap_scrypt(value: str) -> str | Refusal:
-    match = re.fullmatch(r"\$(?:scrypt|7)\$ln=(\d{1,2}),r=(\d{1,6}),p=(\d{1,6})\$([^$]+)\$([^$]+)", value)
+    """passwap's form (also under ``$7$``) in its exact spelling; an ``ln`` above 62 cannot be
+    log2 N: a power of two there is N itself, as Ory Kratos writes it (:func:`scrypt_n_as_ln`)."""
+    match = re.fullmatch(r"\$(?:scrypt|7)\$ln=(\d{1,20}),r=(\d{1,6}),p=(\d{1,6})\$([^$]+)\$([^$]+)", value)
+    if match is not None and int(match.group(1)) > 62 and value.startswith("$scrypt$"):
+        return scrypt_n_as_ln(value)
     if match is None and value.startswith(
         "$7$"
     ):  # libxcrypt's $7$<N><r><p><salt>$<hash>, a layout of its own
@@ -355,3 +375,27 @@ def passwap_scrypt(value: str) -> str | Refusal:
     if not salt or not digest:
         return Refusal(Reason.INVALID_HASH, "salt or hash is empty or not base64")
     return f"$scrypt$ln={ln},r={r},p={p}${raw_b64(salt)}${raw_b64(digest)}"
+
+
+_SCRYPT_N = re.compile(r"\$scrypt\$ln=(\d{1,20}),r=(\d{1,6}),p=(\d{1,6})\$([^$]+)\$([^$]+)")
+
+
+def scrypt_n_as_ln(value: str) -> str | Refusal:
+    """Ory Kratos's ``$scrypt$ln=<N>,r=..,p=..$<salt>$<hash>`` → passwap's ``ln=<log2 N>``.
+
+    Kratos (hash/hash_comparator.go ``decodeScryptHash``) passes ``ln`` to scrypt as N itself
+    (16384, not 14) and writes salt and hash in padded standard base64; passwap reads ``ln`` as
+    log2 N and unpadded base64. N must be a power of two (scrypt's own rule).
+    """
+    match = _SCRYPT_N.fullmatch(value)
+    if match is None:
+        return _invalid("expected $scrypt$ln=<N>,r=..,p=..$<salt>$<hash>")
+    n, r, p = (int(match.group(i)) for i in (1, 2, 3))
+    if n < 2 or n & (n - 1) or n.bit_length() - 1 > 62:
+        return _invalid(f"N={n} (Ory Kratos's ln=) is not a power of two from 2 to 2^62")
+    if r < 1 or p < 1 or r * p >= 1 << 30:
+        return _invalid("r and p must be positive with r*p below 2^30")
+    salt, digest = std_b64(match.group(4)), std_b64(match.group(5))
+    if not salt or not digest:
+        return _invalid("salt or hash is empty or not standard base64")
+    return f"$scrypt$ln={n.bit_length() - 1},r={r},p={p}${raw_b64(salt)}${raw_b64(digest)}"

@@ -9,6 +9,7 @@ passwap's Go sources independently of transforms/.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import random
 
@@ -128,7 +129,13 @@ HOSTILE = [
     ("$argon2id$v=19$m=4096,t=3,p=1$c2FsdA$!!!", HashForm.ARGON2, "argon2: salt or hash"),
     ("$argon2id$v=19$m=99999999999999999999,t=3,p=1$c2FsdA$aGFzaA", HashForm.ARGON2, "argon2: m and t"),
     ("$scrypt$ln=0,r=8,p=1$c2FsdA$aGFzaA", HashForm.SCRYPT, "scrypt: ln must be"),
-    ("$scrypt$ln=99,r=8,p=1$c2FsdA$aGFzaA", HashForm.SCRYPT, "scrypt: ln must be"),
+    (
+        "$scrypt$ln=99,r=8,p=1$c2FsdA$aGFzaA",
+        HashForm.SCRYPT,
+        "scrypt: N=99 (Ory Kratos's ln=) is not a power",
+    ),
+    ("$argon2id$v=19$m=65536,t=3,p=4$abc123", HashForm.ARGON2, "argon2: no hash: the value ends after 4"),
+    ("$argon2id$v=19$m=65536,t=3,p=4", HashForm.ARGON2, "argon2: no salt and hash"),
     ("$scrypt$ln=14,r=65536,p=65536$c2FsdA$aGFzaA", HashForm.SCRYPT, "scrypt: ln must be"),
     (
         "$5$rounds=999$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5",
@@ -368,3 +375,52 @@ def test_forms_that_only_a_declaration_names_are_rewritten_when_declared(vector)
     assert passwap_rules.verify(outcome.encoded, vector["password"] + "x") is False
     other = HashForm.OSCOMMERCE_MD5 if vector["form"] == "joomla-md5" else HashForm.JOOMLA_MD5
     assert passwap_rules.verify(to_passwap(vector["value"], other).encoded, vector["password"]) is False
+
+
+# Ory Kratos's own test vectors (hash/hasher_test.go TestCompare, github.com/ory/kratos, Apache-2.0,
+# © Ory Corp), password "test" each; what Kratos means by them: docs/hash-forms.md.
+KRATOS_SCRYPT = "$scrypt$ln=16384,r=8,p=1$2npRo7P03Mt8keSoMbyD/tKFWyUzjiQf2svUaNDSrhA=$MiCzNcIplSMqSBrm4HckjYqYhaVPPjTARTzwB1cVNYE="
+KRATOS_PBKDF2_SHA3 = {
+    "sha3_224": "$pbkdf2-sha224$i=100000,l=32$A2nzbFd+wwzPSb+TqkF5Pw$9M4GM2yOYw/fZvsvQbF/0Ec8JO2u9O1MYRTfrDimX6o",
+    "sha3_384": "$pbkdf2-sha384$i=100000,l=32$xDInuz7Y/DPzZUnCaQXJmg$7ICaEa6jEqxbbCBbv4YzrBf39KYNAtc3Bj0QWKeB3Ck",
+}
+
+
+def test_scrypt_whose_ln_holds_n_as_kratos_writes_it_is_written_as_log2_and_verifies():
+    outcome = to_passwap(KRATOS_SCRYPT)
+    assert outcome.form is HashForm.SCRYPT and outcome.encoded is not None, outcome.reason
+    assert outcome.encoded == (
+        "$scrypt$ln=14,r=8,p=1$2npRo7P03Mt8keSoMbyD/tKFWyUzjiQf2svUaNDSrhA$MiCzNcIplSMqSBrm4HckjYqYhaVPPjTARTzwB1cVNYE"
+    )
+    assert dict(outcome.converted.params) == {"ln": 14, "r": 8, "p": 1}
+    assert passwap_rules.verify(outcome.encoded, "test") is True
+    assert passwap_rules.verify(outcome.encoded, "tesu") is False
+    # N that is no power of two (Kratos refuses it too): invalid, never guessed.
+    refused = to_passwap(KRATOS_SCRYPT.replace("ln=16384", "ln=16385"))
+    assert refused.code == Reason.INVALID_HASH and "N=16385" in refused.reason
+
+
+@pytest.mark.parametrize("sha3", sorted(KRATOS_PBKDF2_SHA3))
+def test_kratos_pbkdf2_sha224_and_sha384_are_sha3_and_refused_not_rewritten_as_sha2(sha3):
+    value = KRATOS_PBKDF2_SHA3[sha3]
+    _, ident, _, salt, key = value.split("$")
+    raw_salt, raw_key = (base64.b64decode(x + "=" * (-len(x) % 4)) for x in (salt, key))
+    # The vectors are SHA-3 (what Kratos's getPseudorandomFunctionForPbkdf2 uses), not SHA-2 ...
+    assert hashlib.pbkdf2_hmac(sha3, b"test", raw_salt, 100000, 32) == raw_key
+    assert hashlib.pbkdf2_hmac(ident[7:], b"test", raw_salt, 100000, 32) != raw_key
+    # ... and passwap's pbkdf2-sha224/384 are SHA-2 (pbkdf2/pbkdf2.go hashFuncForIdentifier): refused.
+    outcome = to_passwap(value)
+    assert outcome.encoded is None and outcome.code == Reason.UNSUPPORTED_PBKDF2_DIGEST
+    assert outcome.reason.startswith(f"pbkdf2: {ident[7:]} in the i=,l= layout is SHA3-")
+    # passwap's own layout of the same digests stays SHA-2 and passes.
+    assert to_passwap(f"$pbkdf2-{ident[7:]}$100000${salt}${key}").encoded is not None
+
+
+def test_a_truncated_argon2_is_invalid_naming_what_it_lacks():
+    outcome = to_passwap("$argon2id$v=19$m=65536,t=3,p=4$abc123")
+    assert outcome.code == Reason.INVALID_HASH
+    assert outcome.reason == (
+        "argon2: no hash: the value ends after 4 of the 5 fields of $argon2id$v=19$m=..,t=..,p=..$<salt>$<hash>"
+    )
+    # Without v= it is argon2 1.0 as early libraries wrote it: still named so.
+    assert to_passwap("$argon2i$m=65536,t=3,p=4$c2FsdA$aGFzaA").code == Reason.UNSUPPORTED_ARGON2_VARIANT

@@ -1,0 +1,1 @@
+"""The Ory Kratos source: identities JSON (admin API, kratos CLI, NDJSON) → ZITADEL import bodies (docs/kratos.md)."""
