@@ -252,6 +252,9 @@ _STILL_NAMING = {
     # The table's part of the shared reader reuses Auth0's join of role entries (JoinRoles): it
     # goes when that join moves beside the shared reader.
     ("transforms.sources.table.read", "auth0"),
+    # The table's --hash-form takes framework names; "aspnet" there names ASP.NET's hash form
+    # (a framework's users table), which is also the name of the ASP.NET Identity source.
+    ("transforms.sources.table.hashes", "aspnet"),
 }
 
 
