@@ -127,7 +127,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
 
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.aspnet.read import AspnetOptions
+    from transforms.sources.aspnet.read import AspnetOptions, count_rows
 
     users = _files(flags.users, "--users", 0, ("core", "identity2"))
     side: dict[str, tuple[str, ...]] = {}
@@ -157,12 +157,29 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         return pipeline | "ReadAspnet" >> ReadAspnetUsers(users, options, NUM_PARTITIONS, tmp_dir)
 
     paths = [flags.users, *(getattr(flags, flag) for flag in side)]
+    rows = {flag: count_rows(found) for flag, found in side.items()}
     return Plan(
         read=read,
         input_paths=paths,
         input_names={f.index: f.path for f in users},
-        manifest={"side_tables": {flag: list(found) for flag, found in side.items()}},
+        manifest={"side_tables": {flag: list(found) for flag, found in side.items()}, "side_rows": rows},
+        summary=lambda counts: _side_lines(rows, counts),
     )
+
+
+_TABLE_NAMES = {"logins": "AspNetUserLogins", "tokens": "AspNetUserTokens", "claims": "AspNetUserClaims"}
+
+
+def _side_lines(rows: Mapping[str, int], counts: Mapping[str, int]) -> list[SummaryLine]:
+    """Each side table's rows: in its files, of the users read, and the rest, not used."""
+    lines: list[SummaryLine] = []
+    for flag, total in rows.items():
+        used = counts.get(asp.SIDE_ROWS + flag, 0)
+        lines += [(f"{_TABLE_NAMES[flag]} rows read", total), ("  of users read", used)]
+        lines.append(
+            ("  not used (no user of that UserId read, or the row did not read)", max(total - used, 0))
+        )
+    return lines
 
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:

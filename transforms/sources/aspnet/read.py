@@ -63,7 +63,17 @@ from transforms.sources.file_reader import (
 from transforms.sources.input_stream import InputStream, open_input
 from transforms.sources.source_parts import ReadUsers
 
-__all__ = ["AspnetOptions", "Side", "MappedUser", "Refusal", "map_row", "canonical", "ReadAspnetUsers"]
+__all__ = [
+    "AspnetOptions",
+    "Side",
+    "MappedUser",
+    "Refusal",
+    "map_row",
+    "canonical",
+    "load_side",
+    "count_rows",
+    "ReadAspnetUsers",
+]
 
 # Identity's own columns, as key() gives them → their spelling (IdentityUser's properties).
 IDENTITY = {
@@ -349,7 +359,8 @@ def map_row(cells: Mapping[str, str], side: Side, options: AspnetOptions) -> Map
 
 
 def load_side(options: AspnetOptions) -> dict[str, Side]:
-    """The side tables' rows by UserId (a row that did not read, or without a UserId, is skipped)."""
+    """The side tables' rows by UserId (a row that did not read, or without a UserId, is skipped:
+    the summary counts the rows not used, ``count_rows`` against ``SIDE_ROWS``)."""
     users: dict[str, Side] = collections.defaultdict(Side)
     for paths, add in (
         (options.logins, _add_login),
@@ -357,14 +368,24 @@ def load_side(options: AspnetOptions) -> dict[str, Side]:
         (options.claims, _add_claim),
     ):
         for path in paths:
-            with open_input(path) as stream:
-                _, rows = read_csv(stream)
-                for _, row, problem in rows:
-                    cells = {key(name): value.strip() for name, value in (row or {}).items()}
-                    user_id = cells.get("userid", "")
-                    if problem is None and user_id and user_id != "NULL":
-                        add(users[user_id], cells)
+            for row, problem in _rows(path):
+                user_id = row.get("userid", "")
+                if problem is None and user_id and user_id != "NULL":
+                    add(users[user_id], row)
     return dict(users)
+
+
+def count_rows(paths: Sequence[str]) -> int:
+    """How many data rows the files hold, read or not (the launcher's count of a side table)."""
+    return sum(1 for path in paths for _ in _rows(path))
+
+
+def _rows(path: str) -> Iterator[tuple[dict[str, str], object]]:
+    """A side table's rows, cells by their column's ``key()``, and each row's problem (None: it read)."""
+    with open_input(path) as stream:
+        _, rows = read_csv(stream)
+        for _, row, problem in rows:
+            yield {key(name): value.strip() for name, value in (row or {}).items()}, problem
 
 
 def _add_login(side: Side, cells: dict[str, str]) -> None:
@@ -416,7 +437,11 @@ class _AspnetPart(RecordPart[SourceFile]):
         assert isinstance(row, dict)  # read_csv: {column: text}
         cells = canonical(row)
         counts[asp.LAYOUT + self._layout] += 1
-        mapped = map_row(cells, self._side.get(cells.get("Id", ""), Side()), self._options)
+        side = self._side.get(cells.get("Id", ""))
+        if side is not None:
+            for table, rows in (("logins", side.logins), ("tokens", side.tokens), ("claims", side.claims)):
+                counts[asp.SIDE_ROWS + table] += len(rows)
+        mapped = map_row(cells, side or Side(), self._options)
         envelope = {"id": cells.get("Id"), "locked": mapped.locked, "record": cells}
         if isinstance(mapped, Refusal):
             self._tally.refused(mapped.failure.refused if mapped.failure else None)

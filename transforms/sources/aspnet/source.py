@@ -45,6 +45,7 @@ LOCKED_WRITTEN = f"{PREFIX}.locked_written"  # locked out at the source, read (-
 PHONE_NOT_CARRIED = f"{PREFIX}.phone_not_carried."  # + no-country-code / not-e164
 IDP_LINKS = f"{PREFIX}.idp_links."  # + outcome (linked, unmapped, invalid) + "." + LoginProvider
 OTP_NOT_CARRIED = f"{PREFIX}.otp_not_carried."  # + cause (two-factor-off, no-authenticator-key, ...)
+SIDE_ROWS = f"{PREFIX}.side_rows."  # + logins/tokens/claims: side-table rows of the users read
 CLAIMS_USED = f"{PREFIX}.claims_used"  # AspNetUserClaims rows that gave a name or metadata
 METADATA_ENTRIES = f"{PREFIX}.metadata_entries"
 METADATA_DROPPED = f"{PREFIX}.metadata_dropped"  # the summary's "metadata entries dropped (limits)"

@@ -13,6 +13,7 @@ import csv
 import hashlib
 import hmac
 import json
+import re
 import struct
 import time
 from pathlib import Path
@@ -319,6 +320,9 @@ def test_the_sample_converts_field_by_field_and_every_hash_verifies(tmp_path, ca
     assert counts["aspnet.idp_links.linked.Google"] == 1
     assert counts["aspnet.idp_links.unmapped.Microsoft"] == 1
     assert counts["aspnet.claims_used"] == 3
+    # Every side-table row is of a user read (di's too: read, then dead-lettered).
+    assert manifest["side_rows"] == {"logins": 2, "tokens": 2, "claims": 3}
+    assert [counts[f"aspnet.side_rows.{table}"] for table in ("logins", "tokens", "claims")] == [2, 2, 3]
     assert manifest["fields_not_carried"] == {
         f"aspnet.{name}": 5
         for name in (
@@ -381,16 +385,20 @@ def test_an_identity2_table_and_its_logins(tmp_path):
     assert manifest["counts"]["cannot_sign_in.aspnet"] == 1  # cleo without --logins
 
 
-def test_custom_columns_are_counted_or_metadata(tmp_path):
+def test_custom_columns_are_counted_or_metadata(tmp_path, capsys):
     users = tmp_path / "AspNetUsers.csv"
     users.write_text(
         "Id,FirstName,LastName,WarehouseId,UserName,NormalizedUserName,Email,EmailConfirmed,PasswordHash,"
         "LockoutEnd,LockoutEnabled\n"
         "u1,Wes,Ware,42,wes,WES,wes@example.com,1,NULL,NULL,1\n"
     )
-    code, manifest = _run(tmp_path, users)
+    code, manifest = _run(tmp_path, users, f"--logins={SAMPLE / 'AspNetUserLogins.csv'}")
     assert code == 0 and manifest is not None
     assert manifest["counts"]["unknown_field.aspnet.WarehouseId"] == 1
+    # The sample's logins are of other users: read, not used, and said.
+    assert manifest["side_rows"] == {"logins": 2} and "aspnet.side_rows.logins" not in manifest["counts"]
+    summary = capsys.readouterr().out
+    assert re.search(r"not used \(no user of that UserId read, or the row did not read\) +2\n", summary)
     (wes,) = _org(tmp_path, manifest)["humanUsers"]
     assert wes["user"]["profile"] == {"firstName": "Wes", "lastName": "Ware"}
     code, manifest = _run(tmp_path / "meta", users, "--metadata")
