@@ -29,6 +29,7 @@ from transforms.sources.declaration import (
     FlagGroup,
     FlagParser,
     Flags,
+    FlexPart,
     IdpLinks,
     Plan,
     SourceDescription,
@@ -229,7 +230,15 @@ DESCRIPTION = SourceDescription(
     idp_links=IdpLinks(
         what="AspNetUserLogins of LoginProvider ALIAS (e.g. Google, Microsoft)", counters=asp.IDP_LINKS
     ),
-    # Not offered by the Flex Template yet: its side-table flags would need labels and patterns
-    # there; the command line reads every form (docs/aspnet.md).
-    flex=None,
+    flex=FlexPart(
+        # The template holds names with "token" for secret files the launcher mounts: the TOTP
+        # keys of AspNetUserTokens are carried by the command line (docs/aspnet.md).
+        left_out=frozenset({"tokens"}),
+        labels={
+            "users": "AspNetUsers table (CSV)",
+            "logins": "AspNetUserLogins table (CSV)",
+            "claims": "AspNetUserClaims table (CSV)",
+            "include_blocked": "Include blocked users",
+        },
+    ),
 )
