@@ -128,7 +128,8 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
 
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources.aspnet.read import AspnetOptions, count_rows
+    from transforms.sources.aspnet.mapping import AspnetOptions
+    from transforms.sources.aspnet.read import count_rows
 
     users = _files(flags.users, "--users", 0, ("core", "identity2"))
     side: dict[str, tuple[str, ...]] = {}
