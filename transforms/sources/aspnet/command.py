@@ -53,7 +53,9 @@ def add_arguments(parser: FlagParser) -> None:
         "LockoutEnd, ...) or Identity 2 (LockoutEndDateUtc) columns, read by name; NULL as an empty "
         "cell or the text NULL (psql \\copy, SSMS, bcp with a header line): path or glob, local or "
         "gs://. PhoneNumber is free text: it is carried as E.164 when it starts with + or 00; a "
-        "number without a country code cannot be guessed and is dropped, counted",
+        "number without a country code cannot be guessed and is dropped, counted. PasswordHash "
+        "(Identity v2/v3, PBKDF2) imports where the target verifies pbkdf2: give its --zitadel-config "
+        "(docs/aspnet.md)",
     )
     file_flag(
         parser,
