@@ -25,6 +25,7 @@ from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.sources.aspnet import source as asp
 from transforms.sources.aspnet.source import KIND, WHAT, key, table_of
+from transforms.sources.csv_rows import detect_delimiter
 from transforms.sources.declaration import (
     FlagGroup,
     FlagParser,
@@ -49,7 +50,7 @@ def add_arguments(parser: FlagParser) -> None:
         "--users",
         reads="aspnet-users",
         required=True,
-        help="the AspNetUsers table as CSV with a header, ASP.NET Core Identity (NormalizedUserName, "
+        help="the AspNetUsers table as CSV (or tab-separated) with a header, ASP.NET Core Identity (NormalizedUserName, "
         "LockoutEnd, ...) or Identity 2 (LockoutEndDateUtc) columns, read by name; NULL as an empty "
         "cell or the text NULL (psql \\copy, SSMS, bcp with a header line): path or glob, local or "
         "gs://. PhoneNumber is free text: it is carried as E.164 when it starts with + or 00; a "
@@ -86,18 +87,20 @@ def add_arguments(parser: FlagParser) -> None:
     )
 
 
-def _files(pattern: str, flag: str, first: int, tables: Sequence[str]) -> list:
-    """The files ``pattern`` matches, each checked to be one of ``tables`` by its header."""
+def _files(pattern: str, flag: str, tables: Sequence[str], delimiters: dict[str, str]) -> list:
+    """The files ``pattern`` matches, each checked to be one of ``tables`` by its header (its
+    delimiter noted in ``delimiters``)."""
     from transforms.sources import json_units
     from transforms.sources.input_shape import read_head
 
     try:
-        files = json_units.match_inputs([pattern], first, flag)
+        files = json_units.match_inputs([pattern], 0, flag)
     except FileNotFoundError as err:
         raise ConfigError(str(err)) from None
     for file in files:
         head, complete = read_head(file.path)
         found = table_of(head)
+        delimiters[file.path] = detect_delimiter(head.split(b"\n", 1)[0].decode("utf-8-sig", "replace"))
         if found not in tables:
             wanted = " or ".join(WHAT[table] for table in tables)
             seen = (
@@ -105,14 +108,15 @@ def _files(pattern: str, flag: str, first: int, tables: Sequence[str]) -> list:
             )
             raise ConfigError(f"{flag} {file.path}: not {wanted}: {seen}")
         if found in ("core", "identity2"):
-            _check_addresses(file.path, head if complete else head.rsplit(b"\n", 1)[0])
+            _check_addresses(file.path, head if complete else head.rsplit(b"\n", 1)[0], delimiters[file.path])
     return files
 
 
-def _check_addresses(path: str, head: bytes) -> None:
+def _check_addresses(path: str, head: bytes, delimiter: str) -> None:
     """Fail fast on a table whose e-mails are ciphertext (``ProtectPersonalData``): none of the
     first rows' Email cells holds an ``@``."""
-    rows = list(csv.reader(head.decode("utf-8-sig", "replace").splitlines()[:50]))  # cut at a line
+    lines = head.decode("utf-8-sig", "replace").splitlines()[:50]  # cut at a line
+    rows = list(csv.reader(lines, delimiter=delimiter))
     if len(rows) < 2:
         return
     column = [key(cell) for cell in rows[0]].index("email")
@@ -133,12 +137,13 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     from transforms.sources.aspnet.mapping import AspnetOptions
     from transforms.sources.aspnet.read import count_rows
 
-    users = _files(flags.users, "--users", 0, ("core", "identity2"))
+    delimiters: dict[str, str] = {}
+    users = _files(flags.users, "--users", ("core", "identity2"), delimiters)
     side: dict[str, tuple[str, ...]] = {}
     for flag in ("logins", "tokens", "claims"):
         pattern = getattr(flags, flag)
         if pattern:
-            side[flag] = tuple(f.path for f in _files(pattern, f"--{flag}", 0, (flag,)))
+            side[flag] = tuple(f.path for f in _files(pattern, f"--{flag}", (flag,), delimiters))
     options = AspnetOptions(
         now=datetime.datetime.now(datetime.UTC).timestamp(),
         include_blocked=settings.read_blocked,
@@ -153,6 +158,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         logins=side.get("logins", ()),
         tokens=side.get("tokens", ()),
         claims=side.get("claims", ()),
+        delimiters=tuple(delimiters.items()),
     )
 
     def read(pipeline, tmp_dir: str):
@@ -161,7 +167,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         return pipeline | "ReadAspnet" >> ReadAspnetUsers(users, options, NUM_PARTITIONS, tmp_dir)
 
     paths = [flags.users, *(getattr(flags, flag) for flag in side)]
-    rows = {flag: count_rows(found) for flag, found in side.items()}
+    rows = {flag: count_rows(found, options) for flag, found in side.items()}
     return Plan(
         read=read,
         input_paths=paths,

@@ -100,6 +100,10 @@ class AspnetOptions:
     logins: tuple[str, ...] = ()  # the side tables' files
     tokens: tuple[str, ...] = ()
     claims: tuple[str, ...] = ()
+    delimiters: tuple[tuple[str, str], ...] = ()  # (path, delimiter) of each file read; "," if not
+
+    def delimiter(self, path: str) -> str:
+        return dict(self.delimiters).get(path, ",")
 
 
 @dataclasses.dataclass

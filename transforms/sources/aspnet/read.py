@@ -63,22 +63,22 @@ def load_side(options: AspnetOptions) -> dict[str, Side]:
         (options.claims, _add_claim),
     ):
         for path in paths:
-            for row, problem in _rows(path):
+            for row, problem in _rows(path, options.delimiter(path)):
                 user_id = row.get("userid", "")
                 if problem is None and user_id and user_id != "NULL":
                     add(users[user_id], row)
     return dict(users)
 
 
-def count_rows(paths: Sequence[str]) -> int:
+def count_rows(paths: Sequence[str], options: AspnetOptions) -> int:
     """How many data rows the files hold, read or not (the launcher's count of a side table)."""
-    return sum(1 for path in paths for _ in _rows(path))
+    return sum(1 for path in paths for _ in _rows(path, options.delimiter(path)))
 
 
-def _rows(path: str) -> Iterator[tuple[dict[str, str], object]]:
+def _rows(path: str, delimiter: str) -> Iterator[tuple[dict[str, str], object]]:
     """A side table's rows, cells by their column's ``key()``, and each row's problem (None: it read)."""
     with open_input(path) as stream:
-        _, rows = read_csv(stream)
+        _, rows = read_csv(stream, delimiter)
         for _, row, problem in rows:
             yield {key(name): value.strip() for name, value in (row or {}).items()}, problem
 
@@ -113,7 +113,7 @@ class _AspnetPart(RecordPart[SourceFile]):
         self._tally = HashTally()
 
     def split(self, unit: SourceFile, open_stream: Callable[[], InputStream]) -> Iterator[Record]:
-        header, rows = read_csv(open_stream())
+        header, rows = read_csv(open_stream(), self._options.delimiter(unit.path))
         columns = {IDENTITY.get(key(name), name) for name in header}
         self._layout = "core" if "LockoutEnd" in columns else "identity2"
         # Known: Identity's columns, the name columns, and with --metadata the app's own columns.

@@ -19,6 +19,7 @@ import csv
 import orjson
 
 from transforms.common.reasons import Reason
+from transforms.sources.csv_rows import detect_delimiter
 from transforms.sources.declaration import source_name
 from transforms.sources.source_parts import (
     UNREADABLE_FILE,
@@ -75,9 +76,10 @@ WHAT = {
 
 
 def table_of(head: bytes) -> str | None:
-    """Which of :data:`TABLES` a CSV's first line is the header of (the most specific), or None."""
+    """Which of :data:`TABLES` a CSV's first line is the header of (the most specific), or None;
+    cells cut by commas, or tabs (``mysql --batch``), semicolons, pipes (``csv_rows.detect_delimiter``)."""
     first = head.split(b"\n", 1)[0].decode("utf-8-sig", "replace")
-    names = {key(cell) for cell in next(csv.reader([first]), [])}
+    names = {key(cell) for cell in next(csv.reader([first], delimiter=detect_delimiter(first)), [])}
     found = [table for table, needed in TABLES.items() if needed <= names]
     return max(found, key=lambda table: len(TABLES[table])) if found else None
 

@@ -407,6 +407,25 @@ def test_custom_columns_are_counted_or_metadata(tmp_path, capsys):
     assert entry["key"] == "WarehouseId" and base64.b64decode(entry["value"]) == b"42"
 
 
+def test_a_mysql_batch_table_tab_separated(tmp_path):
+    """``mysql --batch``: tabs, NULL as text, tinyint(1) bits, datetime(6) without an offset (UTC)."""
+    users, claims = tmp_path / "AspNetUsers.tsv", tmp_path / "AspNetUserClaims.tsv"
+    users.write_text(
+        "Id\tUserName\tNormalizedUserName\tEmail\tEmailConfirmed\tPasswordHash\tPhoneNumber\t"
+        "PhoneNumberConfirmed\tLockoutEnd\tLockoutEnabled\n"
+        "m1\tmia\tMIA\tmia@example.com\t1\tNULL\t0044 20 7946 0958\t0\tNULL\t1\n"
+        "m2\tmo\tMO\tmo@example.com\t0\tNULL\tNULL\t0\t2126-01-01 00:00:00.000000\t1\n"
+    )
+    claims.write_text("Id\tUserId\tClaimType\tClaimValue\n1\tm1\tgiven_name\tMia\n")
+    code, manifest = _run(tmp_path, users, f"--claims={claims}")
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"] is True
+    assert _dead(tmp_path) == {"m2": Reason.BLOCKED}
+    (mia,) = _org(tmp_path, manifest)["humanUsers"]
+    assert mia["user"]["profile"]["firstName"] == "Mia"
+    assert mia["user"]["email"] == {"email": "mia@example.com", "isEmailVerified": True}
+    assert mia["user"]["phone"] == {"phone": "+442079460958", "isPhoneVerified": False}
+
+
 @pytest.mark.parametrize(
     ("flag", "content", "said"),
     [
