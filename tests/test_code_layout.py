@@ -255,6 +255,9 @@ _STILL_NAMING = {
     # The table's --hash-form takes a framework's name for its hash form ("supabase": bcrypt), the
     # word the Supabase source is named by; it names the hash form, not the source.
     ("transforms.sources.table.hashes", "supabase"),
+    # The table's --hash-form takes framework names; "aspnet" there names ASP.NET's hash form
+    # (a framework's users table), which is also the name of the ASP.NET Identity source.
+    ("transforms.sources.table.hashes", "aspnet"),
 }
 
 
