@@ -2,7 +2,8 @@
 
 Two local files (docs/companion.md#store), both mode 0600:
 
-- the **store** (``--store PATH``), NDJSON written by ``migrate --legacy-hashes`` or by hand, one
+- the **store** (``--store PATH``), NDJSON written by ``migrate --legacy-hashes``, by ``migrate
+  --old-system-store`` (lines of form ``old-system``: ids and login names only) or by hand, one
   user a line::
 
       {"id": "<ZITADEL user id>", "form": "firebase-scrypt", "hash": "<as exported>",
@@ -38,11 +39,12 @@ from collections.abc import Mapping
 
 import orjson
 
-__all__ = ["Record", "Store", "StoreError", "StoreStatus"]
+__all__ = ["OLD_SYSTEM_FORM", "Record", "Store", "StoreError", "StoreStatus"]
 
 Record = dict[str, object]  # one line of the store (or of the removals), as JSON gives it
 
 _MAX_LINE = 64 * 1024
+OLD_SYSTEM_FORM = "old-system"  # a user checked against the old system, not a kept hash
 
 
 class StoreError(ValueError):
@@ -203,6 +205,7 @@ class Store:
                 {day: per_day.get(day, 0) for day in days},
                 waiting_after,
                 {day: unanswered.get(day, 0) for day in days},
+                sum(1 for record in self._records.values() if record.get("form") == OLD_SYSTEM_FORM),
             )
 
 
@@ -215,3 +218,4 @@ class StoreStatus:
     unanswered: dict[str, int] = dataclasses.field(
         default_factory=dict
     )  # day -> checks the old system left unanswered
+    old_system: int = 0  # of the users waiting, those checked against the old system (form old-system)

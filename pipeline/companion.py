@@ -255,6 +255,8 @@ def _status(args: argparse.Namespace) -> int:
     except (StoreError, OSError) as err:
         raise ConfigError(f"--store: {err}") from None
     print(f"waiting for their first sign-in: {status.waiting}")
+    if status.old_system:
+        print(f"  of which checked against the old system: {status.old_system}")
     print(f"migrated (password set in ZITADEL): {status.migrated}")
     if status.per_day:
         print("per day (UTC): moved, still waiting at the day's end, checks the old system did not answer")
