@@ -39,7 +39,7 @@ from collections.abc import Mapping
 
 import orjson
 
-__all__ = ["OLD_SYSTEM_FORM", "Record", "Store", "StoreError", "StoreStatus"]
+__all__ = ["OLD_SYSTEM_FORM", "Record", "Store", "StoreError", "StoreStatus", "Imported", "import_files"]
 
 Record = dict[str, object]  # one line of the store (or of the removals), as JSON gives it
 
@@ -207,6 +207,55 @@ class Store:
                 {day: unanswered.get(day, 0) for day in days},
                 sum(1 for record in self._records.values() if record.get("form") == OLD_SYSTEM_FORM),
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class Imported:
+    """What ``import_files`` did with one file: users added, users the store already listed."""
+
+    path: str
+    added: int
+    already: int
+
+
+def import_files(path: str, files: list[str]) -> list[Imported]:
+    """Append the users of ``files`` (store files ``migrate --legacy-hashes`` or
+    ``--old-system-store`` wrote, mode 0600) to the store at ``path`` (created 0600), each user
+    once: a user the store lists, waiting or moved (``PATH.removed``), is not added again, so a
+    migrated user never waits twice. Every file is read and checked before anything is written;
+    the appended lines are fsync'd. A running ``serve`` sees them when it starts again."""
+    known: set[str] = set()
+    if os.path.exists(path):
+        _check_private(path)
+        known = {str(record["id"]) for _, record in _read_lines(path)}
+        if os.path.exists(_removed_path(path)):
+            known |= {str(record["id"]) for _, record in _read_lines(_removed_path(path))}
+    done: list[Imported] = []
+    lines: list[bytes] = []
+    for name in files:
+        if os.path.abspath(name) == os.path.abspath(path):
+            raise StoreError(f"{name}: is the store itself")
+        if not os.path.isfile(name):
+            raise StoreError(f"{name}: no such file")
+        _check_private(name)
+        records = _read_lines(name)
+        added = 0
+        for _, record in records:
+            user_id = str(record["id"])
+            if user_id in known:
+                continue
+            known.add(user_id)
+            lines.append(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+            added += 1
+        done.append(Imported(name, added, len(records) - added))
+    if lines:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b"".join(lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return done
 
 
 @dataclasses.dataclass(frozen=True)

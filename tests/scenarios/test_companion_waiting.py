@@ -3,9 +3,9 @@ signing in through the companion with the password the old system knows (docs/co
 
 For Auth0 without a hash export, Okta (which exports none) and Firebase without the project's hash
 parameters: ``migrate <source> --old-system-store=PATH --push-url=... --api=user-v2`` against the
-ZITADEL test server writes the store (mode 0600, ids and login names only), takes those users off
-the reset list and pushes them without a password; ``companion setup`` and ``companion serve
---store=PATH --old-system=<kind>`` run as processes of their own against the stand-in of the old
+ZITADEL test server writes the file (mode 0600, ids and login names only), takes those users off
+the reset list and pushes them without a password; ``companion import`` joins it into the store;
+``companion setup`` and ``companion serve --store=STORE --old-system=<kind>`` run as processes of their own against the stand-in of the old
 system (tests/standins/legacy_*.py); each user signs in with the old password (one step or as login
 v2 does it) and holds it in ZITADEL afterwards, a wrong password sets nothing, and a user who
 signs in through an identity provider or whose hash ZITADEL took is not in the store.
@@ -176,6 +176,18 @@ def test_users_without_a_usable_password_sign_in_through_the_old_system(kind, tm
         # Pushed through the user service: active, no password yet.
         assert server.user_ids("o1") >= set(case.store) | set(case.not_waiting)
         assert all(server.state.users[user_id][1].get("password") is None for user_id in case.store)
+
+        # companion import joins it into the store the service reads (a second import adds nobody).
+        joined = tmp_path / "store.ndjson"
+        for added in (len(case.store), 0):
+            imported = _cli("import", f"--store={joined}", f"--file={store}")
+            assert imported.returncode == 0, imported.stderr
+            assert (
+                f"{store}: {added} users added, {len(case.store) - added} already in the store"
+                in imported.stdout
+            )
+        assert oct(joined.stat().st_mode & 0o777) == "0o600"
+        store = joined
 
         port = _free_port()
         key_file = tmp_path / "signing-key"
