@@ -117,7 +117,7 @@ def run_source(
     )
     plan = description.plan(known_args, settings)
     keep_waiting = waiting.waiting_keeper(
-        known_args.old_system_store,
+        getattr(known_args, "old_system_store", None),
         inputs=plan.input_paths,
         outputs=settings.outputs,
         push_api=settings.push_api,

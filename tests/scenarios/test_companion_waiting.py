@@ -1,8 +1,9 @@
 """A source with no usable password to carry, migrated with ``--old-system-store``, then its users
 signing in through the companion with the password the old system knows (docs/companion.md#old-systems).
 
-For Auth0 without a hash export, Okta (which exports none) and Firebase without the project's hash
-parameters: ``migrate <source> --old-system-store=PATH --push-url=... --api=user-v2`` against the
+For Auth0 without a hash export, Okta (which exports none), Firebase without the project's hash
+parameters, a Keycloak realm exported without credentials and a home-grown application's table
+without hashes (checked through the documented HTTP contract): ``migrate <source> --old-system-store=PATH --push-url=... --api=user-v2`` against the
 ZITADEL test server writes the file (mode 0600, ids and login names only), takes those users off
 the reset list and pushes them without a password; ``companion import`` joins it into the store;
 ``companion setup`` and ``companion serve --store=STORE --old-system=<kind>`` run as processes of their own against the stand-in of the old
@@ -112,7 +113,36 @@ CASES = {
         old_users={"ann@example.com": "ann-Old-pass-1", "bo@example.com": "bo-Old-pass-2 ✓"},
         not_waiting=(),
     ),
+    "keycloak": Case(
+        files={
+            "realm.json": json.dumps(
+                {
+                    "realm": "acme",
+                    "users": [
+                        # No credentials in the export (an operator without access to the hashes).
+                        {"id": "kc-ann", "username": "ann", "email": "ann@example.com", "enabled": True,
+                         "firstName": "Ann", "lastName": "A"},
+                        {"id": "kc-bo", "username": "bo", "email": "bo@example.com", "enabled": True,
+                         "firstName": "Bo", "lastName": "B"},
+                    ],
+                }
+            )
+        },
+        flags=["--realm={tmp}/realm.json"],
+        store={"kc-ann": ["ann", "ann@example.com"], "kc-bo": ["bo", "bo@example.com"]},
+        old_users={"ann": "ann-Old-pass-1", "bo": "bo-Old-pass-2 ✓"},
+        not_waiting=(),
+    ),
+    # A home-grown application's table without its hashes, checked through the documented contract.
+    "http": Case(
+        files={"users.csv": "uid,login,mail\napp-ann,ann,ann@example.com\napp-bo,bo@example.com,bo@example.com\n"},
+        flags=["--input={tmp}/users.csv", "--map=id=uid", "--map=username=login", "--map=email=mail"],
+        store={"app-ann": ["ann", "ann@example.com"], "app-bo": ["bo@example.com"]},
+        old_users={"ann": "ann-Old-pass-1", "bo@example.com": "bo-Old-pass-2 ✓"},
+        not_waiting=(),
+    ),
 }  # fmt: skip
+COMMANDS = {"http": "table"}  # the source each case migrates, where its name is not the old system's
 
 
 def _sent_name(body: bytes) -> str:
@@ -121,7 +151,7 @@ def _sent_name(body: bytes) -> str:
         request = json.loads(body)
     except ValueError:
         request = dict(urllib.parse.parse_qsl(body.decode()))
-    return str(request.get("username") or request.get("email"))
+    return str(request.get("username") or request.get("email") or request.get("loginName"))
 
 
 def _migrate(kind: str, case: Case, tmp: Path, server: ZitadelServer, capsys) -> tuple[Path, str]:
@@ -130,7 +160,7 @@ def _migrate(kind: str, case: Case, tmp: Path, server: ZitadelServer, capsys) ->
     store = tmp / "out" / "waiting.ndjson"
     code = main(
         [
-            "migrate", kind, "--org=o1", *[flag.format(tmp=tmp) for flag in case.flags],
+            "migrate", COMMANDS.get(kind, kind), "--org=o1", *[flag.format(tmp=tmp) for flag in case.flags],
             f"--output={tmp / 'out' / 'importBody.json'}", f"--old-system-store={store}",
             f"--push-url={server.url}", f"--token-file={tmp / 'pat'}", "--api=user-v2",
         ]
