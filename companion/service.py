@@ -44,14 +44,13 @@ from starlette.routing import Route
 from companion import verifiers
 from companion.old_system.answer import Answer, OldSystem, Outcome
 from companion.signature import HEADER, BadSignature, SignatureCheck
-from companion.store import Record, Store
+from companion.store import OLD_SYSTEM_FORM, Record, Store
 from companion.zitadel import SESSION_METHODS, ZitadelCalls
 
 __all__ = ["OLD_SYSTEM_FORM", "Attempts", "Counters", "OldSystemCheck", "create_app"]
 
 _LOG = logging.getLogger("companion")
 MAX_BODY = 64 * 1024
-OLD_SYSTEM_FORM = "old-system"  # a store record checked against the old system, not a kept hash
 
 
 class Attempts:

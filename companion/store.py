@@ -2,7 +2,8 @@
 
 Two local files (docs/companion.md#store), both mode 0600:
 
-- the **store** (``--store PATH``), NDJSON written by ``migrate --legacy-hashes`` or by hand, one
+- the **store** (``--store PATH``), NDJSON written by ``migrate --legacy-hashes``, by ``migrate
+  --old-system-store`` (lines of form ``old-system``: ids and login names only) or by hand, one
   user a line::
 
       {"id": "<ZITADEL user id>", "form": "firebase-scrypt", "hash": "<as exported>",
@@ -38,11 +39,12 @@ from collections.abc import Mapping
 
 import orjson
 
-__all__ = ["Record", "Store", "StoreError", "StoreStatus"]
+__all__ = ["OLD_SYSTEM_FORM", "Record", "Store", "StoreError", "StoreStatus", "Imported", "import_files"]
 
 Record = dict[str, object]  # one line of the store (or of the removals), as JSON gives it
 
 _MAX_LINE = 64 * 1024
+OLD_SYSTEM_FORM = "old-system"  # a user checked against the old system, not a kept hash
 
 
 class StoreError(ValueError):
@@ -203,7 +205,57 @@ class Store:
                 {day: per_day.get(day, 0) for day in days},
                 waiting_after,
                 {day: unanswered.get(day, 0) for day in days},
+                sum(1 for record in self._records.values() if record.get("form") == OLD_SYSTEM_FORM),
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class Imported:
+    """What ``import_files`` did with one file: users added, users the store already listed."""
+
+    path: str
+    added: int
+    already: int
+
+
+def import_files(path: str, files: list[str]) -> list[Imported]:
+    """Append the users of ``files`` (store files ``migrate --legacy-hashes`` or
+    ``--old-system-store`` wrote, mode 0600) to the store at ``path`` (created 0600), each user
+    once: a user the store lists, waiting or moved (``PATH.removed``), is not added again, so a
+    migrated user never waits twice. Every file is read and checked before anything is written;
+    the appended lines are fsync'd. A running ``serve`` sees them when it starts again."""
+    known: set[str] = set()
+    if os.path.exists(path):
+        _check_private(path)
+        known = {str(record["id"]) for _, record in _read_lines(path)}
+        if os.path.exists(_removed_path(path)):
+            known |= {str(record["id"]) for _, record in _read_lines(_removed_path(path))}
+    done: list[Imported] = []
+    lines: list[bytes] = []
+    for name in files:
+        if os.path.abspath(name) == os.path.abspath(path):
+            raise StoreError(f"{name}: is the store itself")
+        if not os.path.isfile(name):
+            raise StoreError(f"{name}: no such file")
+        _check_private(name)
+        records = _read_lines(name)
+        added = 0
+        for _, record in records:
+            user_id = str(record["id"])
+            if user_id in known:
+                continue
+            known.add(user_id)
+            lines.append(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+            added += 1
+        done.append(Imported(name, added, len(records) - added))
+    if lines:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b"".join(lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return done
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,3 +267,4 @@ class StoreStatus:
     unanswered: dict[str, int] = dataclasses.field(
         default_factory=dict
     )  # day -> checks the old system left unanswered
+    old_system: int = 0  # of the users waiting, those checked against the old system (form old-system)

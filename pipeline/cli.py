@@ -50,7 +50,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (
         ("companion",),
         "pipeline.companion",
-        "serve|setup|status the Actions v2 target that sets legacy passwords at first sign-in",
+        "serve|setup|status|import the Actions v2 target that sets legacy passwords at first sign-in",
     ),
 ]
 

@@ -1,4 +1,4 @@
-"""``zitadel-beam companion serve|setup|status``: the trickle-migration companion (docs/companion.md).
+"""``zitadel-beam companion serve|setup|status|import``: the trickle-migration companion (docs/companion.md).
 
 Examples::
 
@@ -11,6 +11,8 @@ Examples::
         --old-system=keycloak --old-system-url=https://sso.example.com/realms/acme \
         --old-system-client-id=zitadel-companion --old-system-secret-file=keycloak-client-secret
     zitadel-beam companion status --store=out/legacy-hashes.ndjson
+    zitadel-beam companion import --store=out/store.ndjson \\
+        --file=out/legacy-hashes.ndjson --file=out/waiting.ndjson
     python -m pipeline.companion serve ...   # the same, without loading the other commands
 
 The code is the ``companion`` package; this module only reads the flags.
@@ -65,8 +67,20 @@ def _add_old_system_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("serve", "setup", "status"), help="what to do")
-    parser.add_argument("--store", help="serve/status: the store migrate --legacy-hashes wrote (mode 0600)")
+    parser.add_argument("action", choices=("serve", "setup", "status", "import"), help="what to do")
+    parser.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        metavar="FILE",
+        help="import: a file migrate --legacy-hashes or --old-system-store wrote (mode 0600), added to "
+        "--store; give it once per file",
+    )
+    parser.add_argument(
+        "--store",
+        help="serve/status: the store (mode 0600) migrate --legacy-hashes or --old-system-store wrote, "
+        "or companion import joined; import: the store the files join (created 0600)",
+    )
     parser.add_argument(
         "--signing-key-file",
         action="append",
@@ -255,6 +269,8 @@ def _status(args: argparse.Namespace) -> int:
     except (StoreError, OSError) as err:
         raise ConfigError(f"--store: {err}") from None
     print(f"waiting for their first sign-in: {status.waiting}")
+    if status.old_system:
+        print(f"  of which checked against the old system: {status.old_system}")
     print(f"migrated (password set in ZITADEL): {status.migrated}")
     if status.per_day:
         print("per day (UTC): moved, still waiting at the day's end, checks the old system did not answer")
@@ -265,9 +281,29 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from companion.store import Store, StoreError, import_files
+
+    _need(args, "store")
+    if not args.files:
+        raise ConfigError("companion import needs --file (a file to add to the store)")
+    try:
+        done = import_files(args.store, args.files)
+        waiting = len(Store.open(args.store))
+    except (StoreError, OSError) as err:
+        raise ConfigError(f"companion import: {err}") from None
+    for item in done:
+        print(f"{item.path}: {item.added} users added, {item.already} already in the store")
+    print(f"waiting for their first sign-in: {waiting} (restart a running companion serve to check them)")
+    return 0
+
+
 def run(known_args: argparse.Namespace, pipeline_args: list[str]) -> int:
     del pipeline_args
-    return {"serve": _serve, "setup": _setup, "status": _status}[known_args.action](known_args)
+    if known_args.files and known_args.action != "import":
+        raise ConfigError(f"companion {known_args.action} takes no --file (companion import does)")
+    actions = {"serve": _serve, "setup": _setup, "status": _status, "import": _import}
+    return actions[known_args.action](known_args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

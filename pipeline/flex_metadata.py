@@ -46,6 +46,7 @@ LEFT_OUT = frozenset(
         "bcrypt_max_cost",
         "multiline",
         "quiet",
+        "old_system_store",
     }
 )
 GCS_PATH = "^gs://[a-z0-9][-_.a-z0-9]{1,220}/.+$"

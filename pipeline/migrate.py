@@ -46,6 +46,7 @@ from transforms.common import counters
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.output.manifest import ListedFile, UserFields, build_manifest
+from transforms.output.waiting import KeepWaiting
 from transforms.sources.declaration import AddSource, Invariant, KeepLegacy
 from transforms.sources.registry import kind, syncing_names
 
@@ -143,6 +144,7 @@ class _Job:
     roles: RoleSettings | None
     defined_roles: list[RoleEntry] | None
     keep_legacy: KeepLegacy | None = None
+    keep_waiting: KeepWaiting | None = None
 
 
 def run_migration(
@@ -160,6 +162,7 @@ def run_migration(
     roles: RoleSettings | None = None,
     defined_roles: list[RoleEntry] | None = None,
     keep_legacy: KeepLegacy | None = None,
+    keep_waiting: KeepWaiting | None = None,
 ) -> int:
     """Run the pipeline, finalize the outputs, write the manifest, print the summary; the exit status.
 
@@ -174,7 +177,9 @@ def run_migration(
     ``input_names`` (file index → path) names the input files the readers counted as cut
     (``inputs.partial.<index>``): without ``--allow-partial`` the run exits 1 and pushes nothing.
     ``keep_legacy`` (Firebase's ``--legacy-hashes``) writes the companion's store
-    and takes its users off the passwordless list before the manifest is written.
+    and takes its users off the passwordless list before the manifest is written;
+    ``keep_waiting`` (``--old-system-store``) does the same, once the bodies have their final names,
+    for the users written without a usable password (transforms/output/waiting.py).
     """
     job = _Job(
         source_name=source_name,
@@ -190,6 +195,7 @@ def run_migration(
         roles=roles,
         defined_roles=defined_roles,
         keep_legacy=keep_legacy,
+        keep_waiting=keep_waiting,
     )
     if not common.state:
         return _run_migration(job)
@@ -367,6 +373,7 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
 
         catalogue = read_catalogue(layout.tmp_dir)
     bodies, dead_count, dead_sha = finalize_outputs(run)
+    passwordless, waiting = _keep_waiting(job, layout.manifest, bodies, passwordless, kept)
     holds, invariant_text = ran.holds, ran.invariant_text
     authorizations: dict[str, Any] = {}
     if job.roles is not None:
@@ -395,7 +402,11 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
         seconds=ran.elapsed,
         hash_fields=ran.hash_fields,
         users=_user_fields(counts, passwordless),
-        extra={**(job.extra_manifest or {}), **_kept_fields(layout.manifest, kept)},
+        extra={
+            **(job.extra_manifest or {}),
+            **_kept_fields(layout.manifest, kept),
+            **_kept_fields(layout.manifest, waiting, "old_system_store"),
+        },
         sync=sync_fields,
         authorizations=authorizations,
     )
@@ -416,17 +427,34 @@ def _finish(job: _Job, run: RunOutputs, sync: _SyncPlan | None, ran: _Ran) -> Fi
         sync=sync_fields,
         roles=job.roles,
         legacy_hashes=kept,
+        old_system_store=waiting,
     )
 
 
-def _kept_fields(manifest_path: str, kept: ListedFile | None) -> dict[str, object]:
-    """The manifest's ``legacy_hashes`` (docs/companion.md#store); nothing without the flag."""
+def _keep_waiting(
+    job: _Job, manifest: str, bodies: list[dict[str, Any]], passwordless: ListedFile, kept: ListedFile | None
+) -> tuple[ListedFile, ListedFile | None]:
+    """``--old-system-store``: the users written without a usable password go to the companion's
+    store and leave the reset list (transforms/output/waiting.py); nothing without the flag."""
+    if job.keep_waiting is None:
+        return passwordless, None
+    from transforms.files.storage import resolve
+
+    folder = posixpath.dirname(manifest)
+    return job.keep_waiting(passwordless, [resolve(folder, body["path"]) for body in bodies], kept)
+
+
+def _kept_fields(
+    manifest_path: str, kept: ListedFile | None, name: str = "legacy_hashes"
+) -> dict[str, object]:
+    """The manifest's ``legacy_hashes`` or ``old_system_store`` (docs/companion.md#store);
+    nothing without the flag."""
     if kept is None:
         return {}
     from transforms.files.storage import relative_path
 
     path = relative_path(posixpath.dirname(manifest_path), kept.path)
-    return {"legacy_hashes": {"path": path, "count": kept.count, "sha256": kept.sha256}}
+    return {name: {"path": path, "count": kept.count, "sha256": kept.sha256}}
 
 
 def _user_fields(counts: Mapping[str, int], passwordless: ListedFile) -> UserFields:

@@ -58,6 +58,7 @@ class FinishedRun:
     sync: SyncSection | None
     roles: RoleSettings | None  # with --project-id
     legacy_hashes: ListedFile | None = None  # with --legacy-hashes (Firebase's legacy_hashes)
+    old_system_store: ListedFile | None = None  # with --old-system-store (transforms/output/waiting.py)
 
 
 def partial_input_lines(counts: Mapping[str, int], names: Mapping[int, str]) -> list[str]:
@@ -156,6 +157,12 @@ def _print_summary(done: FinishedRun, summary_lines: SummaryLines) -> None:
         print(
             f"kept for sign-in verification: {done.legacy_hashes.count} "
             f"(zitadel-beam companion; mode 0600; push with --api=user-v2): {done.legacy_hashes.path}"
+        )
+    if done.old_system_store is not None:
+        print(
+            f"waiting for the old system's check, no reset mail: {done.old_system_store.count} "
+            f"(zitadel-beam companion serve --old-system; mode 0600; push with --api=user-v2): "
+            f"{done.old_system_store.path}"
         )
     if done.passwordless_count:
         print(

@@ -33,6 +33,7 @@ from pipeline.migrate_options import (
 )
 from pipeline.options import add_idp_map_argument, parse_idp_map
 from pipeline.report import SummaryLine, shared_summary_lines, unmatched_alias_lines
+from transforms.output import waiting
 from transforms.sources.declaration import (
     FlagGroup,
     Plan,
@@ -61,6 +62,7 @@ def add_source_arguments(parser: argparse.ArgumentParser, description: SourceDes
         add_common_arguments(parser, description.groups)
         if FlagGroup.ROLES in description.groups:
             add_role_arguments(parser)
+        waiting.add_argument(parser)  # --old-system-store: every source of users
     if description.defaults:
         parser.set_defaults(**description.defaults)
 
@@ -114,6 +116,14 @@ def run_source(
         outputs=tuple(path for path in (common.output, common.dead_letter) if path),
     )
     plan = description.plan(known_args, settings)
+    keep_waiting = waiting.waiting_keeper(
+        getattr(known_args, "old_system_store", None),
+        inputs=plan.input_paths,
+        outputs=settings.outputs,
+        push_api=settings.push_api,
+        email_fallback=common.email_fallback,
+        legacy_hashes=getattr(known_args, "legacy_hashes", None),
+    )
     sync: SyncSource | None = (
         {"include_blocked": include_blocked, "realm": plan.realm} if description.kind.syncs else None
     )
@@ -131,6 +141,7 @@ def run_source(
         roles=roles,
         defined_roles=plan.defined_roles,
         keep_legacy=plan.keep_legacy,
+        keep_waiting=keep_waiting,
     )
 
 

@@ -97,3 +97,48 @@ def test_unanswered_checks_and_the_days_waiting_count_in_the_status(tmp_path):
     ) == (1, 3, 0)
     assert (status.per_day[today], status.waiting_after[today], status.unanswered[today]) == (0, 3, 1)
     assert "timed out" in (tmp_path / "s.unanswered").read_text() and status.waiting == 3
+
+
+def test_import_joins_files_each_user_once_and_never_a_moved_one_again(tmp_path):
+    from companion.store import Imported, import_files
+
+    hashes = _write(tmp_path / "legacy", [{"id": "1", "form": "firebase-scrypt", "hash": "h1"}])
+    waiting = _write(tmp_path / "waiting", [{"id": "2", "form": "old-system", "login_names": ["bo"]}])
+    store = tmp_path / "store"
+    assert import_files(str(store), [str(hashes), str(waiting)]) == [
+        Imported(str(hashes), 1, 0),
+        Imported(str(waiting), 1, 0),
+    ]
+    assert oct(store.stat().st_mode & 0o777) == "0o600"
+    opened = Store.open(str(store))
+    opened.remove("1")  # moved: a later import does not make it wait again
+    again = _write(tmp_path / "next", [{"id": "1", "form": "old-system"}, {"id": "3", "form": "old-system"}])
+    assert import_files(str(store), [str(again), str(waiting)]) == [
+        Imported(str(again), 1, 1),
+        Imported(str(waiting), 0, 1),
+    ]
+    reopened = Store.open(str(store))
+    assert (len(reopened), reopened.status().old_system, reopened.total) == (2, 2, 3)
+    assert reopened.find(login_name="BO")["id"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda tmp: [str(_write(tmp / "w", [{"id": "1"}], mode=0o644))], "lets others read it"),
+        (lambda tmp: [str(tmp / "missing")], "no such file"),
+        (lambda tmp: [str(tmp / "store")], "is the store itself"),
+        (
+            lambda tmp: [str(_write(tmp / "w", [{"id": "2"}])), str(_write(tmp / "bad", ["not json\n"]))],
+            "bad:1",
+        ),
+    ],
+)
+def test_import_checks_every_file_before_it_writes(tmp_path, setup, message):
+    from companion.store import import_files
+
+    store = _write(tmp_path / "store", [{"id": "1", "form": "old-system"}])
+    before = store.read_bytes()
+    with pytest.raises(StoreError, match=message):
+        import_files(str(store), setup(tmp_path))
+    assert store.read_bytes() == before

@@ -120,3 +120,36 @@ def test_the_old_systems_secret_may_come_from_the_environment(waiting, capsys, m
     assert main(_serve(f"--store={store}", f"--signing-key-file={key}", *flags)) == 2
     err = capsys.readouterr().err
     assert "expected HOST:PORT" in err and "AIza" not in err
+
+
+def test_import_joins_files_into_the_store_and_says_what_it_added(tmp_path, capsys):
+    waiting = tmp_path / "waiting.ndjson"
+    waiting.write_text('{"id": "1", "form": "old-system", "login_names": ["ann"]}\n')
+    os.chmod(waiting, 0o600)
+    store = tmp_path / "store.ndjson"
+    assert main(["companion", "import", f"--store={store}", f"--file={waiting}"]) == 0
+    out = capsys.readouterr().out
+    assert f"{waiting}: 1 users added, 0 already in the store" in out
+    assert "waiting for their first sign-in: 1" in out
+    assert main(["companion", "status", f"--store={store}"]) == 0
+    assert "of which checked against the old system: 1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["companion", "import", "--store=s.ndjson"], "companion import needs --file"),
+        (["companion", "import", "--file=w.ndjson"], "companion import needs --store"),
+        (["companion", "status", "--store=s.ndjson", "--file=w.ndjson"], "companion status takes no --file"),
+        (
+            ["companion", "import", "--store=s.ndjson", "--file=missing.ndjson"],
+            "missing.ndjson: no such file",
+        ),
+    ],
+)
+def test_import_flag_problems(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.ndjson").exists()

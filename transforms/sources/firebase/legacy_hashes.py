@@ -22,12 +22,12 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from transforms.common.errors import ConfigError
 from transforms.output.manifest import ListedFile
+from transforms.output.waiting import exists, reset_list, without
 from transforms.sources.declaration import FlagParser, KeepLegacy
 
 if TYPE_CHECKING:
@@ -45,14 +45,6 @@ def add_argument(parser: FlagParser) -> None:
         help="keep the Firebase scrypt hashes (with --hash-config's parameters) in a 0600 store for "
         "zitadel-beam companion; those users leave the reset list (docs/companion.md)",
     )
-
-
-def _exists(path: str) -> bool:
-    if path.startswith("gs://"):
-        from apache_beam.io.filesystems import FileSystems
-
-        return bool(FileSystems.exists(path))
-    return os.path.lexists(path)
 
 
 def _firebase_params(values: Mapping[str, str]) -> dict[str, object]:
@@ -120,7 +112,7 @@ def firebase_keeper(
         raise ConfigError("--legacy-hashes needs --hash-config (the project's scrypt parameters)")
     if path in inputs or path == hash_config:
         raise ConfigError(f"--legacy-hashes {path!r} is an input of this run")
-    if _exists(path):
+    if exists(path):
         raise ConfigError(
             f"--legacy-hashes {path!r} exists: a store is never replaced (a companion may be serving it); "
             "choose another path"
@@ -134,25 +126,14 @@ def firebase_keeper(
 
     def keep(passwordless: ListedFile) -> tuple[ListedFile, ListedFile]:
         # The outputs are already final: the store is one more, the list is rewritten.
-        if _exists(path):  # written meanwhile by someone else: still never replaced
+        if exists(path):  # written meanwhile by someone else: still never replaced
             raise ConfigError(f"--legacy-hashes {path!r} appeared during the run; it is not replaced")
-        listed = _listed(passwordless)
+        listed = reset_list(passwordless)
         wanted = {str(entry["id"]): entry for _, entry in listed if entry.get("reason") == UNSUPPORTED}
         kept, digest = _write_store(path, files if wanted else [], wanted, params)
-        return _without(passwordless, listed, kept), ListedFile(path, len(kept), digest)
+        return without(passwordless, listed, kept), ListedFile(path, len(kept), digest)
 
     return keep
-
-
-def _listed(passwordless: ListedFile) -> list[tuple[bytes, dict]]:
-    """The reset list's lines, each with its JSON."""
-    if not passwordless.count:
-        return []
-    import orjson
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(passwordless.path) as handle:
-        return [(line, orjson.loads(line)) for line in handle if line.strip()]
 
 
 def _write_store(
@@ -185,23 +166,3 @@ def _write_store(
             digest.update(line)
             kept.add(user_id)
     return kept, digest.hexdigest()
-
-
-def _without(passwordless: ListedFile, listed: list[tuple[bytes, dict]], kept: set[str]) -> ListedFile:
-    """The reset list without the kept users (no file when none is left, as finalize_passwordless)."""
-    rest = [line for line, entry in listed if str(entry.get("id")) not in kept]
-    if len(rest) == len(listed):
-        return passwordless
-    if not rest:
-        from apache_beam.io.filesystems import FileSystems
-
-        FileSystems.delete([passwordless.path])
-        return ListedFile(passwordless.path, 0, None)
-    from transforms.files.storage import open_private
-
-    digest = hashlib.sha256()
-    with open_private(passwordless.path, fsync=True) as out:
-        for line in rest:
-            out.write(line)
-            digest.update(line)
-    return ListedFile(passwordless.path, len(rest), digest.hexdigest())
