@@ -136,14 +136,21 @@ class Refusal(NamedTuple):
 
 def text(value: object) -> str:
     """A value's text without Clerk's formula guard (exactly one TAB before ``= + - @``), trimmed."""
-    if not isinstance(value, str):
-        return ""
-    return (value[1:] if _GUARD.match(value) else value).strip()
+    if type(value) is not str:  # parsed cells are exact str: the cheap check first, per cell
+        return value.strip() if isinstance(value, str) else ""
+    if value[:1] == "\t" and _GUARD.match(value):
+        value = value[1:]
+    return value.strip()
 
 
 def values(value: object) -> list[str]:
     """A multi-valued cell (``a,b``, ``a|b``) or a JSON list → its distinct values, in order."""
-    items = value if isinstance(value, list) else _SEPARATORS.split(value) if isinstance(value, str) else []
+    if not value:
+        return []
+    if isinstance(value, str):
+        items: Sequence[object] = _SEPARATORS.split(value) if _SEPARATORS.search(value) else (value,)
+    else:
+        items = value if isinstance(value, list) else ()
     found: list[str] = []
     for item in items:
         one = text(item)
@@ -162,18 +169,19 @@ class _Address(NamedTuple):
 def _address(record: Mapping[str, object], kind: str, plural: str) -> _Address:
     """The primary e-mail or phone, whether it is verified (it is iff it is among the verified
     ones), and how many others the user has (ZITADEL holds one)."""
-    verified, unverified = (
-        values(record.get(f"verified_{plural}")),
-        values(record.get(f"unverified_{plural}")),
-    )
-    pool = verified + unverified + values(record.get(plural))
-    primary = text(record.get(f"primary_{kind}"))
-    chosen = not primary and len({p.casefold() for p in pool}) > 1
-    primary = primary or (pool[0] if pool else "")
-    said = f"verified_{plural}" in record or f"unverified_{plural}" in record
-    known = {v.casefold() for v in verified}
-    others = len({p.casefold() for p in pool} - {primary.casefold()})
-    return _Address(primary, primary.casefold() in known if said else None, others, chosen)
+    verified_key, unverified_key = "verified_" + plural, "unverified_" + plural
+    verified = values(record.get(verified_key))
+    pool = verified + values(record.get(unverified_key)) + values(record.get(plural))
+    primary = text(record.get("primary_" + kind))
+    said = verified_key in record or unverified_key in record
+    if not pool:  # most users: nothing beyond the primary (or nothing at all)
+        return _Address(primary, False if said else None, 0, False)
+    folded = {p.casefold() for p in pool}
+    chosen = not primary and len(folded) > 1
+    primary = primary or pool[0]
+    key = primary.casefold()
+    is_verified = (key in {v.casefold() for v in verified}) if said else None
+    return _Address(primary, is_verified, len(folded - {key}), chosen)
 
 
 # --------------------------------------------------------------------------- hashes

@@ -369,3 +369,28 @@ def test_a_file_that_is_not_a_clerk_export_is_one_line(tmp_path, capsys, content
     assert code == 2
     err = capsys.readouterr().err
     assert "Auth0" in err or "not a Clerk user export" in err
+
+
+def test_an_argon2_hash_below_the_targets_memory_limit_is_refused_with_the_limit_to_change():
+    from transforms.hashing.policy import load_policy
+
+    digest = "$argon2id$v=19$m=64,t=4,p=8$Z2liZXJyaXNo$" + "A" * 43  # Clerk's example's parameters
+    refused, outcome = clerk_hash(digest, "argon2id", load_policy(str(ALL_VERIFIERS)))
+    assert refused.reason == Reason.HASH_OUT_OF_LIMITS and "MinMemory" in refused.detail
+    assert outcome is not None and outcome.encoded is None
+
+
+def test_a_csv_with_a_bom_and_columns_beyond_clerks_counts_them_as_not_carried(tmp_path):
+    export = tmp_path / "clerk.csv"
+    export.write_text(
+        "\ufeffid,first_name,last_name,username,primary_email_address,verified_email_addresses,"
+        "password_digest,password_hasher,created_at,banned,shoe_size\n"
+        "user_1,Ann,Lee,,ann@example.com,ann@example.com,,,2024-01-01,false,38\n"
+        "user_2,Bo,Ek,,bo@example.com,,,,,true,\n",
+        encoding="utf-8",
+    )
+    code, manifest, org, dead = _run(tmp_path, f"--users={export}")
+    assert code == 0 and manifest is not None and manifest["invariant"]["holds"] is True
+    assert [u["userId"] for u in org["humanUsers"]] == ["user_1"] and dead == {"user_2": Reason.BLOCKED}
+    counts = manifest["counts"]
+    assert counts["not_carried.clerk.created_at"] == 1 and counts["unknown_field.clerk.shoe_size"] == 1
