@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from passwap_rules import verify
 from repo_files import ROOT
+from zitadel_fixtures import PAT, leaked_secrets
+from zitadel_server import ZitadelServer
 
 from pipeline.cli import main
 from transforms.common.reasons import Reason
@@ -394,3 +396,38 @@ def test_a_csv_with_a_bom_and_columns_beyond_clerks_counts_them_as_not_carried(t
     assert [u["userId"] for u in org["humanUsers"]] == ["user_1"] and dead == {"user_2": Reason.BLOCKED}
     counts = manifest["counts"]
     assert counts["not_carried.clerk.created_at"] == 1 and counts["unknown_field.clerk.shoe_size"] == 1
+
+
+def test_push_and_state_nights_deactivate_a_user_banned_at_clerk(tmp_path, capsys):
+    token = tmp_path / "token"
+    token.write_text(PAT)
+    state = tmp_path / "state"
+    amelia = "user_2mXqA1bcrypt0TotpPhone01"  # bcrypt: active once imported
+    banned = tmp_path / "day2" / "clerk-users.csv"
+    banned.parent.mkdir()
+    lines = CSV.read_text(encoding="utf-8").splitlines()
+    banned.write_text(
+        "\n".join(
+            [lines[0] + ",banned"]
+            + [f"{line},{'true' if line.startswith(amelia) else ''}" for line in lines[1:]]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    with ZitadelServer(tokens={PAT}) as server:
+
+        def night(users: Path) -> int:
+            flags = (f"--state={state}", f"--push-url={server.url}", f"--token-file={token}")
+            # ZITADEL's default verifies bcrypt only: the others come without a password, listed.
+            return _run(
+                tmp_path, f"--users={users}", "--on-unsupported-hash=import-without-password", *flags
+            )[0]
+
+        assert night(CSV) == 0
+        assert len(server.user_ids("1")) == 8
+        assert server.state.user_states[amelia] == "active"
+        assert night(banned) == 0
+        assert server.state.user_states[amelia] == "inactive"
+        assert server.state.user_states["user_2mXqC3clerkPbkdf2Sha2563"] in ("active", "initial")
+    out, err = capsys.readouterr()
+    assert leaked_secrets(out + err) == []
