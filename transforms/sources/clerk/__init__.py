@@ -1,0 +1,1 @@
+"""The Clerk source: Clerk's dashboard CSV and JSON user exports → ZITADEL import bodies (docs/clerk.md)."""
