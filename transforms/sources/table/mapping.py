@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import re
 from typing import Any
@@ -27,10 +26,9 @@ from transforms.hashing.convert import ConvertedHash, HashFailure
 from transforms.hashing.forms import HashForm, Rewritten
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.ids import EmailChoice, email_or_fallback
+from transforms.mapping.metadata import metadata_within_limits, text_value
 from transforms.mapping.validate import (
     EMAIL_FALLBACK,
-    MAX_METADATA_KEY,
-    MAX_METADATA_VALUE,
     ValidationOptions,
     control_char_problem,
     validate_user,
@@ -238,12 +236,7 @@ def plaintext_like(value: str) -> bool:
 def _metadata(values: Values, options: TableOptions) -> tuple[list[dict[str, str]], int]:
     """The mapped metadata paths → ``[{key, value(base64)}]``, and how many broke ZITADEL's limits.
     Text is stored as it is, anything else as its JSON."""
-    entries: list[dict[str, str]] = []
-    dropped = 0
-    for key, value in values.present_items(options.spec.metadata):
-        encoded = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else orjson.dumps(value)
-        if len(key) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
-            dropped += 1
-            continue
-        entries.append({"key": key, "value": base64.b64encode(encoded).decode("ascii")})
-    return entries, dropped
+    return metadata_within_limits(
+        (key, text_value(value) if isinstance(value, str) else orjson.dumps(value))
+        for key, value in values.present_items(options.spec.metadata)
+    )
