@@ -114,14 +114,12 @@ def _clerk_pbkdf2(value: str, name: str) -> str | None:
     or text>$<hash hex>[$<key length>]`` → passwap's ``$pbkdf2-sha256$`` / ``$pbkdf2$`` layout
     (adapted base64 of the salt and hash bytes); None when the value is not of that layout."""
     fields = value.split("$")
-    if (
-        fields[0] != name
-        or len(fields) not in (4, 5)
-        or not fields[1].isdigit()
-        or (len(fields) == 5 and name != "pbkdf2_sha1")
-    ):
+    if len(fields) not in (4, 5) or (len(fields) == 5 and name != "pbkdf2_sha1"):
         return None
-    rounds, salt_text, hash_text = int(fields[1]), fields[2], fields[3]
+    ident, rounds_text, salt_text, hash_text, *_ = fields  # a 5th field: the key length (its hash's)
+    if ident != name or not rounds_text.isdigit():
+        return None
+    rounds = int(rounds_text)
     try:
         if name == "pbkdf2_sha256":
             salt = base64.b64decode(salt_text, validate=True)
