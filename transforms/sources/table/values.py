@@ -77,8 +77,15 @@ class Values:
         parts = path.parts
         value = self._record.get(parts[0], _MISSING)
         if len(parts) == 1:
-            return None if value is _MISSING or (value == self._null and value is not None) else value
-        if value is _MISSING or value is None or value == "" or value == self._null:
+            if value is _MISSING or (self._null is not None and value == self._null):
+                return None
+            return value
+        if (
+            value is _MISSING
+            or value is None
+            or value == ""
+            or (self._null is not None and value == self._null)
+        ):
             return None
         if type(value) is str:
             value = self._json_column(parts[0], value)
@@ -100,7 +107,7 @@ class Values:
             value = value.get(part)
             if value is None:
                 return None
-        return None if value == self._null and value is not None else value
+        return None if self._null is not None and value == self._null else value
 
     def _json_column(self, column: str, text: str) -> object:
         """A CSV column that holds a JSON object, parsed once per record."""
