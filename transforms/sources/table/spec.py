@@ -252,10 +252,18 @@ def _metadata(value: object) -> tuple[FieldPath, ...]:
     if not isinstance(value, list) or not value:
         raise SpecError("mapping 'metadata': give a list of columns or paths (--map metadata=a,b)")
     paths = tuple(_path("metadata", v) for v in value)
+    _paths_only("metadata", paths)
     keys = [p.text for p in paths]
     if len(set(keys)) != len(keys):
         raise SpecError("mapping 'metadata': a column is named twice")
     return paths
+
+
+def _paths_only(field: str, paths: Sequence[FieldPath]) -> None:
+    """``metadata`` and ``roles`` read whole values: a path each, never an expression."""
+    for path in paths:
+        if path.expr is not None:
+            raise SpecError(f"mapping {field!r}: {path.text!r}: give a path here, not an expression")
 
 
 def _check_key(key: str, where: str) -> None:
@@ -330,6 +338,7 @@ def load_spec(
         raise SpecError("mapping 'null': give the text the export writes for NULL, e.g. \"NULL\"")
     metadata = _metadata(raw.pop("metadata")) if "metadata" in raw else ()
     fields = {key: _path(key, value) for key, value in raw.items()}
+    _paths_only("roles", [fields["roles"]] if "roles" in fields else [])
     return TableSpec(
         fields=fields,
         metadata=metadata,

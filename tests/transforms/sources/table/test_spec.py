@@ -137,6 +137,11 @@ def test_expressions_take_the_header_spelling():
         ("phone=Attributes[0].Value", "a list element is chosen by a key of its objects, NAME[KEY=VALUE]"),
         ("phone=Attributes[Name=x]Value", "a '.' must follow ']'"),
         ("phone=[Name=x].Value", "is not a column name or a dotted path"),
+        (
+            "metadata=plan,first(tags)",
+            "mapping 'metadata': 'first(tags)': give a path here, not an expression",
+        ),
+        ("roles=first(groups)", "mapping 'roles': 'first(groups)': give a path here, not an expression"),
     ],
 )
 def test_expression_problems_are_one_line_naming_the_expression(flag, message):
