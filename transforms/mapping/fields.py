@@ -71,7 +71,7 @@ class FieldTally:
         self._known = known | not_carried
         self._not_carried = not_carried
         self._names: set[str] = set()
-        self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
         self._outcomes: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
 
     def names(self, record: Mapping[str, object], extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -83,8 +83,14 @@ class FieldTally:
             cached = self._layout(record)
             if len(self._layouts) < self._MAX_LAYOUTS:
                 self._layouts[layout] = cached
-        candidates, unknown = cached
+        candidates, unknown_keys = cached
         had = tuple([k for k in candidates if present(record[k])]) if candidates else ()
+        # A key holding null (or "") is no data: JSON exports write "totp_secret": null for everyone.
+        unknown = (
+            tuple([name for key, name in unknown_keys if record[key] is not None and record[key] != ""])
+            if unknown_keys
+            else ()
+        )
         outcome = (had + extra if extra else had, unknown)
         names = self._outcomes.get(outcome)
         if names is None:
@@ -96,14 +102,18 @@ class FieldTally:
                 self._outcomes[outcome] = names
         return names
 
-    def _layout(self, record: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _layout(self, record: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """The layout's fields not carried, and its unknown keys with their counter-safe names."""
         keys = record.keys()
-        names = []
-        for field in sorted(unknown_fields(record, self._known)):
+        pairs = []
+        for field, key in sorted((_FIELD_SAFE.sub("_", k)[:60] or "_", k) for k in keys - self._known):
             if field not in self._names:
                 if len(self._names) >= MAX_UNKNOWN_FIELD_NAMES:
                     field = "other"
                 else:
                     self._names.add(field)
-            names.append(field)
-        return tuple(sorted(self._not_carried.intersection(keys))), tuple(names)
+            pairs.append((field, key))
+        pairs.sort()
+        return tuple(sorted(self._not_carried.intersection(keys))), tuple(
+            (key, field) for field, key in pairs
+        )

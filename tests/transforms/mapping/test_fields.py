@@ -91,3 +91,15 @@ def test_field_tally_names_at_most_the_limit_then_other():
     named = [k for k in counts if k != "unknown_field.keycloak.other"]
     assert len(named) == MAX_UNKNOWN_FIELD_NAMES
     assert counts["unknown_field.keycloak.other"] == 5
+
+
+def test_an_unknown_key_holding_null_or_nothing_is_not_data():
+    tally = FieldTally("table", frozenset({"id"}), frozenset())
+    assert tally.names({"id": 1, "totp_secret": None, "note": ""}) == ()
+    # the same layout with a value: counted, and the cached layout does not hide it
+    assert tally.names({"id": 2, "totp_secret": "ABC", "note": ""}) == ("unknown_field.table.totp_secret",)
+    assert tally.names({"id": 3, "totp_secret": None, "note": "x"}) == ("unknown_field.table.note",)
+    assert tally.names({"id": 4, "totp_secret": False, "note": 0}) == (
+        "unknown_field.table.note",
+        "unknown_field.table.totp_secret",
+    )

@@ -12,11 +12,8 @@ Example::
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
-
-import orjson
 
 from transforms.common.reasons import Reason
 from transforms.hashing.convert import ConvertedHash, bcrypt_mcf
@@ -24,7 +21,7 @@ from transforms.mapping.fields import counter_safe, present
 from transforms.mapping.fields import unknown_fields as shared_unknown_fields
 from transforms.mapping.idp_links import LinkFields
 from transforms.mapping.idp_links import idp_links as links_from
-from transforms.mapping.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE
+from transforms.mapping.metadata import json_value, metadata_fits, metadata_within_limits
 from transforms.sources.auth0.hashes import convert_auth0
 
 __all__ = [
@@ -256,10 +253,9 @@ def metadata_entries(profile: dict[str, Any]) -> tuple[list[dict[str, str]], int
 
     A key present in both keeps ``user_metadata``'s under its name and ``app_metadata``'s as
     ``app_metadata.<key>``. Returns the entries and how many were dropped for ZITADEL's limits
-    (key 1-200 characters, value at most 500000 bytes).
+    (transforms/mapping/metadata.py).
     """
-    entries: list[dict[str, str]] = []
-    dropped = 0
+    pairs: list[tuple[str, bytes]] = []
     seen: set[str] = set()
     for field in ("user_metadata", "app_metadata"):
         block = profile.get(field)
@@ -267,13 +263,11 @@ def metadata_entries(profile: dict[str, Any]) -> tuple[list[dict[str, str]], int
             continue
         for key, value in block.items():
             name = key if key not in seen else f"{field}.{key}"
-            encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-            if not name or len(name) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
-                dropped += 1
-                continue
-            seen.add(name)
-            entries.append({"key": name, "value": base64.b64encode(encoded).decode("ascii")})
-    return entries, dropped
+            encoded = json_value(value)
+            if metadata_fits(name, encoded):  # a key dropped for its size leaves its name free
+                seen.add(name)
+            pairs.append((name, encoded))
+    return metadata_within_limits(pairs)
 
 
 def pick_profile(oid: str, user_ids: list[str]) -> int | None:

@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from collections.abc import Mapping, Sequence
 
@@ -38,10 +37,9 @@ from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.idp_links import LinkFields
 from transforms.mapping.idp_links import idp_links as links_from
 from transforms.mapping.ids import EmailChoice, email_or_fallback
+from transforms.mapping.metadata import json_value, metadata_within_limits
 from transforms.mapping.validate import (
     EMAIL_FALLBACK,
-    MAX_METADATA_KEY,
-    MAX_METADATA_VALUE,
     Reason,
     ValidationOptions,
     control_char_problem,
@@ -251,15 +249,7 @@ def custom_metadata(value: object) -> tuple[list[dict[str, str]], int] | Rejecti
         return Rejection(Reason.MALFORMED_JSON, "customAttributes is not valid JSON")
     if not isinstance(claims, dict):
         return Rejection(Reason.MALFORMED_JSON, "customAttributes is not a JSON object")
-    entries: list[dict[str, str]] = []
-    dropped = 0
-    for key, item in claims.items():
-        encoded = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
-        if not key or len(key) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
-            dropped += 1
-            continue
-        entries.append({"key": key, "value": base64.b64encode(encoded).decode("ascii")})
-    return entries, dropped
+    return metadata_within_limits((key, json_value(item)) for key, item in claims.items())
 
 
 def _flag(text: str) -> bool | None:

@@ -15,9 +15,9 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import re
+import time
 from typing import Any
 
 import orjson
@@ -27,15 +27,14 @@ from transforms.hashing.convert import ConvertedHash, HashFailure
 from transforms.hashing.forms import HashForm, Rewritten
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.mapping.ids import EmailChoice, email_or_fallback
+from transforms.mapping.metadata import metadata_within_limits, text_value
 from transforms.mapping.validate import (
     EMAIL_FALLBACK,
-    MAX_METADATA_KEY,
-    MAX_METADATA_VALUE,
     ValidationOptions,
     control_char_problem,
     validate_user,
 )
-from transforms.sources.table.hashes import convert_hash
+from transforms.sources.table.hashes import convert_hash, row_hash
 from transforms.sources.table.spec import TableSpec
 from transforms.sources.table.values import ValueProblem, Values
 
@@ -58,6 +57,12 @@ class TableOptions:
     hash_form: HashForm | None = None
     # --allow-plaintext-passwords: a value that is plainly a password is imported, change required.
     allow_plaintext_passwords: bool = False
+    # The run's "now" for after_now(...): taken once when the options are made (docs/table.md).
+    now: float = dataclasses.field(default_factory=time.time)
+
+
+# A user the table says must change its password, who has none to change: counted (notes.).
+CHANGE_WITHOUT_PASSWORD = "password-change-without-password"
 
 
 @dataclasses.dataclass
@@ -96,7 +101,7 @@ def map_record(record: object, options: TableOptions) -> TableUser | TableReject
     """One record (a dict) → a :class:`TableUser`, or a :class:`TableRejection` with its reason."""
     if type(record) is not dict:
         return TableRejection(Reason.NOT_AN_OBJECT, "record is not a JSON object")
-    values = Values(record)
+    values = Values(record, options.spec.null_text, options.now)
     fields = options.spec.fields
     user_id: str | None = None
     blocked = False
@@ -153,12 +158,23 @@ def _map(
     }
     phone = values.text(fields.get("phone"))
     if phone:
-        body["phone"] = {"phone": phone}
+        # protojson omits false; ZITADEL refuses isVerified false (docs/sync.md#schema-check)
+        verified_phone = values.flag(fields.get("phone_verified"))
+        body["phone"] = {"phone": phone, "isPhoneVerified": True} if verified_phone else {"phone": phone}
+    change = values.flag(fields.get("password_change_required"))
     hash_path = fields.get("password_hash")
-    hashed = values.raw(hash_path) if hash_path is not None else None
-    password = _password(hashed, hash_path.text if hash_path is not None else "", options, body)
+    hashed: object = None
+    if hash_path is not None:
+        hashed = values.text(hash_path) if hash_path.expr is not None else values.raw(hash_path)
+    hasher_path = fields.get("password_hasher")
+    hasher = values.text(hasher_path) if hasher_path is not None else None
+    password = _password(hashed, hash_path.text if hash_path is not None else "", options, body, hasher)
     if isinstance(password, TableRejection):
         return dataclasses.replace(password, user_id=user_id, blocked=blocked, roles=roles)
+    if change and password[0] is not None:
+        body["passwordChangeRequired"] = True
+    elif change:
+        notes.append(CHANGE_WITHOUT_PASSWORD)
     entry: dict[str, object] = {"userId": user_id, "user": body}
     result = validate_user(entry, options.validation)
     if result.reason is not None:
@@ -189,18 +205,28 @@ _Password = tuple[str | None, ConvertedHash | None, HashFailure | None, Rewritte
 
 
 def _password(
-    hashed: object, where: str, options: TableOptions, body: dict[str, object]
+    hashed: object, where: str, options: TableOptions, body: dict[str, object], hasher: str | None = None
 ) -> _Password | TableRejection:
-    """The hash column → ``hashedPassword`` in ``body``; no value: no password."""
+    """The hash column → ``hashedPassword`` in ``body``; no value: no password. With a
+    ``password_hasher`` column, its value names the row's form (``hashes.row_hash``)."""
     if hashed is None or hashed == "":
         return None, None, None, None
     if type(hashed) is not str:
         return TableRejection(Reason.INVALID_FIELD_TYPE, f"{where} is not text (a password hash)")
-    converted, outcome = convert_hash(hashed.strip(), options.hash_form, options.validation.hash_policy)
+    form = options.hash_form
+    value = hashed.strip()
+    if hasher is not None:
+        declared = row_hash(value, hasher)
+        if isinstance(declared, HashFailure):
+            if options.on_unsupported_hash == OnUnsupportedHash.IMPORT_WITHOUT_PASSWORD:
+                return None, None, declared, None
+            return TableRejection(declared.reason, declared.detail)
+        value, form = declared
+    converted, outcome = convert_hash(value, form, options.validation.hash_policy)
     if isinstance(converted, ConvertedHash):
         body["hashedPassword"] = {"value": converted.value}
         return converted.algorithm, converted, None, outcome
-    if options.hash_form is None and plaintext_like(hashed.strip()):
+    if form is None and hasher is None and plaintext_like(value):
         if options.allow_plaintext_passwords:
             # A password that sat in a table in clear text (a seed row): the user must choose a new one.
             body["password"] = hashed.strip()
@@ -238,12 +264,7 @@ def plaintext_like(value: str) -> bool:
 def _metadata(values: Values, options: TableOptions) -> tuple[list[dict[str, str]], int]:
     """The mapped metadata paths → ``[{key, value(base64)}]``, and how many broke ZITADEL's limits.
     Text is stored as it is, anything else as its JSON."""
-    entries: list[dict[str, str]] = []
-    dropped = 0
-    for key, value in values.present_items(options.spec.metadata):
-        encoded = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else orjson.dumps(value)
-        if len(key) > MAX_METADATA_KEY or len(encoded) > MAX_METADATA_VALUE:
-            dropped += 1
-            continue
-        entries.append({"key": key, "value": base64.b64encode(encoded).decode("ascii")})
-    return entries, dropped
+    return metadata_within_limits(
+        (key, text_value(value) if isinstance(value, str) else orjson.dumps(value))
+        for key, value in values.present_items(options.spec.metadata)
+    )

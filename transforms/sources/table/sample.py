@@ -34,6 +34,7 @@ from transforms.sources.csv_rows import read_csv
 from transforms.sources.input_shape import read_head
 from transforms.sources.input_stream import InputReadError
 from transforms.sources.table.spec import FieldPath, TableSpec, did_you_mean
+from transforms.sources.table.values import select
 
 __all__ = [
     "SAMPLE_RECORDS",
@@ -91,15 +92,18 @@ def lookup(record: dict, parts: Sequence[str]) -> object:
     key on the way is absent (null is a value here: the key exists)."""
     value: object = record
     for part in parts:
-        if type(value) is not dict:
-            if value is record or not isinstance(value, str) or not value.lstrip().startswith("{"):
-                return _MISSING
+        if type(value) is str and value is not record and value.lstrip().startswith(("{", "[")):
             try:
                 value = orjson.loads(value)
             except orjson.JSONDecodeError:
                 return _MISSING
-            if type(value) is not dict:
+        if part[0] == "[" and type(value) is list:  # NAME[KEY=VALUE]: the element chosen by key
+            value = select(value, part)
+            if value is None:
                 return _MISSING
+            continue
+        if type(value) is not dict:
+            return _MISSING
         value = value.get(part, _MISSING)
         if value is _MISSING:
             return _MISSING
@@ -254,7 +258,8 @@ def check_sample(sample: Sample, spec: TableSpec) -> None:
     records = sample.selected
     if spec.where:
         counted = f"the {len(records):,} records --where selects (of {counted})"
-    for field, path in [*spec.fields.items(), *(("metadata", p) for p in spec.metadata)]:
+    fields = [(field, p) for field, path in spec.fields.items() for p in path.paths()]
+    for field, path in [*fields, *(("metadata", p) for p in spec.metadata)]:
         if not any(found(r, path) for r in records):
             raise ConfigError(_absent(field, path, records, known, counted))
         if field in _MUST_HOLD and not any(held(r, path) for r in records):
@@ -364,9 +369,10 @@ class NestedFields:
 
     def __init__(self, spec: TableSpec):
         parents: dict[tuple[str, ...], set[str]] = {}
-        paths = [*spec.fields.values(), *spec.metadata, *(path for path, _ in spec.where)]
-        for path in paths:
+        for path in spec.paths():
             for cut in range(1, len(path.parts)):
+                if path.parts[cut][0] == "[":  # a list's element: its other keys are not fields
+                    break
                 parents.setdefault(path.parts[:cut], set()).add(path.parts[cut])
         self._parents = {parent: frozenset(read) for parent, read in parents.items()}
         self._seen: set[str] = set()

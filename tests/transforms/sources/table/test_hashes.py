@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 
 import bcrypt
 import pytest
 from passwap_rules import claim, verify
-from repo_files import DATA_DIR
+from repo_files import DATA_DIR, ROOT
 
 from transforms.common.reasons import Reason
 from transforms.hashing.convert import ConvertedHash, HashFailure
 from transforms.hashing.forms import HashForm
 from transforms.hashing.policy import HashPolicy
-from transforms.sources.table.hashes import HASH_FORM_NAMES, convert_hash, hash_form
+from transforms.sources.table.hashes import HASH_FORM_NAMES, convert_hash, hash_form, row_hash
 
 VECTORS = json.loads((DATA_DIR / "hash_forms_vectors.json").read_text())
 EVERY_VERIFIER = HashPolicy(
@@ -109,3 +111,97 @@ def test_framework_names_map_to_their_forms_and_suggestions_skip_forms_that_refu
     wp68 = "$wp$2b$10$yguPGghrj1QSlpgzYYQpzuEA3BvxiLHW6nPpuJRXwMO8g.6UOnVCC"
     refused, _ = convert_hash(wp68, hash_form("wordpress"), None)
     assert "WordPress 6.8" in getattr(refused, "detail", "")
+
+
+# --------------------------------------------------------------------------- per-row hashers
+
+CLERK = ROOT / "docs" / "export-formats" / "samples"
+
+
+def _clerk_rows() -> list[tuple[str, str, str, str]]:
+    """(id, digest, password_hasher, password) of every Clerk sample user with a digest."""
+    passwords = dict(
+        re.findall(
+            r"^\| clerk-[\w.-]+ \| (\S+) \| \S+ \| `([^`]+)` \|$",
+            (CLERK / "clerk-passwords.md").read_text(),
+            re.M,
+        )
+    )
+    with open(CLERK / "clerk-dashboard-export.csv", encoding="utf-8", newline="") as handle:
+        rows = [(r["id"], r["password_digest"], r["password_hasher"]) for r in csv.DictReader(handle)]
+    rows += [
+        (u["id"], u["password_digest"], u["password_hasher"])
+        for u in json.loads((CLERK / "clerk-support-export.json").read_text())
+    ]
+    return [(i, d, h, passwords[i]) for i, d, h in rows if d]
+
+
+ROWS = _clerk_rows()
+# Hashers no ZITADEL verifier reads: refused, naming the form or the hasher.
+REFUSED = {
+    "scrypt_firebase": "firebase scrypt",
+    "bcrypt_sha256_django": "bcrypt_sha256",
+    "sha256": "'sha256'",
+}
+
+
+def test_every_clerk_sample_digest_is_read():
+    assert len(ROWS) == 12 and {r[2] for r in ROWS} >= {"pbkdf2_sha256", "pbkdf2_sha1", "argon2i", "phpass"}
+
+
+@pytest.mark.parametrize(
+    "user, digest, hasher, password", [r for r in ROWS if r[2] not in REFUSED], ids=lambda v: v
+)
+def test_a_clerk_digest_by_its_hasher_verifies_its_password(user, digest, hasher, password):
+    declared = row_hash(digest, hasher)
+    assert not isinstance(declared, HashFailure), declared
+    converted, _ = convert_hash(*declared, EVERY_VERIFIER)
+    assert isinstance(converted, ConvertedHash), converted
+    assert verify(converted.value, password)
+    assert not verify(converted.value, password + "x")
+
+
+@pytest.mark.parametrize(
+    "user, digest, hasher, password", [r for r in ROWS if r[2] in REFUSED], ids=lambda v: v
+)
+def test_a_clerk_digest_without_a_verifier_is_refused_naming_its_form(user, digest, hasher, password):
+    declared = row_hash(digest, hasher)
+    if not isinstance(declared, HashFailure):
+        declared, _ = convert_hash(*declared, EVERY_VERIFIER)
+    assert isinstance(declared, HashFailure)
+    assert declared.reason == Reason.UNSUPPORTED_HASH and REFUSED[hasher] in declared.detail
+    assert digest not in declared.detail
+
+
+def test_detection_alone_misreads_clerks_pbkdf2_which_the_hasher_fixes():
+    user, digest, hasher, password = next(r for r in ROWS if r[2] == "pbkdf2_sha1")
+    detected, _ = convert_hash(digest, None, EVERY_VERIFIER)
+    assert not (isinstance(detected, ConvertedHash) and verify(detected.value, password))
+
+
+@pytest.mark.parametrize(
+    "digest, hasher, expected",
+    [
+        ("$2a$10$" + "a" * 53, "", HashForm.BCRYPT),  # no hasher: Clerk's default, bcrypt
+        ("x", "django-pbkdf2-sha256", HashForm.DJANGO_PBKDF2_SHA256),  # a form's own name
+        ("x", "Laravel", HashForm.BCRYPT),  # a framework's
+        ("x", "django", None),  # detected per value
+    ],
+)
+def test_hasher_names(digest, hasher, expected):
+    assert row_hash(digest, hasher) == (digest, expected)
+
+
+@pytest.mark.parametrize(
+    "digest, hasher",
+    [
+        ("pbkdf2_sha256$100000$not base64!$aGFzaA==", "pbkdf2_sha256"),
+        ("pbkdf2_sha1$10000$salt$not-hex", "pbkdf2_sha1"),
+        ("pbkdf2_sha256$many$c2FsdA==$aGFzaA==", "pbkdf2_sha256"),
+        ("pbkdf2_sha1$10000$salt", "pbkdf2_sha1"),
+    ],
+)
+def test_a_clerk_pbkdf2_not_of_its_layout_is_an_invalid_hash(digest, hasher):
+    failure = row_hash(digest, hasher)
+    assert isinstance(failure, HashFailure) and failure.reason == Reason.INVALID_HASH
+    assert digest not in failure.detail
