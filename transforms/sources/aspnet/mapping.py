@@ -315,6 +315,7 @@ def map_row(cells: Mapping[str, str], side: Side, options: AspnetOptions) -> Map
     password = _password(cells.get("PasswordHash"), options, body)
     if isinstance(password, Refusal):
         return password._replace(locked=locked)
+    converted, dropped_hash, outcome = password
     links, link_outcomes = idp_links(
         {"logins": side.logins, "email": chosen.email}, dict(options.idp_map), _LINKS
     )
@@ -331,9 +332,9 @@ def map_row(cells: Mapping[str, str], side: Side, options: AspnetOptions) -> Map
         metadata=metadata,
         metadata_dropped=dropped,
         locked=locked,
-        converted=password[0],
-        dropped_hash=password[1],
-        outcome=password[2],
+        converted=converted,
+        dropped_hash=dropped_hash,
+        outcome=outcome,
         link_outcomes=link_outcomes,
         otp_not_carried=otp_not_carried,
         phone_cause=phone_cause,
