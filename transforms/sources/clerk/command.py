@@ -69,7 +69,8 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources import json_units
-    from transforms.sources.clerk.read import ClerkFile, ClerkOptions
+    from transforms.sources.clerk.mapping import ClerkOptions
+    from transforms.sources.clerk.read import ClerkFile
     from transforms.sources.input_shape import identify, read_head, wrong_shape
 
     try:

@@ -22,7 +22,7 @@ from pipeline.cli import main
 from transforms.common.reasons import Reason
 from transforms.hashing.forms import to_passwap
 from transforms.hashing.policy import OnUnsupportedHash
-from transforms.sources.clerk.read import (
+from transforms.sources.clerk.mapping import (
     ClerkOptions,
     MappedUser,
     Refusal,
