@@ -17,19 +17,18 @@ Example::
 from __future__ import annotations
 
 import base64
-import binascii
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import orjson
 
 from transforms.common import counters
 from transforms.common.reasons import Reason
-from transforms.hashing.convert import ConvertedHash, HashFailure, b64decode, positive_int, shown
+from transforms.hashing.convert import ConvertedHash, HashFailure, shown
 from transforms.hashing.forms import HashForm, Rewritten, to_passwap
-from transforms.hashing.framework_hashes import ab64
+from transforms.hashing.hashers import by_hasher
 from transforms.hashing.policy import HashPolicy, OnUnsupportedHash
 from transforms.mapping.idp_links import LinkFields, idp_links
 from transforms.mapping.ids import EmailChoice, email_or_fallback
@@ -53,18 +52,6 @@ __all__ = [
 _GUARD = re.compile(r"\t(?=[=+\-@\t\r\n＝＋－＠])")
 _SEPARATORS = re.compile(r"[,|;]")
 _HEX = re.compile(r"^(?:[0-9a-fA-F]{2})+$")
-# Hashers whose digest is a form transforms/hashing converts as it is.
-_FORMS = {
-    "bcrypt": HashForm.BCRYPT,
-    "argon2i": HashForm.ARGON2,
-    "argon2id": HashForm.ARGON2,
-    "pbkdf2_sha256_django": HashForm.DJANGO_PBKDF2_SHA256,
-    "md5": HashForm.MD5_PLAIN,
-    "phpass": HashForm.PHPASS,
-    # Refused with their form's reason: ZITADEL has no verifier for them.
-    "bcrypt_sha256_django": HashForm.DJANGO_BCRYPT_SHA256,
-    "scrypt_firebase": HashForm.FIREBASE_SCRYPT,
-}
 _AWSCOGNITO = "awscognito"  # a marker of a user moved from Cognito who never signed in: no hash
 # What the mapping reads, and what it cannot carry (counted per field among users written).
 KNOWN_FIELDS = frozenset(
@@ -167,48 +154,19 @@ def _address(record: Mapping[str, object], kind: str, plural: str) -> _Address:
 # --------------------------------------------------------------------------- hashes
 
 
-def _pbkdf2_sha256(digest: str) -> str | HashFailure:
-    """Clerk's ``pbkdf2_sha256$<iter>$<b64 salt>$<b64 hash>`` (both base64, unlike Django's text salt)."""
-    parts = digest.split("$")
-    rounds = positive_int(parts[1]) if len(parts) == 4 and parts[0] == "pbkdf2_sha256" else None
-    salt, key = (b64decode(parts[2]), b64decode(parts[3])) if rounds else (None, None)
-    if not salt or not key:
-        return HashFailure(Reason.INVALID_HASH, "pbkdf2_sha256: expected pbkdf2_sha256$<iter>$<b64>$<b64>")
-    return f"$pbkdf2-sha256${rounds}${ab64(salt)}${ab64(key)}"
-
-
-def _pbkdf2_sha1(digest: str) -> str | HashFailure:
-    """Clerk's ``pbkdf2_sha1$<iter>$<salt>$<hex hash>[$<key length>]``: the salt hex-decoded when
-    it is hex, else its bytes as they are."""
-    parts = digest.split("$")
-    rounds = positive_int(parts[1]) if len(parts) in (4, 5) and parts[0] == "pbkdf2_sha1" else None
-    if not rounds or not parts[2] or not _HEX.match(parts[3]):
-        return HashFailure(Reason.INVALID_HASH, "pbkdf2_sha1: expected pbkdf2_sha1$<iter>$<salt>$<hex hash>")
-    key = binascii.unhexlify(parts[3])
-    if len(parts) == 5 and positive_int(parts[4]) != len(key):
-        return HashFailure(Reason.INVALID_HASH, "pbkdf2_sha1: the key length field is not the hash's")
-    salt = binascii.unhexlify(parts[2]) if _HEX.match(parts[2]) else parts[2].encode()
-    return f"$pbkdf2${rounds}${ab64(salt)}${ab64(key)}"
-
-
-_NORMALISED: dict[str, Callable[[str], str | HashFailure]] = {
-    "pbkdf2_sha256": _pbkdf2_sha256,
-    "pbkdf2_sha1": _pbkdf2_sha1,
-}
-
-
 def clerk_hash(
     digest: str, hasher: str, policy: HashPolicy | None
 ) -> tuple[ConvertedHash | HashFailure, Rewritten | None]:
     """A digest read as its hasher says (never by its look: Clerk's pbkdf2_sha256 and pbkdf2_sha1
     share Django's prefixes) → the hash written or why not, and its form outcome (counted)."""
     name = hasher.strip().lower() or ("bcrypt" if digest.startswith("$2") else "")  # Clerk's default
-    form = _FORMS.get(name)
-    if name in _NORMALISED:
-        normalised = _NORMALISED[name](digest)
-        if isinstance(normalised, HashFailure):
-            return normalised, Rewritten(None, HashForm.PBKDF2, normalised.detail, normalised.reason)
-        digest, form = normalised, HashForm.PBKDF2
+    read = by_hasher(digest, name)
+    if isinstance(read, HashFailure):
+        return read, Rewritten(None, HashForm.PBKDF2, read.detail, read.reason)
+    if read is None or name == "argon2":  # "argon2" is not one of Clerk's hasher names
+        form = None
+    else:
+        digest, form = read
     if form is None:
         detail = (
             f"password_hasher {shown(hasher) if hasher else '(none)'!r}: no ZITADEL verifier (docs/clerk.md)"

@@ -16,13 +16,10 @@ Example::
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 from transforms.common.reasons import Reason
 from transforms.hashing.convert import ConvertedHash, HashFailure, parse_hash
 from transforms.hashing.forms import HashForm, Rewritten, to_passwap
-from transforms.hashing.framework_hashes import ab64
+from transforms.hashing.hashers import HASHERS, by_hasher
 from transforms.hashing.policy import HashPolicy
 
 __all__ = [
@@ -64,79 +61,25 @@ WRITABLE_FORM_NAMES = tuple(
 )
 
 
-# A per-row hasher name (the mapping's ``password_hasher`` column: Clerk's) → the form its digests
-# are written in. Clerk's own pbkdf2 layouts are rewritten first (:func:`_clerk_pbkdf2`). Names
-# and layouts: docs/export-formats/clerk.md §4.
-HASHERS: dict[str, HashForm] = {
-    "bcrypt": HashForm.BCRYPT,
-    "argon2i": HashForm.ARGON2,
-    "argon2id": HashForm.ARGON2,
-    "argon2": HashForm.ARGON2,
-    "pbkdf2_sha256": HashForm.PBKDF2,  # Clerk's: salt and hash base64 (rewritten)
-    "pbkdf2_sha1": HashForm.PBKDF2,  # Clerk's: hash hex, salt hex or text (rewritten)
-    "pbkdf2_sha256_django": HashForm.DJANGO_PBKDF2_SHA256,
-    "bcrypt_sha256_django": HashForm.DJANGO_BCRYPT_SHA256,  # refused with its reason
-    "md5": HashForm.MD5_PLAIN,
-    "phpass": HashForm.PHPASS,
-    "scrypt_firebase": HashForm.FIREBASE_SCRYPT,  # refused with its reason (the companion's form)
-}
-
-
 def row_hash(value: str, hasher: str) -> tuple[str, HashForm | None] | HashFailure:
-    """A digest and the hasher its row names → the value to convert and its form; a hasher
-    without a form ZITADEL verifies is refused naming it. An empty hasher: bcrypt (Clerk's
-    default), any hash form or framework name of ``--hash-form`` is taken too."""
+    """A digest and the hasher its row names → the value to convert and its form (the hashers of
+    ``transforms/hashing/hashers.py``); a hasher without a form ZITADEL verifies is refused naming
+    it. An empty hasher: bcrypt (Clerk's default), any hash form or framework name of
+    ``--hash-form`` is taken too."""
     name = hasher.strip().lower()
     if name == "":
         return value, HashForm.BCRYPT
-    form = HASHERS.get(name)
-    if form is None:
-        try:
-            form = hash_form(name)  # a form's own name, or a framework's (None: detected per value)
-        except ValueError:
-            return HashFailure(
-                Reason.UNSUPPORTED_HASH,
-                f"password_hasher {hasher.strip()[:40]!r}: no form ZITADEL verifies "
-                f"(the hashers read are {', '.join(HASHERS)}; docs/table.md#hashes)",
-            )
-    if name in ("pbkdf2_sha256", "pbkdf2_sha1"):
-        rewritten = _clerk_pbkdf2(value, name)
-        if rewritten is None:
-            return HashFailure(
-                Reason.INVALID_HASH, f"password_hasher {name}: not {name}$<iterations>$<salt>$<hash>"
-            )
-        return rewritten, form
-    return value, form
-
-
-def _clerk_pbkdf2(value: str, name: str) -> str | None:
-    """Clerk's ``pbkdf2_sha256$<iter>$<b64 salt>$<b64 hash>`` and ``pbkdf2_sha1$<iter>$<salt hex
-    or text>$<hash hex>[$<key length>]`` → passwap's ``$pbkdf2-sha256$`` / ``$pbkdf2$`` layout
-    (adapted base64 of the salt and hash bytes); None when the value is not of that layout."""
-    fields = value.split("$")
-    if len(fields) not in (4, 5) or (len(fields) == 5 and name != "pbkdf2_sha1"):
-        return None
-    ident, rounds_text, salt_text, hash_text, *_ = fields  # a 5th field: the key length (its hash's)
-    if ident != name or not rounds_text.isdigit():
-        return None
-    rounds = int(rounds_text)
+    read = by_hasher(value, name)
+    if read is not None:
+        return read
     try:
-        if name == "pbkdf2_sha256":
-            salt = base64.b64decode(salt_text, validate=True)
-            digest = base64.b64decode(hash_text, validate=True)
-            ident = "pbkdf2-sha256"
-        else:
-            try:  # "as a hex-encoded string. If the salt is not a valid hex string, the raw bytes"
-                salt = bytes.fromhex(salt_text)
-            except ValueError:
-                salt = salt_text.encode()
-            digest = bytes.fromhex(hash_text)
-            ident = "pbkdf2"
-    except (ValueError, binascii.Error):
-        return None
-    if not salt or not digest or rounds < 1:
-        return None
-    return f"${ident}${rounds}${ab64(salt)}${ab64(digest)}"
+        return value, hash_form(name)  # a form's own name, or a framework's (None: detected per value)
+    except ValueError:
+        return HashFailure(
+            Reason.UNSUPPORTED_HASH,
+            f"password_hasher {hasher.strip()[:40]!r}: no form ZITADEL verifies "
+            f"(the hashers read are {', '.join(HASHERS)}; docs/table.md#hashes)",
+        )
 
 
 def hash_form(name: str | None) -> HashForm | None:
