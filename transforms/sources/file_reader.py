@@ -18,9 +18,9 @@ that is not a user). :class:`ReadSourceFiles` does the rest, the same for every 
   error), logged and counted (``part.unreadable``, ``inputs.partial.<file>``);
 - rows buffered per partition and flushed every ``chunk`` records, as blobs or spill files.
 
-Which files to read is planned in the launcher by the source (patterns matched, each file's head
-checked, a file of another source's shape refused naming the command that reads it: Firebase's and
-the table's planners, Okta's ``json_units.match_inputs``). Beam's
+Which files to read is planned in the launcher by the shared planner, ``input_plan.py`` (patterns
+matched, each file's head read, a file of another source's shape or a SQL dump refused naming
+what reads it, then the source's own look at each head). Beam's
 ``fileio.MatchFiles``/``ReadMatches`` are not used: a missing file or a file of the wrong kind must
 fail before the pipeline starts, with one line, so matching happens in the launcher and the planned
 list travels into the pipeline with ``beam.Create``; and a matched file is opened by

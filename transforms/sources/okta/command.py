@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 from transforms.common.accounting import users_lines
 from transforms.common.counters import by_suffix
-from transforms.common.errors import ConfigError
 from transforms.sources.declaration import (
     FlagParser,
     Flags,
@@ -60,20 +59,18 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     """Match the files and look at each header; the reader's options."""
     from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
-    from transforms.sources import json_units
-    from transforms.sources.input_shape import read_head
+    from transforms.sources.input_plan import LookedFile, plan_inputs
     from transforms.sources.okta.mapping import OktaOptions
 
-    try:
-        files = json_units.match_inputs([flags.users], 0, "--users")
-    except FileNotFoundError as err:
-        raise ConfigError(str(err)) from None
-    for file in files:
-        if not okta_csv(read_head(file.path)[0]):
-            raise ConfigError(
-                f"--users {file.path}: not an Okta user export (a CSV whose header names a login "
-                "column, 'login' or 'Okta username', and an e-mail column, 'email' or 'Primary email')"
-            )
+    def okta_header(looked: LookedFile) -> str | None:
+        if okta_csv(looked.head):
+            return None
+        return (
+            "not an Okta user export (a CSV whose header names a login column, 'login' or 'Okta "
+            "username', and an e-mail column, 'email' or 'Primary email')"
+        )
+
+    files = plan_inputs(flags.users, flag="--users", reader="okta-users", check=okta_header)
     options = OktaOptions(
         include_blocked=settings.read_blocked,
         trust_email=flags.trust_email,

@@ -28,7 +28,7 @@ from transforms.sources.source_parts import (
     UserRecordKind,
 )
 
-__all__ = ["KIND", "BLOCKED", "ALIASES", "okta_csv", "column"]
+__all__ = ["KIND", "BLOCKED", "ALIASES", "okta_csv", "okta_marks", "column"]
 
 # Okta's UserStatus values of a user who cannot sign in at Okta (suspended, locked, deactivated).
 BLOCKED = frozenset({"SUSPENDED", "LOCKED_OUT", "DEPROVISIONED"})
@@ -67,6 +67,20 @@ def okta_csv(head: bytes) -> bool:
     return {"login", "email"} <= names
 
 
+# What marks a CSV as Okta's for the other readers' refusal (a table of users may well have a
+# login and an e-mail column): the report's own labels, or Okta's profile variable names as Okta
+# spells them, status and both names with them.
+_LABELS = frozenset({"okta username", "okta id", "okta user status"})
+_PROFILE = frozenset({"login", "email", "status", "firstName", "lastName"})
+
+
+def okta_marks(head: bytes) -> bool:
+    """Whether ``head``'s header is surely Okta's (narrower than :func:`okta_csv`, what Okta reads)."""
+    first = head.split(b"\n", 1)[0].decode("utf-8-sig", "replace").strip()
+    cells = {cell.strip() for cell in next(csv.reader([first]), [])}
+    return _PROFILE <= cells or any(cell.casefold() in _LABELS for cell in cells)
+
+
 KIND = SourceKind(
     name=source_name(__name__),
     records={
@@ -80,6 +94,6 @@ KIND = SourceKind(
         readers={"okta-users": ("okta-users",)},
         identify=lambda keys: None,  # no JSON form
         rank=60,
-        text=(TextShape(what="an Okta user export (CSV)", shape="okta-users", matches=okta_csv),),
+        text=(TextShape(what="an Okta user export (CSV)", shape="okta-users", matches=okta_marks),),
     ),
 )
