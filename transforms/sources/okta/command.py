@@ -25,6 +25,7 @@ from transforms.common.counters import by_suffix
 from transforms.sources.declaration import (
     FlagParser,
     Flags,
+    FlexPart,
     Plan,
     SourceDescription,
     SourceSettings,
@@ -158,7 +159,13 @@ DESCRIPTION = SourceDescription(
     plan=plan,
     summary_lines=summary_lines,
     invariant=COUNTERS.invariant,
-    # Not offered by the Flex Template: its tests take every template source to have the hash and
-    # layout flags, which a source without hashes does not declare (docs/okta.md).
-    flex=None,
+    # In the Flex Template with its own flags and the shared ones of its groups (none: no hashes).
+    flex=FlexPart(
+        labels={
+            "users": "Okta user export",
+            "include_blocked": "Include blocked users",
+            "trust_email": "E-mail addresses verified",
+            "trust_phone": "Phone numbers verified",
+        },
+    ),
 )
