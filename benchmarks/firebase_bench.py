@@ -121,7 +121,9 @@ def main() -> None:
         for name, cmd in runs.items():
             shutil.rmtree(work, ignore_errors=True)
             output = os.path.join(work, name, "importBody.json")
-            wall, peak, _out = measure([PY, "-m", "pipeline", *cmd, *common, f"--output={output}"], ROOT)
+            wall, peak, _out, _cpu = measure(
+                [PY, "-m", "pipeline", *cmd, *common, f"--output={output}"], ROOT
+            )
             times[name].append(wall)
             peaks[name] = max(peaks[name], peak)
     shutil.rmtree(work, ignore_errors=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -73,12 +74,16 @@ def _tree_rss_kb(root_pid: int) -> int:
     return total
 
 
-def measure(cmd: list[str], cwd: str = ROOT) -> tuple[float, int, str]:
-    """Run cmd in ``cwd``; return (wall seconds, peak tree RSS in MiB, stdout).
+def measure(cmd: list[str], cwd: str = ROOT) -> tuple[float, int, str, float]:
+    """Run cmd in ``cwd``; return (wall seconds, peak tree RSS in MiB, stdout, CPU seconds).
+
+    CPU seconds are user + system time of the command and every process it waited for (Beam's
+    workers): on a machine other work keeps busy they move far less than the wall time does.
 
     ``python -m pipeline`` imports the ``pipeline`` package of ``cwd`` (the current directory
     comes first on ``sys.path``), which is how ``--before`` runs another checkout's code.
     """
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0]
@@ -93,11 +98,13 @@ def measure(cmd: list[str], cwd: str = ROOT) -> tuple[float, int, str]:
     sampler.start()
     out, err = proc.communicate()
     wall = time.monotonic() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     done.set()
     sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err.decode()[-2000:]}")
-    return wall, peak[0] // 1024, out.decode()
+    return wall, peak[0] // 1024, out.decode(), cpu
 
 
 def ensure_data(source: str, n: int, split: int = 0) -> list[str]:
@@ -281,32 +288,35 @@ def main() -> None:
             ensure_table(files, n) if args.table and args.source == "auth0" else None,
             args.table_only and args.table,
         )
-        runs: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
+        runs: dict[str, list[tuple[float, int, float]]] = {name: [] for name in cmds}
         digests: dict[str, list[str]] = {}
         for _ in range(args.repeat):
             for name, (cwd, cmd) in cmds.items():
                 shutil.rmtree(os.path.join(work, name), ignore_errors=True)
-                wall, rss, out = measure(cmd, cwd)
-                runs[name].append((wall, rss))
+                wall, rss, out, cpu = measure(cmd, cwd)
+                runs[name].append((wall, rss, cpu))
                 if name == "baseline":
                     digests[name] = json.loads(out.strip().splitlines()[-1])["sha256"]
                 else:
                     with open(os.path.join(work, name, "importBody.manifest.json")) as handle:
                         digests[name] = [b["sha256"] for b in json.load(handle)["bodies"]]
-                print(f"  {n:>9,} {name:<14} {wall:7.1f} s {rss:7,} MiB", file=sys.stderr)
+                print(f"  {n:>9,} {name:<14} {wall:7.1f} s {cpu:7.1f} CPU s {rss:7,} MiB", file=sys.stderr)
         reference = "baseline" if "baseline" in runs else next(iter(runs))
-        base_wall = statistics.median(w for w, _ in runs[reference])
-        base_rss = statistics.median(r for _, r in runs[reference])
+        base_wall = statistics.median(w for w, _, _ in runs[reference])
+        base_rss = statistics.median(r for _, r, _ in runs[reference])
+        base_cpu = statistics.median(c for _, _, c in runs[reference])
         label = f"{args.source} (split, {args.split:,} users a file)" if args.split else args.source
         print(
             f"\n{label} {n:,} users ({size_mb:,.0f} MB of input), median of {args.repeat}; ratios to {reference}:"
         )
         print(
-            f"{'run':<14}{'wall s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}{'RSS ratio':>11}  same bodies"
+            f"{'run':<14}{'wall s':>9}{'CPU s':>9}{'users/s':>11}{'peak RSS MiB':>14}{'wall ratio':>12}"
+            f"{'CPU ratio':>11}{'RSS ratio':>11}  same bodies"
         )
         for name, values in runs.items():
-            wall = statistics.median(w for w, _ in values)
-            rss = statistics.median(r for _, r in values)
+            wall = statistics.median(w for w, _, _ in values)
+            rss = statistics.median(r for _, r, _ in values)
+            cpu = statistics.median(c for _, _, c in values)
             # A +roles run writes one more body (the authorizations) and grants, a +table run reads
             # another source (no locale, nickname): not comparable.
             # A +table@before run is compared with its +table run.
@@ -317,7 +327,8 @@ def main() -> None:
                     digests[name] == digests[reference] if not name.endswith(("+roles", "+table")) else "n/a"
                 )
             print(
-                f"{name:<14}{wall:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}{rss / base_rss:11.2f}  {same}"
+                f"{name:<14}{wall:9.1f}{cpu:9.1f}{n / wall:11,.0f}{rss:14,}{wall / base_wall:12.2f}"
+                f"{cpu / base_cpu:11.2f}{rss / base_rss:11.2f}  {same}"
             )
             results.append(
                 {
@@ -331,7 +342,10 @@ def main() -> None:
                     "wall_ratio": round(wall / base_wall, 3),
                     "rss_ratio": round(rss / base_rss, 3),
                     "same_bodies": same,
-                    "walls": [round(w, 2) for w, _ in values],
+                    "cpu_s": round(cpu, 2),
+                    "cpu_ratio": round(cpu / base_cpu, 3),
+                    "walls": [round(w, 2) for w, _, _ in values],
+                    "cpus": [round(c, 2) for _, _, c in values],
                 }
             )
     if args.json:

@@ -104,7 +104,7 @@ def main() -> None:
     work = os.path.join(HERE, "results", f"sync-{args.users}")
     shutil.rmtree(work, ignore_errors=True)
     state = os.path.join(work, "state")
-    wall, rss, _ = measure(_migrate(day1, f"{work}/day1/importBody.json", state))
+    wall, rss, _, _ = measure(_migrate(day1, f"{work}/day1/importBody.json", state))
     committed = _commit_all(f"{work}/day1/importBody.manifest.json")
     print(
         f"set-up: day 1 with --state {wall:.1f} s, {rss:,} MiB; state committed: {committed:,} users",
@@ -133,7 +133,7 @@ def main() -> None:
         for name in runs:
             out = f"{work}/{name}"
             shutil.rmtree(out, ignore_errors=True)
-            wall, rss, _ = measure(
+            wall, rss, _, _ = measure(
                 _migrate(day2, f"{out}/importBody.json", state if name == "sync" else None)
             )
             runs[name].append((wall, rss))
