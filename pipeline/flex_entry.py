@@ -160,8 +160,11 @@ def template_argv(
         raise ConfigError(f"template parameter source must be one of {', '.join(offered)}")
     known = load_parameters()
     out = ["migrate", source]
+    takes = _parameters_of(source)
     for name, value in params.items():
         _check_value(name, value)
+        if name not in takes:  # another source's flag: its command would take it for a Beam option
+            raise ConfigError(f"template parameter {name} is not a flag of migrate {source}")
         out += _flag_args(name, value, known[name].get("customMetadata", {}))
     # Workers install the same packages as the launcher: the image names its setup.py
     # (FLEX_TEMPLATE_PYTHON_SETUP_FILE); added here when the launcher has not passed it itself.
@@ -169,6 +172,14 @@ def template_argv(
     if setup_file and not any(arg.partition("=")[0] == "--setup_file" for arg in rest):
         rest = [*rest, f"--setup_file={setup_file}"]
     return out + rest
+
+
+def _parameters_of(source: str) -> set[str]:
+    """The template parameters the source's command takes (its flags and its groups' shared ones)."""
+    from pipeline.flex_metadata import parameters_of
+    from transforms.sources.registry import get
+
+    return parameters_of(get(source))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from transforms.sources.declaration import SourceDescription, reads_of
 
-__all__ = ["METADATA", "LEFT_OUT", "GCS_PATH", "BOOLEAN", "generate", "render", "main"]
+__all__ = ["METADATA", "LEFT_OUT", "GCS_PATH", "BOOLEAN", "generate", "parameters_of", "render", "main"]
 
 METADATA = Path(__file__).resolve().parents[1] / "flex_template" / "metadata.json"
 
@@ -110,6 +110,12 @@ def _offered(sources: Sequence[SourceDescription]) -> dict[str, dict[str, argpar
         left_out = LEFT_OUT | source.flex.left_out
         offered[source.name] = {name: a for name, a in _actions(source).items() if name not in left_out}
     return offered
+
+
+def parameters_of(source: SourceDescription) -> set[str]:
+    """The template parameters of ``source``'s command: its own flags and the shared ones of its
+    groups, but those left out (a source without hashes has no ``on_unsupported_hash``)."""
+    return set(_offered([source]).get(source.name, {}))
 
 
 def _help(action: argparse.Action) -> str:

@@ -12,6 +12,7 @@ from transforms.common.records import NAMESPACE
 from transforms.mapping import validate
 from transforms.mapping.fields import MAX_UNKNOWN_FIELD_NAMES
 from transforms.sources.registry import kinds
+from transforms.sources.source_counters import SourceCounters
 
 __all__ = [
     "counters_from_result",
@@ -101,9 +102,10 @@ def shared_summary_lines(counts: Mapping[str, int], source: str, idp_map: bool =
         ("e-mail from --email-fallback (unverified)", counts.get(counters.note(validate.EMAIL_FALLBACK), 0)),
         ("ids derived (source had none)", counts.get(counters.note(validate.DERIVED_ID), 0)),
     ]
-    if counts.get(counters.METADATA_WRITTEN) or counts.get(f"{source}.metadata_dropped"):
+    dropped = SourceCounters(source).metadata_dropped  # <source>.metadata_dropped
+    if counts.get(counters.METADATA_WRITTEN) or counts.get(dropped):
         lines.append(("metadata entries written", counts.get(counters.METADATA_WRITTEN, 0)))
-        lines.append(("metadata entries dropped (limits)", counts.get(f"{source}.metadata_dropped", 0)))
+        lines.append(("metadata entries dropped (limits)", counts.get(dropped, 0)))
     for name, value in sorted(counts.items()):
         if name.startswith(counters.INPUTS_DECODED):  # UTF-16/32 input files (docs/inputs.md)
             lines.append((f"input files decoded from {name.removeprefix(counters.INPUTS_DECODED)}", value))

@@ -243,15 +243,11 @@ def test_any_is_rare():
 # The built-in sources: the packages the registry finds (transforms/sources/<name>/command.py).
 SOURCES = sorted(path.parent.name for path in (ROOT / "transforms" / "sources").glob("*/command.py"))
 
-# Modules that still name a built-in source, each with why. They belong to work under way
-# elsewhere (one reader for file-based sources; instance moves), which keeps them as they are.
+# Modules that name a built-in source by nature, each with why.
 _STILL_NAMING = {
     # copy moves ZITADEL organizations between instances: a ZITADEL export is its input by nature.
     ("pipeline.copy_instance", "zitadel"),
     ("transforms.push.instance_moves", "zitadel"),
-    # The table's part of the shared reader reuses Auth0's join of role entries (JoinRoles): it
-    # goes when that join moves beside the shared reader.
-    ("transforms.sources.table.read", "auth0"),
     # The table's --hash-form takes a framework's name for its hash form ("supabase": bcrypt), the
     # word the Supabase source is named by; it names the hash form, not the source.
     ("transforms.sources.table.hashes", "supabase"),

@@ -103,7 +103,9 @@ def test_the_parameters_are_each_commands_flags(source):
     """Each command's flags are template parameters (but those left out on purpose), and each
     parameter's help text names exactly the commands that have its flag."""
     flags = {flag[2:].replace("-", "_") for flag in ACTIONS[source]}
-    assert flags - set(PARAMS) == LEFT_OUT | LEFT_OUT_OF.get(source, set())
+    # Left out: those of the shared ones the command has (a source without hashes has no
+    # --zitadel-config or --bcrypt-*), and its own.
+    assert flags - set(PARAMS) == (LEFT_OUT & flags) | LEFT_OUT_OF.get(source, set())
     for name in set(PARAMS) - {"source"}:
         assert (name in flags) == (source in _sources_of(name)), (source, name)
     assert PARAMS["source"]["regexes"] == [f"^({'|'.join(flex_entry.template_sources())})$"]
@@ -206,6 +208,8 @@ NEW_SAMPLES = {
         "idp_map": "google.com=276402541098127105,github.com=276402541098127106",
         "metadata": "true",
     },
+    # A source without hashes: no hash or layout parameters, its own on/off flags.
+    "okta": {"users": "examples/okta/okta-users.csv", "trust_email": "true", "metadata": "true"},
     "table": {
         "input": "examples/table/supabase_auth_users.csv",
         "mapping": "examples/table/supabase.mapping.json",
@@ -271,8 +275,19 @@ def test_an_unknown_parameter_is_refused(capsys):
 
 
 def test_an_unknown_source_is_refused(capsys):
-    err = _refused(["--source=okta", "--org=1"], capsys)
+    err = _refused(["--source=nosuchsource", "--org=1"], capsys)
     assert f"source must be one of {', '.join(SOURCES)}" in err
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_parameter_of_another_sources_command_is_refused(source, capsys):
+    """A template parameter the chosen command does not take is refused, not passed on (the
+    command would take an unknown flag for a Beam option)."""
+    flags = {flag[2:].replace("-", "_") for flag in ACTIONS[source]}
+    others = sorted(set(PARAMS) - flags - {"source"})
+    assert others, source  # every offered source lacks some other source's flag
+    err = _refused([f"--source={source}", "--org=1", f"--{others[0]}=x"], capsys)
+    assert f"template parameter {others[0]} is not a flag of migrate {source}" in err
 
 
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl"

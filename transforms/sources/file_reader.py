@@ -18,9 +18,9 @@ that is not a user). :class:`ReadSourceFiles` does the rest, the same for every 
   error), logged and counted (``part.unreadable``, ``inputs.partial.<file>``);
 - rows buffered per partition and flushed every ``chunk`` records, as blobs or spill files.
 
-Which files to read is planned in the launcher by the source (patterns matched, each file's head
-checked, a file of another source's shape refused naming the command that reads it: Firebase's and
-the table's planners, Okta's ``json_units.match_inputs``). Beam's
+Which files to read is planned in the launcher by the shared planner, ``input_plan.py`` (patterns
+matched, each file's head read, a file of another source's shape or a SQL dump refused naming
+what reads it, then the source's own look at each head). Beam's
 ``fileio.MatchFiles``/``ReadMatches`` are not used: a missing file or a file of the wrong kind must
 fail before the pipeline starts, with one line, so matching happens in the launcher and the planned
 list travels into the pipeline with ``beam.Create``; and a matched file is opened by
@@ -29,8 +29,7 @@ UTF-16/32, a damaged ``.gz`` told apart from its records) (docs/inputs.md).
 
 Example (a source's whole reader)::
 
-    class _OktaPart(RecordPart[SourceFile]):
-        name, source, file_source, read, unreadable = "okta", "okta-user", "okta-file", ...
+    class _OktaPart(RecordPart[SourceFile], counters=SourceCounters("okta")):  # okta-user, ...
         def split(self, unit, open_stream):
             return csv_records(open_stream())
         def convert(self, record, sortkey, counts):
@@ -84,6 +83,7 @@ from transforms.sources.input_stream import (
     marker_problem,
     open_input,
 )
+from transforms.sources.source_counters import SourceCounters
 from transforms.sources.source_parts import ReadUsers
 
 __all__ = [
@@ -170,7 +170,7 @@ U = TypeVar("U", bound=SourceFile)
 class RecordPart(Generic[U]):
     """A source's part of the reader; a subclass sets the names and writes ``split`` and ``convert``.
 
-    Counter and record names are the source's own (its ``accounting.py``): ``source`` marks a
+    Counter and record names are the source's own (its ``SourceCounters``): ``source`` marks a
     user's record, ``file_source`` the dead letter of a file's unreadable rest, ``read`` counts
     records read, ``unreadable`` files whose rest was not read; ``noun`` names the records in
     that dead letter ("users", "rows"). ``name`` prefixes its spill files."""
@@ -182,6 +182,14 @@ class RecordPart(Generic[U]):
     unreadable: str = ""
     noun: str = "users"
     collects_roles: bool = False  # :meth:`finish` returns role entries (``--project-id``)
+
+    def __init_subclass__(cls, counters: SourceCounters | None = None, **kwargs: object) -> None:
+        """``class _Part(RecordPart[SourceFile], counters=COUNTERS)``: the names above from the
+        source's ``SourceCounters`` (``source_counters.py``) instead of one by one."""
+        super().__init_subclass__(**kwargs)
+        if counters is not None:
+            cls.name, cls.source, cls.file_source = counters.name, counters.source, counters.file_source
+            cls.read, cls.unreadable = counters.users_read, counters.unreadable_files
 
     def setup(self) -> None:
         """Per worker (``DoFn.setup``): counters of field names, hash tallies."""

@@ -1,5 +1,7 @@
 """Which export a file is, from its first records: each reader refuses the shapes of the others.
 
+Also what no source reads: a SQL dump (:func:`sql_dump_problem`, which says what to export instead).
+
 A Keycloak realm given as ``--users`` used to become one profile without ``user_id`` (exit 0,
 its users never mentioned); an Auth0 password export given as ``--users`` became users without
 passwords. :func:`wrong_shape` looks at the head the launcher already reads
@@ -21,11 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 
 from transforms.sources import registry
+from transforms.sources.declaration import declared_flags
 from transforms.sources.input_stream import DepthGuard, InputReadError, open_input
 from transforms.sources.registry import kinds
-from transforms.sources.source_parts import Shape
+from transforms.sources.source_parts import ANY_FILE, Shape
 
 __all__ = [
     "shapes",
@@ -35,6 +39,9 @@ __all__ = [
     "shape_problem",
     "read_head",
     "text_shape",
+    "sql_dump",
+    "sql_dump_problem",
+    "any_file_reader",
 ]
 
 HEAD_BYTES = 1 << 16
@@ -178,3 +185,56 @@ def shape_problem(path: str, expected: str) -> str | None:
     except (OSError, InputReadError, ValueError):
         return None
     return wrong_shape(head, expected)
+
+
+_SQL_LINES = 40  # lines of the head looked at for a SQL dump's marks
+_SQL_MARKS = (
+    (re.compile(r"--\s*(MySQL|MariaDB) dump", re.I), "'-- MySQL dump' at its start, mysqldump's"),
+    (
+        re.compile(r"--\s*PostgreSQL database dump", re.I),
+        "'-- PostgreSQL database dump' at its start, pg_dump's",
+    ),
+    (re.compile(r"/\*!\d{5} SET ", re.I), "mysqldump's '/*!40101 SET' lines"),
+    (re.compile(r"CREATE\s+TABLE\b", re.I), "a 'CREATE TABLE' statement"),
+    (re.compile(r"INSERT\s+INTO\b", re.I), "an 'INSERT INTO' statement"),
+    (re.compile(r"COPY\s+\S+.*\bFROM\s+stdin\b", re.I), "a 'COPY ... FROM stdin' block, pg_dump's"),
+)
+
+
+def sql_dump(head: bytes) -> str | None:
+    """What marks ``head`` as a SQL dump or script (``"a 'CREATE TABLE' statement"``), or None."""
+    text = head.decode("utf-8", "replace").lstrip("\ufeff")
+    if text.lstrip()[:1] in ("{", "["):
+        return None
+    for line in text.splitlines()[:_SQL_LINES]:
+        line = line.strip()
+        for pattern, what in _SQL_MARKS:
+            if pattern.match(line):
+                return what
+    return None
+
+
+def sql_dump_problem(head: bytes) -> str | None:
+    """The refusal of a SQL dump, saying what to export instead, or None when ``head`` is not one."""
+    dump = sql_dump(head)
+    if dump is None:
+        return None
+    return (
+        f"looks like a SQL dump ({dump}), which no source reads: export the users' table as a CSV "
+        "file with a header instead (PostgreSQL: \\copy (select ...) to 'users.csv' csv header; "
+        "MySQL: mysql --batch -e 'select ...' > users.tsv; SQL Server: bcp or sqlcmd -s, -W); "
+        f"{any_file_reader()}"
+    )
+
+
+def any_file_reader() -> str:
+    """What reads a table of users, from the registry: each source that reads any file (its shapes
+    are ``ANY_FILE``; a mapping names its columns), with its flag of the files its workers read."""
+    names = [
+        f"migrate {description.name} {flag.flag} reads it with a mapping (docs/{description.name}.md)"
+        for description in registry.descriptions()
+        if description.kind.shapes is ANY_FILE
+        for flag in declared_flags(description.add_arguments)
+        if flag.reads is not None and flag.reads[0]
+    ]
+    return " or ".join(names) if names else "no source reads a table of users"

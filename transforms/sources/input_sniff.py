@@ -20,7 +20,7 @@ import re
 import orjson
 
 from transforms.common.errors import ConfigError, one_line
-from transforms.sources.input_shape import read_head, text_shape, wrong_shape
+from transforms.sources.input_shape import read_head, sql_dump_problem, text_shape, wrong_shape
 from transforms.sources.input_stream import MAX_DEPTH, DepthGuard, InputReadError
 
 __all__ = ["check_readable", "describe_head"]
@@ -44,7 +44,7 @@ def describe_head(head: bytes) -> str:
         return "looks like HTML (an error or login page saved instead of the export?)"
     if lower.startswith(b"<?xml") or lower.startswith(b"<"):
         return "looks like XML or HTML, not JSON"
-    known = text_shape(head)  # a source's export that is not JSON (Firebase's CSV)
+    known = sql_dump_problem(head) or text_shape(head)  # a SQL dump; a source's CSV export
     if known:
         return known
     sample = head[:64]

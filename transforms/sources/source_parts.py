@@ -42,11 +42,13 @@ if TYPE_CHECKING:
 
     from transforms.common.records import DeadLetter, PartitionRows
     from transforms.mapping.roles import RoleEntry
+    from transforms.sources.source_counters import SourceCounters
 
 __all__ = [
     "NAME",
     "UserRecordKind",
     "UNREADABLE_FILE",
+    "user_records",
     "Shape",
     "TextShape",
     "FileShapes",
@@ -87,6 +89,22 @@ def no_ids(record: dict, realm: str | None) -> list[str] | None:
 
 # A file that did not read: which users it held cannot be told.
 UNREADABLE_FILE = UserRecordKind(blocked=never_blocked, ids=no_ids)
+
+
+def user_records(
+    counters: SourceCounters,
+    *,
+    blocked: Callable[[bytes], bool],
+    ids: Callable[[dict, str | None], list[str] | None],
+    reason: str = Reason.BLOCKED,
+    flag: str = "--include-blocked",
+) -> dict[str, UserRecordKind]:
+    """The ``records`` of a reader of one-user records: its users' (``counters.source``) and the
+    unreadable rest of a file (``counters.file_source``), whose users cannot be told."""
+    return {
+        counters.source: UserRecordKind(blocked=blocked, ids=ids, reason=reason, flag=flag),
+        counters.file_source: UNREADABLE_FILE,
+    }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

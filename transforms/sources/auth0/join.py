@@ -37,6 +37,7 @@ from transforms.sources.auth0.items import (
     EMBEDDED_UNUSED_PREFIX,
     MFA_SOURCE,
     PROFILE_SOURCE,
+    ROLE_RECORDS_JOINED,
     SOURCES,
     Kind,
     OtpItem,
@@ -48,7 +49,7 @@ from transforms.sources.auth0.items import (
 from transforms.sources.auth0.mapping import pick_profile
 from transforms.sources.auth0.options import Auth0Options
 from transforms.sources.auth0.parse import DEAD
-from transforms.sources.auth0.roles import JoinRoles
+from transforms.sources.role_grants import JoinRoles
 
 __all__ = ["ROLES", "with_password", "with_otp"]
 
@@ -159,7 +160,7 @@ class _JoinPartitionFn(beam.DoFn):
         letters.clear()
         otps = items.by_profile(items.otps)
         held = items.by_profile(items.role_records)
-        roles = JoinRoles(self._options.roles_project)
+        roles = JoinRoles(self._options.roles_project, joined=ROLE_RECORDS_JOINED)
         rows: list[EncodedRow] = []
         for index, item in enumerate(items.profiles):
             row = self._user(item, assigned.get(index), otps.get(index), held.get(index, ()), roles, letters)
@@ -223,7 +224,8 @@ class _JoinPartitionFn(beam.DoFn):
             if chosen is not None and problem is None:
                 (_, _, _, _, _, password_hash, _, _, _) = chosen
                 entry_json = with_password(entry_json, password_hash)
-        grants = roles.user(names, held, dead=problem is not None)
+        joined = tuple(record_names for _, _, _, _, record_names, _ in held) if held else ()
+        grants = roles.user(names, joined, dead=problem is not None)
         if problem is not None:
             self._reject(problem, chosen, otp, held, letters)
             return None

@@ -3,8 +3,9 @@
 For whoever changes ``--roles-from`` / ``--roles-file``. The parse step (``parse``) takes a
 profile's role names at the ``--roles-from`` path (``profile_roles``), counts users holding roles
 without ``--project-id`` (``holds_roles``) and routes ``--roles-file`` lines by user_id
-(``role_record``); the join (``join``) gives each user the grants of the union
-(``JoinRoles``) and emits the project roles used, which ``transforms/output/grants.py`` resolves.
+(``role_record``); the join (``join``) gives each user the grants of the union (the shared
+``transforms/sources/role_grants.py``) and emits the project roles used, which
+``transforms/output/grants.py`` resolves.
 
 Example::
 
@@ -13,28 +14,21 @@ Example::
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Iterable, Sequence
 from typing import Any
 
-from apache_beam.metrics import Metrics
-
-from transforms.common import counters
-from transforms.common.records import NAMESPACE, Grants, partition_of
-from transforms.mapping.roles import display_name, grants_from_names, role_names
+from transforms.common.records import partition_of
+from transforms.mapping.roles import role_names
 from transforms.mapping.validate import Reason
 from transforms.sources.auth0.items import (
-    ROLE_RECORDS_JOINED,
     JsonObject,
     Kind,
     MfaRecord,
     Problem,
-    RoleItem,
     RoleRecord,
     RouteItem,
 )
 
-__all__ = ["profile_roles", "holds_roles", "role_record", "JoinRoles"]
+__all__ = ["profile_roles", "holds_roles", "role_record"]
 
 # Records keyed by user_id, by (kind, user_id partition) (the parse step's ``routes``).
 Routes = dict[tuple[int, int], list[RouteItem | MfaRecord | RoleRecord]]
@@ -79,55 +73,3 @@ def role_record(
     item: RoleRecord = (sortkey[0], sortkey[1], user_id, tuple(sorted(set(role_names(record["roles"])))), raw)
     routes.setdefault((Kind.ROLE_RECORDS, partition_of(user_id, partitions)), []).append(item)
     return None
-
-
-class JoinRoles:
-    """A partition's grants: the union of each user's --roles-from and --roles-file names."""
-
-    def __init__(self, project: str | None):
-        self._project = project
-        self._counts: collections.Counter[str] = collections.Counter()
-        self._keys: set[str] = set()
-        self._cache: dict[tuple[str, ...], tuple[Grants, tuple[tuple[str, int], ...]]] = {}
-
-    def user(self, names: tuple[str, ...], records: Sequence[RoleItem], dead: bool) -> Grants:
-        """``names``: the profile's --roles-from names (sorted, unique); ``records``: its
-        --roles-file records; ``dead``: the user is dead-lettered (its roles are counted as skipped)."""
-        if self._project is None:
-            return ()
-        if not records and not dead:
-            # The common case: --roles-from only. One result per role combination (shared by
-            # the rows, so the rows' pickle holds each combination once).
-            cached = self._cache.get(names)
-            if cached is None:
-                outcomes: collections.Counter[str] = collections.Counter()
-                cached = (grants_from_names(names, self._project, outcomes), tuple(outcomes.items()))
-                for _, keys in cached[0]:
-                    self._keys.update(keys)
-                if len(self._cache) < 10_000:
-                    self._cache[names] = cached
-            grants, counted = cached
-            for name, value in counted:
-                self._counts[name] += value
-            return grants
-        union: Iterable[str] = names
-        if records:
-            union = set(names)
-            for _, _, _, _, record_names, _ in records:
-                union.update(record_names)
-                if not dead:
-                    self._counts[ROLE_RECORDS_JOINED] += 1
-        if not union:
-            return ()
-        grants = grants_from_names(union, self._project, self._counts)
-        if dead:
-            self._counts[counters.ROLES_SKIPPED_DEAD_LETTERED] += sum(len(k) for _, k in grants)
-            return ()
-        for _, keys in grants:
-            self._keys.update(keys)
-        return grants
-
-    def publish(self) -> list[tuple[str, str, str, str]]:
-        for name, value in self._counts.items():
-            Metrics.counter(NAMESPACE, name).inc(value)
-        return sorted((self._project or "", key, display_name(None, key), "") for key in self._keys)

@@ -2,11 +2,11 @@
 
 ``firebase auth:export users.json`` writes ``{"users": [...]}``; ``auth:export users.csv``
 writes one user per line, no header, in the column order of ``mapping.CSV_COLUMNS``
-(docs/firebase.md). :func:`plan_firebase_files` expands paths and globs (local or gs://),
-tells the two formats apart from each file's first bytes (``.gz`` is decompressed, byte-order
-marks are handled as for every reader, ``input_stream.py``), and refuses with one line a file
-that is another export (``input_shape.wrong_shape``; a table with a header row: the registry's
-source that reads any table) or neither format. Workers then stream one
+(docs/firebase.md). :func:`plan_firebase_files` plans the files with the shared planner
+(``input_plan``: paths and globs, local or gs://, each head read, another source's export or a SQL
+dump refused naming what reads it), tells the two formats apart from each file's first bytes, and
+refuses with one line a file that is neither format (a table with a header row: the registry's
+source that reads any table). Workers then stream one
 file with :func:`iter_json_users` or :func:`iter_csv_users`.
 
 Example::
@@ -21,21 +21,16 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import os
 import re
 from collections.abc import Iterator, Sequence
 
 import ijson
 
-from transforms.common.errors import one_line
-from transforms.sources.declaration import declared_flags
+from transforms.common.errors import ConfigError, one_line
 from transforms.sources.firebase.mapping import CSV_MIN_COLUMNS, csv_user
-from transforms.sources.input_shape import read_head, wrong_shape
+from transforms.sources.input_plan import LookedFile, any_file_reader, look_at_inputs
 from transforms.sources.input_sniff import describe_head
-from transforms.sources.input_stream import DepthGuard, InputReadError, InputStream
-from transforms.sources.json_units import match_inputs
-from transforms.sources.registry import descriptions
-from transforms.sources.source_parts import ANY_FILE
+from transforms.sources.input_stream import DepthGuard, InputStream
 
 __all__ = [
     "FirebaseFile",
@@ -75,36 +70,30 @@ def detect_format(head: bytes) -> str:
 
 
 def plan_firebase_files(patterns: Sequence[str], what: str = "--users") -> list[FirebaseFile]:
-    """Expand ``patterns`` and check the head of each file; FirebaseInputError (one line) when
-    one cannot be used."""
+    """Expand ``patterns`` and look at the head of each file (``input_plan``: another source's
+    export is refused naming its command); FirebaseInputError (one line) when one cannot be used."""
     try:
-        matched = match_inputs(patterns, 0, what)
-    except FileNotFoundError as err:
-        raise FirebaseInputError(one_line(err)) from None
-    planned = []
-    for file in matched:
-        name = os.path.basename(file.path)
-        try:
-            head, complete = read_head(file.path)
-        except (OSError, InputReadError) as err:
-            raise FirebaseInputError(f"{what} {name}: cannot be read ({one_line(err)})") from None
-        if not head.strip():
-            raise FirebaseInputError(
-                f'{what} {name}: the file is empty; an export without users is {{"users": []}}'
-            )
-        fmt = detect_format(head)
-        problem = _json_problem(head, complete) if fmt == JSON else _csv_problem(head)
-        if problem:
-            raise FirebaseInputError(f"{what} {name}: {problem}")
-        planned.append(FirebaseFile(file.index, file.path, fmt))
-    return planned
+        looked = look_at_inputs(
+            patterns,
+            flag=what,
+            reader="firebase-users",
+            empty_hint='an export without users is {"users": []}',
+            check=_problem,
+        )
+    except ConfigError as err:
+        raise FirebaseInputError(str(err)) from None
+    return [FirebaseFile(one.file.index, one.file.path, detect_format(one.head)) for one in looked]
+
+
+def _problem(looked: LookedFile) -> str | None:
+    """Why a file is neither Firebase export format, or None."""
+    if detect_format(looked.head) == JSON:
+        return _json_problem(looked.head, looked.complete)
+    return _csv_problem(looked.head)
 
 
 def _json_problem(head: bytes, complete: bool) -> str | None:
     """Why a JSON head is not ``{"users": [...]}`` as ``auth:export`` writes it, or None."""
-    problem = wrong_shape(head, "firebase-users")
-    if problem:
-        return problem
     events = ijson.parse(DepthGuard(io.BytesIO(head)), multiple_values=True)
     expect_users = False
     try:
@@ -136,7 +125,7 @@ def _csv_problem(head: bytes) -> str | None:
         shown = ", ".join(cell.strip() for cell in cells[:6]) + (", ..." if len(cells) > 6 else "")
         return (
             f"a table with a header row ({shown}), not a Firebase Auth CSV export (firebase auth:export "
-            f"writes no header: its columns are read by position); {_table_reader()}"
+            f"writes no header: its columns are read by position); {any_file_reader()}"
         )
     if len(row) >= CSV_MIN_COLUMNS:
         return None
@@ -144,19 +133,6 @@ def _csv_problem(head: bytes) -> str | None:
         f"neither a JSON export nor a Firebase CSV export (its first line has {len(row)} columns, "
         f"firebase auth:export writes at least {CSV_MIN_COLUMNS}): {describe_head(head)}"
     )
-
-
-def _table_reader() -> str:
-    """What reads a table of users, from the registry: the source that reads any file (its shapes
-    are ``ANY_FILE``; a mapping names its columns) and its flag of the files its workers read."""
-    names = [
-        f"migrate {description.name} {flag.flag} reads it with a mapping (docs/{description.name}.md)"
-        for description in descriptions()
-        if description.kind.shapes is ANY_FILE
-        for flag in declared_flags(description.add_arguments)
-        if flag.reads is not None and flag.reads[0]
-    ]
-    return " or ".join(names) if names else "no source reads a table of users"
 
 
 def _cells(line: bytes, delimiter: str) -> list[str]:

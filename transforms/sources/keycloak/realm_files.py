@@ -28,7 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.common.errors import one_line
 from transforms.mapping.otp import REALM_POLICY_KEYS, OtpPolicy, realm_policy
-from transforms.sources.input_shape import shape_problem
+from transforms.sources.input_plan import file_problem
 from transforms.sources.input_sniff import describe_head
 from transforms.sources.input_stream import DepthGuard, InputStream, open_input
 
@@ -215,7 +215,7 @@ def plan_realm_sources(
     """The files (and realms) to read for ``--realm``/``--realm-name``, in sort-key order.
 
     Raises RealmInputError when nothing matches, a file is not a realm export (or is another
-    export: input_shape.py), several realms
+    export or a SQL dump: input_plan.py), several realms
     are present without ``realm_name``, no file holds a ``users`` array, or (unless
     ``allow_missing_parts``) the numbering of a split export's ``<realm>-users-N.json`` has a gap.
     """
@@ -245,7 +245,7 @@ def plan_realm_sources(
     for path in paths:
         # Its first records only: an Auth0 export or a ZITADEL document is named as such, not
         # scanned to its end for a "users" array it does not have.
-        problem = shape_problem(path, "keycloak-realm")
+        problem = file_problem(path, "keycloak-realm")
         if problem:
             raise RealmInputError(f"{os.path.basename(path)}: {problem}")
         top = scan_top_level(path)

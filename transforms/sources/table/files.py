@@ -1,8 +1,10 @@
 """The launcher's first look at the table files of ``migrate table``: which to read, and how.
 
-:func:`plan_table_files` expands ``--input`` (paths and globs, local or ``gs://``) and, before
-anything is written, gives each file a look that refuses with one line what would otherwise
-change people silently (docs/table.md#checked-before-the-run):
+:func:`plan_table_files` plans ``--input`` with the shared planner (``input_plan``: paths and
+globs, local or ``gs://``; an empty file, a SQL dump or a CSV another source's text shape recognises
+refused naming what reads it) and, before anything is written, gives each file a look
+that refuses with one line what would otherwise change people silently
+(docs/table.md#checked-before-the-run):
 
 - CSV: the delimiter is read from the header line when ``--delimiter`` is not given (``,`` ``;``
   tab ``|``: the one that cuts it into the most cells); a file that is not UTF-8 is refused
@@ -35,7 +37,7 @@ from transforms.sources.csv_rows import (
     not_utf8,
     read_csv,
 )
-from transforms.sources.input_shape import identify, read_head, shapes
+from transforms.sources.input_plan import ANY_READER, look_at_inputs, marked_shape
 from transforms.sources.input_stream import InputReadError, open_input
 from transforms.sources.table.read import TableFile
 from transforms.sources.table.sample import SampleFile, check_sample, read_sample, wrapper_key
@@ -56,21 +58,14 @@ def plan_table_files(
     encoding: str | None = None,
 ) -> list[TableFile]:
     """The ``--input`` files, each looked at and the mapping checked (module docstring)."""
-    try:
-        matched = json_units.match_inputs([pattern], 0, "--input")
-    except FileNotFoundError as err:
-        raise ConfigError(str(err)) from None
+    looked = look_at_inputs(pattern, flag="--input", reader=None)
     chosen = delimiter_option(delimiter)
     encoding = encoding_option(encoding)
     files: list[TableFile] = []
     json_samples: list[SampleFile] = []
-    for file in matched:
-        try:
-            csv = _is_csv(file.path, fmt)
-        except (OSError, InputReadError) as err:
-            raise ConfigError(f"--input {file.path}: cannot be read ({err})") from None
-        if csv:
-            planned, header = _csv_file(file, spec, chosen, encoding or "utf-8")
+    for file, head, complete in looked:
+        if _is_csv(file.path, head, fmt):
+            planned, header = _csv_file(file, head, complete, spec, chosen, encoding or "utf-8")
             files.append(planned)
             spelled = for_columns(spec, header)[0]  # the mapping as this header spells its columns
             sample_file = SampleFile(file.path, True, planned.delimiter, planned.encoding)
@@ -80,7 +75,7 @@ def plan_table_files(
             raise ConfigError(
                 "--encoding: only CSV files are decoded with it (JSON is UTF-8, or UTF-16/32 with a BOM)"
             )
-        planned = _json_file(file, spec)
+        planned = _json_file(file, head, spec)
         files.append(planned)
         json_samples.append(SampleFile(file.path, False, items=planned.items))
     if json_samples:
@@ -88,7 +83,7 @@ def plan_table_files(
     return files
 
 
-def _is_csv(path: str, wanted: str) -> bool:
+def _is_csv(path: str, head: bytes, wanted: str) -> bool:
     if wanted != "auto":
         return wanted == "csv"
     name = path.lower()
@@ -96,36 +91,32 @@ def _is_csv(path: str, wanted: str) -> bool:
         return True
     if name.endswith(JSON_NAMES):
         return False
-    head, _ = read_head(path)
     return head.lstrip()[:1] not in (b"{", b"[")
 
 
-def _json_file(file: json_units.InputFile, spec: TableSpec) -> TableFile:
+def _json_file(file: json_units.InputFile, head: bytes, spec: TableSpec) -> TableFile:
     """A JSON file; a wrapper object's records, or a refusal naming the export it is."""
     json_units.check_readable(file.path, "--input")
-    head, _ = read_head(file.path)
     key = wrapper_key(head, spec.fields["id"].parts[0])
     if key is None:
         return TableFile(file.index, file.path, file.size, False)
-    marked = identify(head)
-    if marked is not None and marked[0] in shapes():
-        shape = shapes()[marked[0]]
-        raise ConfigError(
-            f"--input {file.path}: looks like {shape.what} ({marked[1]}), not a table of users; {shape.takes}"
-        )
+    marked = marked_shape(head)
+    if marked is not None:
+        raise ConfigError(f"--input {file.path}: looks like {marked[0]}, not {ANY_READER}; {marked[1]}")
     return TableFile(file.index, file.path, file.size, False, items=f"{key}.item")
 
 
 def _csv_file(
-    file: json_units.InputFile, spec: TableSpec, delimiter: str | None, encoding: str
+    file: json_units.InputFile,
+    head: bytes,
+    complete: bool,
+    spec: TableSpec,
+    delimiter: str | None,
+    encoding: str,
 ) -> tuple[TableFile, list[str]]:
     """A CSV file: its delimiter (given or read from the header line), its encoding checked, its
     header holding every mapped column."""
     name = posixpath.basename(file.path)
-    try:
-        head, complete = read_head(file.path)
-    except (OSError, InputReadError) as err:
-        raise ConfigError(f"--input {file.path}: cannot be read ({one_line(err)})") from None
     bad = not_utf8(head, complete) if encoding == "utf-8" else None
     # One stray byte is that row's dead letter (malformed-csv, naming the flag); a header or
     # several rows that are not UTF-8 are a file in another encoding: every such user would be lost.

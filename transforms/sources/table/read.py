@@ -39,7 +39,6 @@ from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
 from transforms.mapping.roles import RoleEntry
 from transforms.sources import json_units
-from transforms.sources.auth0.roles import JoinRoles
 from transforms.sources.csv_rows import read_csv
 from transforms.sources.file_reader import (
     ReadSourceFiles,
@@ -53,6 +52,7 @@ from transforms.sources.file_reader import (
     row_tallies,
 )
 from transforms.sources.input_stream import InputStream
+from transforms.sources.role_grants import JoinRoles
 from transforms.sources.source_parts import ReadUsers
 from transforms.sources.table import accounting as ta
 from transforms.sources.table.mapping import TableOptions, TableRejection, TableUser, map_record

@@ -232,14 +232,15 @@ def split_export(
 
     timeout = _checked_settings(output, timeout, batch_size, launcher.max_batch_size)
     # Beam's FileSystems: imported once the flags are checked.
-    from transforms.sources.input_shape import shape_problem
+    from transforms.sources.input_plan import file_problem
     from transforms.sources.zitadel.export_reader import ExportFormatError
 
     layout = launcher.output_layout(output, dead_letter)
     check_gcs_reachable([export, layout.output, layout.dead_letter])
     # Its first records only: a realm or an Auth0 export is named as such, not streamed to its
-    # end for an "orgs" array it does not have (transforms/sources/input_shape.py).
-    problem = shape_problem(export, "zitadel-export")
+    # end for an "orgs" array it does not have; a SQL dump or a CSV export is named too
+    # (transforms/sources/input_plan.py).
+    problem = file_problem(export, "zitadel-export")
     if problem:
         raise ConfigError(f"--export {export}: {problem}")
     run = launcher.open_outputs(

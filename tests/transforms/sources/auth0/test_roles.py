@@ -7,7 +7,7 @@ import pytest
 from transforms.common.records import partition_of
 from transforms.mapping.validate import Reason
 from transforms.sources.auth0.items import Kind
-from transforms.sources.auth0.roles import JoinRoles, holds_roles, profile_roles, role_record
+from transforms.sources.auth0.roles import holds_roles, profile_roles, role_record
 
 
 @pytest.mark.parametrize(
@@ -55,20 +55,3 @@ def test_role_record_problems(record, reason):
     routes: dict = {}
     problem = role_record((0, 0), record, b"{}", routes, 8)
     assert problem is not None and problem[0] == reason and routes == {}
-
-
-def test_join_roles_unites_profile_and_file_roles():
-    roles = JoinRoles("p1")
-    grants = roles.user(("a",), [(0, 1, 0, 0, ("b", "a"), b"{}")], dead=False)
-    assert grants == (("p1", ("a", "b")),)
-    assert [entry[:2] for entry in roles.publish()] == [("p1", "a"), ("p1", "b")]
-
-
-def test_join_roles_of_a_dead_user_give_no_grant():
-    roles = JoinRoles("p1")
-    assert roles.user(("a", "b"), [], dead=True) == ()
-    assert roles.publish() == []
-
-
-def test_join_roles_without_a_project_give_nothing():
-    assert JoinRoles(None).user(("a",), [], dead=False) == ()
