@@ -35,6 +35,7 @@ from transforms.sources.input_shape import (
     any_file_reader,
     identify,
     read_head,
+    reader_shape,
     readers,
     shapes,
     sql_dump,
@@ -151,20 +152,24 @@ def _empty(head: bytes, allow_empty: bool, hint: str) -> str | None:
 def head_problem(head: bytes, reader: str | None) -> str | None:
     """Why a file whose head is ``head`` is not for ``reader`` (a key of ``input_shape.readers()``,
     None: a reader of any file), in words, or None: a SQL dump, a JSON file whose first records
-    show another source's shape, a text file another source's ``TextShape`` recognises.
+    show another source's shape, a text file another source's ``TextShape`` recognises. Here a reader
+    of any file is refused only a SQL dump (the table's own check refuses another system's whole
+    JSON export; a users table it reads with its mapping).
 
     A JSON file without marks, or a text file no shape recognises, is the source's own check's."""
     dump = sql_dump_problem(head)
-    if dump is not None:
+    if dump is not None or reader is None:
+        # The reader of any file (the table) reads what it is given a mapping for, another
+        # system's users table too (docs/table.md#tables-shaped-like-other-systems-exports).
         return dump
-    taken = readers().get(reader, ()) if reader is not None else ()
+    taken = readers().get(reader, ())
     start = head.lstrip()[:1]
     if start in (b"{", b"["):
-        return wrong_shape(head, reader) if reader is not None else None
+        return wrong_shape(head, reader)
     for kind in registry.kinds():
         for text in kind.shapes.text:
             if text.shape not in taken and text.matches(head):
-                wanted = shapes()[reader].what if reader is not None else ANY_READER
+                wanted = reader_shape(reader).what
                 return f"looks like {text.what}, not {wanted}; {shapes()[text.shape].takes}"
     return None
 

@@ -36,6 +36,7 @@ __all__ = [
     "readers",
     "identify",
     "wrong_shape",
+    "reader_shape",
     "shape_problem",
     "read_head",
     "text_shape",
@@ -131,6 +132,13 @@ def identify(head: bytes) -> tuple[str, str] | None:
     return None
 
 
+def reader_shape(reader: str) -> Shape:
+    """The shape that names the reader ``reader`` (a key of :func:`readers`) in words: its own, or,
+    for a reader of several layouts named apart from them, its first layout's."""
+    known = shapes()
+    return known.get(reader) or known[readers()[reader][0]]
+
+
 def wrong_shape(head: bytes, expected: str) -> str | None:
     """Why a file whose head is ``head`` is not what the ``expected`` reader (a key of :func:`readers`)
     takes, in words, or None when it may be: its first objects show another shape and none of
@@ -141,7 +149,7 @@ def wrong_shape(head: bytes, expected: str) -> str | None:
         return None
     shape, evidence = marks[0]
     known = shapes()
-    found, wanted = known[shape], known[expected]
+    found, wanted = known[shape], reader_shape(expected)
     return f"looks like {found.what} ({evidence}), not {wanted.what}; {found.takes}"
 
 
