@@ -9,8 +9,9 @@ Example::
 ``--max-items``/``--starting-token`` write, as a glob) or the CSV under ``get-csv-header``'s
 header (``\\,`` escapes a comma). Cognito exports no password and no hash: every user arrives
 without a password (the companion can check it against Cognito, docs/companion.md#old-systems).
-The description below is what the registry reads; ``source.py`` holds its record kind, file shapes
-and counters, ``read.py`` the reader and the mapping. docs/cognito.md.
+The description below is what the registry reads, with its record kind and file shapes;
+``read.py`` holds the reader and the mapping, the package's ``__init__`` the names both use.
+docs/cognito.md.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+import orjson
+
 from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
-from transforms.sources.cognito import source as cognito
-from transforms.sources.cognito.source import CSV, JSON, KIND, CognitoFile, cognito_csv
+from transforms.sources import cognito
+from transforms.sources.cognito import BLOCKED_STATUS, COUNTERS, CSV, JSON, CognitoFile
 from transforms.sources.declaration import (
     FlagParser,
     Flags,
@@ -33,12 +36,58 @@ from transforms.sources.declaration import (
     SummaryLine,
     file_flag,
 )
+from transforms.sources.source_parts import FileShapes, Shape, SourceKind, TextShape, user_records
 
-__all__ = ["DESCRIPTION"]
+__all__ = ["DESCRIPTION", "KIND", "cognito_csv"]
 
 _TAIL_BYTES = 4096
 # A top-level key of a list-users answer, never inside a string (there its quotes are escaped).
 _TOKEN = re.compile(rb'"(PaginationToken|NextToken)"\s*:')
+
+
+def _blocked(record_json: bytes) -> bool:
+    record = orjson.loads(record_json)
+    return isinstance(record, dict) and (
+        record.get("Enabled") is False or str(record.get("UserStatus", "")).upper() in BLOCKED_STATUS
+    )
+
+
+def _ids(record: dict, realm: str | None) -> list[str] | None:
+    user_id = record.get("Username", record.get("cognito:username"))
+    return [user_id] if isinstance(user_id, str) and user_id.strip() else None
+
+
+def _identify(keys: Mapping[str, str]) -> tuple[str, str] | None:
+    if keys.get("Users") == "start_array":
+        return "cognito-users", 'a top-level "Users" array (aws cognito-idp list-users)'
+    if keys.get("CSVHeader") == "start_array":
+        return "cognito-csv-header", 'a top-level "CSVHeader"'
+    return None
+
+
+def cognito_csv(head: bytes) -> bool:
+    """Whether ``head`` starts with a header of get-csv-header's columns (``cognito:username``)."""
+    first = head.split(b"\n", 1)[0].decode("utf-8-sig", "replace")
+    return "cognito:username" in {cell.strip() for cell in first.split(",")}
+
+
+KIND = SourceKind(
+    name=COUNTERS.name,
+    records=user_records(COUNTERS, blocked=_blocked, ids=_ids),
+    shapes=FileShapes(
+        shapes={
+            "cognito-users": Shape(what="an AWS Cognito user export (list-users JSON or its CSV)"),
+            "cognito-csv-header": Shape(
+                what="the answer of aws cognito-idp get-csv-header (a header, no users)",
+                takes="no command reads it: migrate cognito --users reads the CSV written under it",
+            ),
+        },
+        readers={"cognito-users": ("cognito-users",)},
+        identify=_identify,
+        rank=40,
+        text=(TextShape(what="an AWS Cognito user CSV", shape="cognito-users", matches=cognito_csv),),
+    ),
+)
 
 
 def add_arguments(parser: FlagParser) -> None:
@@ -161,7 +210,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     """The summary's rows of Cognito's own counters (the shared run adds the shared ones)."""
-    lines: list[SummaryLine] = [("users read", counts.get(cognito.USERS_READ, 0)), *users_lines(counts)]
+    lines: list[SummaryLine] = [("users read", counts.get(COUNTERS.users_read, 0)), *users_lines(counts)]
     lines += [(f"  files read: {kind}", value) for kind, value in by_suffix(counts, cognito.FILES)]
     lines += [
         (f"  Cognito UserStatus {status}", value) for status, value in by_suffix(counts, cognito.STATUS)
@@ -190,7 +239,7 @@ DESCRIPTION = SourceDescription(
     add_arguments=add_arguments,
     plan=plan,
     summary_lines=summary_lines,
-    invariant=cognito.invariant,
+    invariant=COUNTERS.invariant,
     idp_links=IdpLinks(
         what="identities entries of providerName ALIAS (the pool's IdP name: Google, Facebook, a SAML name)",
         counters=cognito.IDP_LINKS,

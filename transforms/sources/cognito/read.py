@@ -36,7 +36,7 @@ from transforms.mapping.fields import FieldTally
 from transforms.mapping.idp_links import LinkFields, idp_links
 from transforms.mapping.ids import EmailChoice, email_or_fallback
 from transforms.mapping.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE, ValidationOptions, validate_user
-from transforms.sources.cognito import source as cognito
+from transforms.sources import cognito
 from transforms.sources.file_reader import (
     ReadSourceFiles,
     Record,
@@ -292,11 +292,8 @@ def _json_users(guard: DepthGuard) -> Iterator[object]:
     return ijson.items(guard, "Users.item", multiple_values=True, use_float=True)
 
 
-class _CognitoPart(RecordPart[cognito.CognitoFile]):
+class _CognitoPart(RecordPart[cognito.CognitoFile], counters=cognito.COUNTERS):
     """A Cognito export's users (list-users JSON, or the CSV's rows) → rows (``file_reader.py``)."""
-
-    name, source, file_source = "cognito", cognito.SOURCE, cognito.FILE_SOURCE
-    read, unreadable = cognito.USERS_READ, cognito.UNREADABLE_FILES
 
     def __init__(self, options: CognitoOptions):
         self._options = options
@@ -305,9 +302,11 @@ class _CognitoPart(RecordPart[cognito.CognitoFile]):
     def setup(self) -> None:
         # With --metadata only NEVER_METADATA is not carried: custom:* and the rest become metadata.
         if self._options.metadata:
-            self._fields = FieldTally(cognito.PREFIX, frozenset(), NEVER_METADATA)
+            self._fields = FieldTally(cognito.COUNTERS.name, frozenset(), NEVER_METADATA)
         else:
-            self._fields = FieldTally(cognito.PREFIX, CARRIED | _USED_IF_SAME, NOT_CARRIED - _USED_IF_SAME)
+            self._fields = FieldTally(
+                cognito.COUNTERS.name, CARRIED | _USED_IF_SAME, NOT_CARRIED - _USED_IF_SAME
+            )
 
     def begin(self, unit: cognito.CognitoFile, counts: collections.Counter[str]) -> None:
         self._format = unit.format
@@ -329,15 +328,15 @@ class _CognitoPart(RecordPart[cognito.CognitoFile]):
         if not isinstance(mapped, MappedUser):
             return Rejected(mapped.reason, mapped.detail, value)
         assert isinstance(flat, dict)
-        counts[cognito.USERS_MAPPED] += 1
-        counts[cognito.METADATA_DROPPED] += mapped.metadata_dropped
+        counts[cognito.COUNTERS.users_mapped] += 1
+        counts[cognito.COUNTERS.metadata_dropped] += mapped.metadata_dropped
         for outcome, provider in mapped.link_outcomes:
             counts[f"{cognito.IDP_LINKS}{outcome}.{provider}"] += 1
         user = mapped.entry["user"]
         assert isinstance(user, dict)
         status = mapped.status if mapped.status in STATUSES else "other"
         names = [cognito.STATUS + status] if mapped.status else []
-        names += [counters.CANNOT_SIGN_IN + cognito.PREFIX] if "idps" not in user else []
+        names += [cognito.COUNTERS.cannot_sign_in] if "idps" not in user else []
         names += [cognito.CHANGE_NOT_MARKED] if mapped.status in MUST_CHANGE else []
         names += [cognito.BLOCKED_WRITTEN] if mapped.blocked else []
         names += [counters.note(note) for note in mapped.notes]
@@ -348,7 +347,7 @@ class _CognitoPart(RecordPart[cognito.CognitoFile]):
         user_id = str(mapped.entry["userId"])
         encoded = encode_user(
             sortkey,
-            source=cognito.SOURCE,
+            source=cognito.COUNTERS.source,
             user_id=user_id,
             entry=mapped.entry,
             metadata=mapped.metadata,
