@@ -8,18 +8,22 @@ Example::
 Each user's ``password_hasher`` decides how its ``password_digest`` is read (docs/clerk.md#password-hashes):
 bcrypt, argon2i/argon2id, pbkdf2_sha256, pbkdf2_sha256_django, pbkdf2_sha1, md5 and phpass arrive
 as hashes ZITADEL verifies; the other hashers take the ``--on-unsupported-hash`` path.
-This module is the source's declaration: its kind, counters, flags, plan and summary rows.
+This module is the source's declaration: its kind, flags, plan and summary rows; the package's
+``__init__`` holds the counter names its modules share.
 """
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping
+
+import orjson
 
 from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
-from transforms.sources.clerk import source as ck
-from transforms.sources.clerk.source import KIND, clerk_csv
+from transforms.sources import clerk as ck
+from transforms.sources.clerk import COUNTERS, CSV_MARKS, JSON_MARKS, OTP_NOT_CARRIED, blocked
 from transforms.sources.declaration import (
     FlagGroup,
     FlagParser,
@@ -32,8 +36,53 @@ from transforms.sources.declaration import (
     SummaryLine,
     file_flag,
 )
+from transforms.sources.source_parts import FileShapes, Shape, SourceKind, TextShape, user_records
 
-__all__ = ["DESCRIPTION"]
+__all__ = ["DESCRIPTION", "KIND", "clerk_csv"]
+
+
+def _blocked(record_json: bytes) -> bool:
+    if b'"banned"' not in record_json and b'"locked"' not in record_json:  # most users, unparsed
+        return False
+    record = orjson.loads(record_json)
+    return isinstance(record, dict) and blocked(record)
+
+
+def _ids(record: dict, realm: str | None) -> list[str] | None:
+    user_id = record.get("id")
+    return [user_id.strip()] if isinstance(user_id, str) and user_id.strip() else None
+
+
+def _identify(keys: Mapping[str, str]) -> tuple[str, str] | None:
+    if "clerkMigrate" in keys:
+        return "clerk-users", 'a "clerkMigrate" envelope (clerk migrate export)'
+    for key in JSON_MARKS:
+        if key in keys:
+            return "clerk-users", f'records with "{key}"'
+    if "email_addresses" in keys and "id" in keys:
+        return "clerk-users", 'records with "id" and "email_addresses"'
+    return None
+
+
+def clerk_csv(head: bytes) -> bool:
+    """Whether ``head`` starts with a Clerk Dashboard export's header: ``id`` and a Clerk column."""
+    first = head.split(b"\n", 1)[0].decode("utf-8-sig", "replace")
+    names = {cell.strip() for cell in next(csv.reader([first]), [])}
+    return "id" in names and bool(names & CSV_MARKS)
+
+
+KIND = SourceKind(
+    name=COUNTERS.name,
+    records=user_records(COUNTERS, blocked=_blocked, ids=_ids),
+    shapes=FileShapes(
+        shapes={"clerk-users": Shape(what="a Clerk user export")},
+        readers={"clerk-users": ("clerk-users",)},
+        identify=_identify,
+        rank=40,  # narrow marks: before Auth0's broad profile keys
+        text=(TextShape(what="a Clerk Dashboard user export (CSV)", shape="clerk-users", matches=clerk_csv),),
+    ),
+    second_factors={OTP_NOT_CARRIED: "clerk.otp."},
+)
 
 
 def add_arguments(parser: FlagParser) -> None:
@@ -118,7 +167,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     """The summary's rows of Clerk's own counters (the shared run adds the shared ones)."""
-    lines: list[SummaryLine] = [("users read", counts.get(ck.USERS_READ, 0)), *users_lines(counts)]
+    lines: list[SummaryLine] = [("users read", counts.get(COUNTERS.users_read, 0)), *users_lines(counts)]
     lines += [(f"  from {kind} files", value) for kind, value in by_suffix(counts, ck.FILES)]
     lines += [(f"  password_hasher {name}", value) for name, value in by_suffix(counts, ck.HASHERS)]
     lines.append(("users without a password in the export", counts.get(ck.NO_PASSWORD, 0)))
@@ -147,7 +196,7 @@ DESCRIPTION = SourceDescription(
     add_arguments=add_arguments,
     plan=plan,
     summary_lines=summary_lines,
-    invariant=ck.invariant,
+    invariant=COUNTERS.invariant,
     groups=frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT}),
     idp_links=IdpLinks(
         what="external_accounts entries of provider ALIAS (e.g. oauth_google, oauth_github)",

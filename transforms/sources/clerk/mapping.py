@@ -34,7 +34,7 @@ from transforms.mapping.idp_links import LinkFields, idp_links
 from transforms.mapping.ids import EmailChoice, email_or_fallback
 from transforms.mapping.otp import keycloak_otp
 from transforms.mapping.validate import MAX_METADATA_KEY, MAX_METADATA_VALUE, ValidationOptions, validate_user
-from transforms.sources.clerk import source as ck
+from transforms.sources import clerk as ck
 
 __all__ = [
     "ClerkOptions",

@@ -16,13 +16,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import apache_beam as beam
 import orjson
 
-from transforms.common import counters
 from transforms.common.reasons import Reason
 from transforms.common.records import SortKey
 from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
+from transforms.sources import clerk as ck
 from transforms.sources import json_units
-from transforms.sources.clerk import source as ck
 from transforms.sources.clerk.mapping import (
     KNOWN_FIELDS,
     METADATA_FIELDS,
@@ -63,11 +62,8 @@ class ClerkFile:
 # --------------------------------------------------------------------------- the reader's part
 
 
-class _ClerkPart(RecordPart[ClerkFile]):
+class _ClerkPart(RecordPart[ClerkFile], counters=ck.COUNTERS):
     """A Clerk export's users (CSV rows or JSON records) → rows (``file_reader.py``)."""
-
-    name, source, file_source = "clerk", ck.SOURCE, ck.FILE_SOURCE
-    read, unreadable = ck.USERS_READ, ck.UNREADABLE_FILES
 
     def __init__(self, options: ClerkOptions):
         self._options = options
@@ -75,7 +71,7 @@ class _ClerkPart(RecordPart[ClerkFile]):
     def setup(self) -> None:
         self._tally = HashTally()
         not_carried = NOT_CARRIED if self._options.metadata else NOT_CARRIED | frozenset(METADATA_FIELDS)
-        self._fields = FieldTally(ck.PREFIX, KNOWN_FIELDS - not_carried, not_carried)
+        self._fields = FieldTally(ck.COUNTERS.name, KNOWN_FIELDS - not_carried, not_carried)
 
     def begin(self, unit: ClerkFile, counts: collections.Counter[str]) -> None:
         counts[ck.FILES + ("csv" if unit.layout == "csv" else "json")] += 1
@@ -99,17 +95,17 @@ class _ClerkPart(RecordPart[ClerkFile]):
                 self._tally.rewritten(mapped.hash)
             return Rejected(mapped.reason, mapped.detail, value)
         assert isinstance(value, Mapping)
-        counts[ck.USERS_MAPPED] += 1
+        counts[ck.COUNTERS.users_mapped] += 1
         for name in mapped.counts:
             counts[name] += 1
         if self._options.metadata:
             counts[ck.METADATA_ENTRIES] += len(mapped.metadata)
-            counts[ck.METADATA_DROPPED] += mapped.metadata_dropped
+            counts[ck.COUNTERS.metadata_dropped] += mapped.metadata_dropped
         user_id = str(mapped.entry["userId"])
         tallies, line = self._written(mapped, value)
         row = encode_user(
             sortkey,
-            source=ck.SOURCE,
+            source=ck.COUNTERS.source,
             user_id=user_id,
             entry=mapped.entry,
             metadata=mapped.metadata,
@@ -128,7 +124,7 @@ class _ClerkPart(RecordPart[ClerkFile]):
         if mapped.hash is not None:
             names.append(self._tally.form_name(mapped.hash))
         if "hashedPassword" not in body and "idps" not in body:
-            names.append(counters.CANNOT_SIGN_IN + ck.PREFIX)
+            names.append(ck.COUNTERS.cannot_sign_in)
         if mapped.dropped is not None:
             email = body.get("email")
             name, line = passwordless(
