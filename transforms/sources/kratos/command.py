@@ -1,7 +1,8 @@
 """``zitadel-beam migrate kratos``: Ory Kratos identities → ZITADEL import bodies.
 
-The source's declaration: its record kind and file shape, its counters and accounting, its flags,
-its plan and its summary rows (the mapping is ``mapping.py``, the reader's part ``read.py``). docs/kratos.md.
+The source's declaration: its record kind and file shape, its accounting, its flags,
+its plan and its summary rows (the mapping is ``mapping.py``, the reader's part ``read.py``, the counter names the package's
+``__init__``). docs/kratos.md.
 
 Example::
 
@@ -24,7 +25,6 @@ from transforms.common import counters
 from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
-from transforms.common.reasons import Reason
 from transforms.sources.declaration import (
     FlagGroup,
     FlagParser,
@@ -36,21 +36,17 @@ from transforms.sources.declaration import (
     SummaryLine,
     file_flag,
 )
-from transforms.sources.kratos.accounting import (
+from transforms.sources.kratos import (
     BLOCKED_WRITTEN,
-    FILE_SOURCE,
+    COUNTERS,
     IDP_LINKS,
     NO_PASSWORD,
     OTHER_CREDENTIALS,
     PASSWORD_DROPPED,
-    PREFIX,
-    SOURCE,
     TOTP_NOT_CARRIED,
-    USERS_READ,
     WITH_PASSWORD,
-    invariant,
 )
-from transforms.sources.source_parts import UNREADABLE_FILE, FileShapes, Shape, SourceKind, UserRecordKind
+from transforms.sources.source_parts import FileShapes, Shape, SourceKind, user_records
 
 __all__ = ["DESCRIPTION", "KIND", "parse_traits"]
 
@@ -84,19 +80,21 @@ def _identify(keys: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 KIND = SourceKind(
-    name=PREFIX,
-    records={
-        SOURCE: UserRecordKind(blocked=_inactive, ids=_ids, reason=Reason.BLOCKED, flag="--include-blocked"),
-        FILE_SOURCE: UNREADABLE_FILE,
-    },
+    name=COUNTERS.name,
+    records=user_records(COUNTERS, blocked=_inactive, ids=_ids),
     shapes=FileShapes(
         shapes={"kratos-identities": Shape(what="Ory Kratos identities")},
         readers={"kratos-identities": ("kratos-identities",)},
         identify=_identify,
         rank=25,
     ),
-    second_factors={TOTP_NOT_CARRIED: f"{PREFIX}.totp."},
+    second_factors={TOTP_NOT_CARRIED: COUNTERS.own("totp.")},
 )
+
+
+def _invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
+    """identities read = written + dead-lettered; mapped = written + dropped as duplicates."""
+    return COUNTERS.invariant(counts, noun="identities", refused_label="inactive")
 
 
 def add_arguments(parser: FlagParser) -> None:
@@ -195,7 +193,7 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
 
 def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     """The summary's rows of Kratos's own counters (the shared run adds the shared ones)."""
-    lines: list[SummaryLine] = [("identities read", counts.get(USERS_READ, 0)), *users_lines(counts)]
+    lines: list[SummaryLine] = [("identities read", counts.get(COUNTERS.users_read, 0)), *users_lines(counts)]
     lines.append(("passwords converted, by form (users mapped)", ""))
     lines += [(f"  {form}", value) for form, value in by_suffix(counts, WITH_PASSWORD)]
     lines += [(f"  password not imported ({reason})", n) for reason, n in by_suffix(counts, PASSWORD_DROPPED)]
@@ -224,7 +222,7 @@ DESCRIPTION = SourceDescription(
     add_arguments=add_arguments,
     plan=plan,
     summary_lines=summary_lines,
-    invariant=invariant,
+    invariant=_invariant,
     groups=frozenset({FlagGroup.HASHES}),
     idp_links=IdpLinks(
         what="credentials.oidc/saml identifiers <ALIAS>:<subject> (the provider id of Kratos's config)",

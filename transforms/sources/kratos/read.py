@@ -28,6 +28,7 @@ from transforms.common.records import SortKey
 from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
 from transforms.sources import json_units
+from transforms.sources import kratos as kr
 from transforms.sources.file_reader import (
     ReadSourceFiles,
     Record,
@@ -39,7 +40,6 @@ from transforms.sources.file_reader import (
     row_tallies,
 )
 from transforms.sources.input_stream import InputStream
-from transforms.sources.kratos import accounting as kr
 from transforms.sources.kratos.mapping import (
     KNOWN,
     METADATA_FIELDS,
@@ -105,11 +105,8 @@ def _lines(stream: InputStream) -> Iterator[Record]:
             )
 
 
-class _KratosPart(RecordPart[KratosFile]):
+class _KratosPart(RecordPart[KratosFile], counters=kr.COUNTERS):
     """A Kratos export's identities → rows (``file_reader.py``)."""
-
-    name, source, file_source = "kratos", kr.SOURCE, kr.FILE_SOURCE
-    read, unreadable = kr.USERS_READ, kr.UNREADABLE_FILES
 
     def __init__(self, options: KratosOptions):
         self._options = options
@@ -117,7 +114,9 @@ class _KratosPart(RecordPart[KratosFile]):
     def setup(self) -> None:
         carried = self._options.metadata
         known = KNOWN | METADATA_FIELDS if carried else KNOWN
-        self._fields = FieldTally(kr.PREFIX, known, NOT_CARRIED if carried else NOT_CARRIED | METADATA_FIELDS)
+        self._fields = FieldTally(
+            kr.COUNTERS.name, known, NOT_CARRIED if carried else NOT_CARRIED | METADATA_FIELDS
+        )
         self._tally = HashTally()
 
     def finish(self) -> None:
@@ -146,9 +145,9 @@ class _KratosPart(RecordPart[KratosFile]):
             return Rejected(mapped.reason, mapped.detail, record_shown)
         assert isinstance(identity, Mapping)  # map_identity took it
         user_id = str(mapped.entry["userId"])
-        counts[kr.USERS_MAPPED] += 1
+        counts[kr.COUNTERS.users_mapped] += 1
         counts[kr.METADATA_ENTRIES] += len(mapped.metadata)
-        counts[kr.METADATA_DROPPED] += mapped.metadata_dropped
+        counts[kr.COUNTERS.metadata_dropped] += mapped.metadata_dropped
         if mapped.verifier and mapped.form is not None:
             counts[kr.WITH_PASSWORD + str(mapped.form.form)] += 1
         if mapped.dropped is not None:
@@ -160,7 +159,7 @@ class _KratosPart(RecordPart[KratosFile]):
         tallies, line = self._written(identity, mapped, user_id)
         row = encode_user(
             sortkey,
-            source=kr.SOURCE,
+            source=kr.COUNTERS.source,
             user_id=user_id,
             entry=mapped.entry,
             metadata=mapped.metadata,
@@ -189,7 +188,7 @@ class _KratosPart(RecordPart[KratosFile]):
             refused = self._tally.refused_name(mapped.dropped.refused) if mapped.dropped is not None else None
             names += [refused] if refused is not None else []
         if "hashedPassword" not in body and "idps" not in body:
-            names.append(counters.CANNOT_SIGN_IN + kr.PREFIX)
+            names.append(kr.COUNTERS.cannot_sign_in)
         names += [kr.TOTP_NOT_CARRIED + cause for cause in mapped.totp_not_carried]
         names += [kr.OTHER_CREDENTIALS + kind for kind in mapped.other_credentials]
         names += [kr.BLOCKED_WRITTEN] if mapped.inactive else []
