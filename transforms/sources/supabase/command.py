@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import USERS_WITH_OTP, by_suffix, note
 from transforms.common.errors import ConfigError
+from transforms.sources import supabase as sb
 from transforms.sources.declaration import (
     FlagGroup,
     FlagParser,
@@ -29,9 +30,7 @@ from transforms.sources.declaration import (
     SummaryLine,
     file_flag,
 )
-from transforms.sources.supabase import legacy
-from transforms.sources.supabase import source as sb
-from transforms.sources.supabase.source import KIND, factors_csv, identities_csv, users_csv
+from transforms.sources.supabase import KIND, factors_csv, identities_csv, legacy, users_csv
 
 if TYPE_CHECKING:
     from transforms.sources.supabase.mapping import SupabaseFile

@@ -25,6 +25,7 @@ from transforms.common import counters
 from transforms.common.records import SortKey
 from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
+from transforms.sources import supabase as sb
 from transforms.sources.file_reader import (
     ReadSourceFiles,
     Record,
@@ -38,7 +39,7 @@ from transforms.sources.file_reader import (
 )
 from transforms.sources.input_stream import DepthGuard, InputReadError, InputStream, open_input
 from transforms.sources.source_parts import ReadUsers
-from transforms.sources.supabase import source as sb
+from transforms.sources.supabase import text
 from transforms.sources.supabase.mapping import (
     FACTORS,
     IDENTITIES,
@@ -53,7 +54,6 @@ from transforms.sources.supabase.mapping import (
     map_user,
     object_column,
 )
-from transforms.sources.supabase.source import text
 
 __all__ = ["ReadSupabaseUsers", "SideTables", "json_rows"]
 
