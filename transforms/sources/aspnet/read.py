@@ -23,7 +23,8 @@ from transforms.common import counters
 from transforms.common.records import SortKey
 from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
-from transforms.sources.aspnet import source as asp
+from transforms.sources import aspnet as asp
+from transforms.sources.aspnet import key
 from transforms.sources.aspnet.mapping import (
     IDENTITY,
     NAME_COLUMNS,
@@ -35,7 +36,6 @@ from transforms.sources.aspnet.mapping import (
     canonical,
     map_row,
 )
-from transforms.sources.aspnet.source import key
 from transforms.sources.csv_rows import read_csv
 from transforms.sources.file_reader import (
     ReadSourceFiles,
