@@ -120,9 +120,9 @@ def _plan_files(flag: str, pattern: str | None, first_index: int) -> list[Supaba
 
 def plan(flags: Flags, settings: SourceSettings) -> Plan:
     """Match the three tables' files and look at each head; the reader's options."""
-    from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.supabase.mapping import SupabaseOptions
+    from transforms.sources.supabase.read import read_supabase
 
     users = _plan_files("--users", flags.users, 0)
     identities = _plan_files("--identities", flags.identities, len(users))
@@ -140,15 +140,10 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         factors=tuple(factors),
     )
 
-    def read(pipeline, tmp_dir: str):
-        from transforms.sources.supabase.read import ReadSupabaseUsers
-
-        return pipeline | "ReadSupabase" >> ReadSupabaseUsers(users, options, NUM_PARTITIONS, tmp_dir)
-
     paths = [p for p in (flags.users, flags.identities, flags.mfa_factors) if p]
     keep = legacy.keeper(flags.legacy_hashes, users, options, paths, settings.push_api)
     return Plan(
-        read=read,
+        read=lambda pipeline, tmp_dir: read_supabase(pipeline, users, options, tmp_dir),
         input_paths=paths,
         input_names={f.index: f.path for f in users},
         manifest={"supabase_files": _listed(users, identities, factors)},
