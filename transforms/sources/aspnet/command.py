@@ -132,10 +132,9 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     """Match the files, check each header; the reader's options."""
     import datetime
 
-    from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.aspnet.mapping import AspnetOptions
-    from transforms.sources.aspnet.read import count_rows
+    from transforms.sources.aspnet.read import count_rows, read_aspnet
 
     delimiters: dict[str, str] = {}
     users = _files(flags.users, "--users", ("core", "identity2"), delimiters)
@@ -161,15 +160,10 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         delimiters=tuple(delimiters.items()),
     )
 
-    def read(pipeline, tmp_dir: str):
-        from transforms.sources.aspnet.read import ReadAspnetUsers
-
-        return pipeline | "ReadAspnet" >> ReadAspnetUsers(users, options, NUM_PARTITIONS, tmp_dir)
-
     paths = [flags.users, *(getattr(flags, flag) for flag in side)]
     rows = {flag: count_rows(found, options) for flag, found in side.items()}
     return Plan(
-        read=read,
+        read=lambda pipeline, tmp_dir: read_aspnet(pipeline, users, options, tmp_dir),
         input_paths=paths,
         input_names={f.index: f.path for f in users},
         manifest={"side_tables": {flag: list(found) for flag, found in side.items()}, "side_rows": rows},
