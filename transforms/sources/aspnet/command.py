@@ -10,8 +10,8 @@ ASP.NET Identity is a library writing tables in the application's database: the 
 result saved as CSV (psql ``\\copy``, SSMS, ...), read by header name in both layouts (ASP.NET Core
 Identity, ASP.NET Identity 2). Its ``PasswordHash`` (Identity v2/v3 PBKDF2) is rewritten into the
 form ZITADEL verifies; the side tables add IdP links, the authenticator key (TOTP) and names.
-The counter names, the record kind and the file shapes are here too: the command is the source's
-whole declaration (docs/aspnet.md).
+The counter names, the record kind and the file shapes are the package's ``__init__``
+(docs/aspnet.md).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import csv
 from collections.abc import Mapping, Sequence
 
 from transforms.common import counters
-from transforms.common.accounting import link_lines, reader_invariant, users_lines
+from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
-from transforms.sources.aspnet import source as asp
-from transforms.sources.aspnet.source import KIND, WHAT, key, table_of
+from transforms.sources import aspnet as asp
+from transforms.sources.aspnet import KIND, WHAT, key, table_of
 from transforms.sources.csv_rows import detect_delimiter
 from transforms.sources.declaration import (
     FlagGroup,
@@ -39,7 +39,7 @@ from transforms.sources.declaration import (
     file_flag,
 )
 
-__all__ = ["DESCRIPTION", "add_arguments", "plan", "summary_lines", "invariant"]
+__all__ = ["DESCRIPTION", "add_arguments", "plan", "summary_lines"]
 
 _SIDE_HELP = "(CSV with a header, as the database tool saved it): path or glob, local or gs://"
 
@@ -132,10 +132,9 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
     """Match the files, check each header; the reader's options."""
     import datetime
 
-    from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.aspnet.mapping import AspnetOptions
-    from transforms.sources.aspnet.read import count_rows
+    from transforms.sources.aspnet.read import count_rows, read_aspnet
 
     delimiters: dict[str, str] = {}
     users = _files(flags.users, "--users", ("core", "identity2"), delimiters)
@@ -161,15 +160,10 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         delimiters=tuple(delimiters.items()),
     )
 
-    def read(pipeline, tmp_dir: str):
-        from transforms.sources.aspnet.read import ReadAspnetUsers
-
-        return pipeline | "ReadAspnet" >> ReadAspnetUsers(users, options, NUM_PARTITIONS, tmp_dir)
-
     paths = [flags.users, *(getattr(flags, flag) for flag in side)]
     rows = {flag: count_rows(found, options) for flag, found in side.items()}
     return Plan(
-        read=read,
+        read=lambda pipeline, tmp_dir: read_aspnet(pipeline, users, options, tmp_dir),
         input_paths=paths,
         input_names={f.index: f.path for f in users},
         manifest={"side_tables": {flag: list(found) for flag, found in side.items()}, "side_rows": rows},
@@ -215,26 +209,13 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     return lines
 
 
-def invariant(counts: Mapping[str, int]) -> tuple[bool, str]:
-    """users read = written + dead-lettered; users mapped = written + dropped as duplicates."""
-    return reader_invariant(
-        counts,
-        read=counts.get(asp.USERS_READ, 0),
-        noun="users",
-        source=asp.SOURCE,
-        passed=counts.get(asp.USERS_MAPPED, 0),
-        passed_label="mapped",
-        refused_label="blocked",
-    )
-
-
 DESCRIPTION = SourceDescription(
     kind=KIND,
     help="ASP.NET Identity AspNetUsers table (CSV) → import bodies",
     add_arguments=add_arguments,
     plan=plan,
     summary_lines=summary_lines,
-    invariant=invariant,
+    invariant=asp.COUNTERS.invariant,
     groups=frozenset({FlagGroup.HASHES, FlagGroup.LAYOUT}),
     idp_links=IdpLinks(
         what="AspNetUserLogins of LoginProvider ALIAS (e.g. Google, Microsoft)", counters=asp.IDP_LINKS

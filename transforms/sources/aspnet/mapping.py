@@ -41,7 +41,7 @@ from transforms.mapping.validate import (
     otp_problem,
     validate_user,
 )
-from transforms.sources.aspnet.source import key
+from transforms.sources.aspnet import key
 
 __all__ = [
     "AspnetOptions",

@@ -8,7 +8,7 @@ summary can say how many were not used.
 Example::
 
     files = match_inputs(["AspNetUsers.csv"], 0, "--users")
-    result = pipeline | "ReadAspnet" >> ReadAspnetUsers(files, AspnetOptions(now=time.time()), 32, tmp_dir)
+    result = read_aspnet(pipeline, files, AspnetOptions(now=time.time()), tmp_dir)  # ReadUsers(rows, dead)
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import apache_beam as beam
 import orjson
 
 from transforms.common import counters
-from transforms.common.records import SortKey
+from transforms.common.records import NUM_PARTITIONS, SortKey
 from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
-from transforms.sources.aspnet import source as asp
+from transforms.sources import aspnet as asp
+from transforms.sources.aspnet import key
 from transforms.sources.aspnet.mapping import (
     IDENTITY,
     NAME_COLUMNS,
@@ -35,7 +36,6 @@ from transforms.sources.aspnet.mapping import (
     canonical,
     map_row,
 )
-from transforms.sources.aspnet.source import key
 from transforms.sources.csv_rows import read_csv
 from transforms.sources.file_reader import (
     ReadSourceFiles,
@@ -50,7 +50,7 @@ from transforms.sources.file_reader import (
 from transforms.sources.input_stream import InputStream, open_input
 from transforms.sources.source_parts import ReadUsers
 
-__all__ = ["ReadAspnetUsers", "load_side", "count_rows"]
+__all__ = ["read_aspnet", "load_side", "count_rows"]
 
 
 def load_side(options: AspnetOptions) -> dict[str, Side]:
@@ -195,15 +195,9 @@ class _AspnetPart(RecordPart[SourceFile]):
         return row_tallies(self._fields.names(cells, mapped.not_carried), names), line
 
 
-@beam.typehints.with_input_types(beam.pvalue.PBegin)
-class ReadAspnetUsers(beam.PTransform):
-    """Planned AspNetUsers files → ``ReadUsers(rows, dead)``."""
-
-    def __init__(
-        self, files: Sequence[SourceFile], options: AspnetOptions, partitions: int, tmp_dir: str | None
-    ):
-        super().__init__()
-        self._read = ReadSourceFiles(files, _AspnetPart(options), partitions=partitions, tmp_dir=tmp_dir)
-
-    def expand(self, pbegin: beam.pvalue.PBegin) -> ReadUsers:
-        return pbegin | "ReadAspnetFiles" >> self._read
+def read_aspnet(
+    pipeline: beam.Pipeline, files: Sequence[SourceFile], options: AspnetOptions, tmp_dir: str | None
+) -> ReadUsers:
+    """Planned AspNetUsers files → ``ReadUsers(rows, dead)`` (the plan's ``read``)."""
+    part = _AspnetPart(options)
+    return pipeline | "ReadAspnet" >> ReadSourceFiles(files, part, partitions=NUM_PARTITIONS, tmp_dir=tmp_dir)

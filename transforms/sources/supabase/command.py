@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from transforms.common.accounting import link_lines, users_lines
 from transforms.common.counters import USERS_WITH_OTP, by_suffix, note
 from transforms.common.errors import ConfigError
+from transforms.sources import supabase as sb
 from transforms.sources.declaration import (
     FlagGroup,
     FlagParser,
@@ -29,9 +30,7 @@ from transforms.sources.declaration import (
     SummaryLine,
     file_flag,
 )
-from transforms.sources.supabase import legacy
-from transforms.sources.supabase import source as sb
-from transforms.sources.supabase.source import KIND, factors_csv, identities_csv, users_csv
+from transforms.sources.supabase import KIND, factors_csv, identities_csv, legacy, users_csv
 
 if TYPE_CHECKING:
     from transforms.sources.supabase.mapping import SupabaseFile
@@ -121,9 +120,9 @@ def _plan_files(flag: str, pattern: str | None, first_index: int) -> list[Supaba
 
 def plan(flags: Flags, settings: SourceSettings) -> Plan:
     """Match the three tables' files and look at each head; the reader's options."""
-    from transforms.common.records import NUM_PARTITIONS
     from transforms.mapping.validate import ValidationOptions
     from transforms.sources.supabase.mapping import SupabaseOptions
+    from transforms.sources.supabase.read import read_supabase
 
     users = _plan_files("--users", flags.users, 0)
     identities = _plan_files("--identities", flags.identities, len(users))
@@ -141,15 +140,10 @@ def plan(flags: Flags, settings: SourceSettings) -> Plan:
         factors=tuple(factors),
     )
 
-    def read(pipeline, tmp_dir: str):
-        from transforms.sources.supabase.read import ReadSupabaseUsers
-
-        return pipeline | "ReadSupabase" >> ReadSupabaseUsers(users, options, NUM_PARTITIONS, tmp_dir)
-
     paths = [p for p in (flags.users, flags.identities, flags.mfa_factors) if p]
     keep = legacy.keeper(flags.legacy_hashes, users, options, paths, settings.push_api)
     return Plan(
-        read=read,
+        read=lambda pipeline, tmp_dir: read_supabase(pipeline, users, options, tmp_dir),
         input_paths=paths,
         input_names={f.index: f.path for f in users},
         manifest={"supabase_files": _listed(users, identities, factors)},

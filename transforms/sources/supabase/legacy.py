@@ -32,7 +32,7 @@ from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
 from transforms.hashing.policy import OnUnsupportedHash
 from transforms.sources.declaration import FlagParser, KeepLegacy
-from transforms.sources.supabase.source import text
+from transforms.sources.supabase import text
 
 if TYPE_CHECKING:
     from transforms.output.manifest import ListedFile

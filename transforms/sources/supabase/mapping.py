@@ -34,8 +34,8 @@ from transforms.mapping.validate import (
     otp_problem,
     validate_user,
 )
-from transforms.sources.supabase import source as sb
-from transforms.sources.supabase.source import banned, text
+from transforms.sources import supabase as sb
+from transforms.sources.supabase import banned, text
 
 __all__ = [
     "SupabaseFile",

@@ -7,7 +7,7 @@ joined to the users by ``user_id``; what one row becomes is ``mapping.map_user``
 Example::
 
     files = [SupabaseFile(0, "auth-users.csv", "csv")]
-    result = pipeline | "ReadSupabase" >> ReadSupabaseUsers(files, SupabaseOptions(), 32, tmp_dir)
+    result = read_supabase(pipeline, files, SupabaseOptions(), tmp_dir)  # ReadUsers(rows, dead)
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import ijson
 import orjson
 
 from transforms.common import counters
-from transforms.common.records import SortKey
+from transforms.common.records import NUM_PARTITIONS, SortKey
 from transforms.hashing.tally import HashTally, passwordless
 from transforms.mapping.fields import FieldTally
+from transforms.sources import supabase as sb
 from transforms.sources.file_reader import (
     ReadSourceFiles,
     Record,
@@ -38,7 +39,7 @@ from transforms.sources.file_reader import (
 )
 from transforms.sources.input_stream import DepthGuard, InputReadError, InputStream, open_input
 from transforms.sources.source_parts import ReadUsers
-from transforms.sources.supabase import source as sb
+from transforms.sources.supabase import text
 from transforms.sources.supabase.mapping import (
     FACTORS,
     IDENTITIES,
@@ -53,9 +54,8 @@ from transforms.sources.supabase.mapping import (
     map_user,
     object_column,
 )
-from transforms.sources.supabase.source import text
 
-__all__ = ["ReadSupabaseUsers", "SideTables", "json_rows"]
+__all__ = ["read_supabase", "SideTables", "json_rows"]
 
 
 # --------------------------------------------------------------------------- side tables
@@ -249,15 +249,11 @@ class _SupabasePart(RecordPart[SupabaseFile]):
         ), line
 
 
-@beam.typehints.with_input_types(beam.pvalue.PBegin)
-class ReadSupabaseUsers(beam.PTransform):
-    """Planned ``auth.users`` files → ``ReadUsers(rows, dead)``."""
-
-    def __init__(
-        self, files: Sequence[SupabaseFile], options: SupabaseOptions, partitions: int, tmp_dir: str | None
-    ):
-        super().__init__()
-        self._read = ReadSourceFiles(files, _SupabasePart(options), partitions=partitions, tmp_dir=tmp_dir)
-
-    def expand(self, pbegin: beam.pvalue.PBegin) -> ReadUsers:
-        return pbegin | "ReadSupabaseFiles" >> self._read
+def read_supabase(
+    pipeline: beam.Pipeline, files: Sequence[SupabaseFile], options: SupabaseOptions, tmp_dir: str | None
+) -> ReadUsers:
+    """Planned ``auth.users`` files → ``ReadUsers(rows, dead)`` (the plan's ``read``)."""
+    part = _SupabasePart(options)
+    return pipeline | "ReadSupabase" >> ReadSourceFiles(
+        files, part, partitions=NUM_PARTITIONS, tmp_dir=tmp_dir
+    )

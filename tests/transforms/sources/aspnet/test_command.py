@@ -28,8 +28,8 @@ from pipeline.cli import main
 from transforms.common.reasons import Reason
 from transforms.hashing.policy import OnUnsupportedHash, load_policy
 from transforms.mapping.validate import ValidationOptions
+from transforms.sources.aspnet import table_of
 from transforms.sources.aspnet.mapping import AspnetOptions, MappedUser, Refusal, Side, canonical, map_row
-from transforms.sources.aspnet.source import table_of
 
 SAMPLE = ROOT / "examples" / "aspnet"
 DATA = ROOT / "tests" / "data" / "aspnet"

@@ -21,7 +21,7 @@ from zitadel_server import ZitadelServer
 from pipeline.cli import main
 from transforms.common.reasons import Reason
 from transforms.hashing.policy import OnUnsupportedHash
-from transforms.sources.supabase import source as sb
+from transforms.sources import supabase as sb
 from transforms.sources.supabase.mapping import (
     ANONYMOUS,
     DELETED,
