@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
 from transforms.hashing.policy import OnUnsupportedHash
+from transforms.output.waiting import exists, reset_list, without
 from transforms.sources.declaration import FlagParser, KeepLegacy
 from transforms.sources.supabase import text
 
@@ -73,14 +73,6 @@ def firebase_scrypt_params(value: str) -> tuple[str, dict[str, object]] | None:
     return parts[4], params
 
 
-def _exists(path: str) -> bool:
-    if path.startswith("gs://"):
-        from apache_beam.io.filesystems import FileSystems
-
-        return bool(FileSystems.exists(path))
-    return os.path.lexists(path)
-
-
 def keeper(
     path: str | None,
     files: Sequence[SupabaseFile],
@@ -105,7 +97,7 @@ def keeper(
         )
     if path in inputs:
         raise ConfigError(f"--legacy-hashes {path!r} is an input of this run")
-    if _exists(path):
+    if exists(path):
         raise ConfigError(
             f"--legacy-hashes {path!r} exists: a store is never replaced (a companion may be serving it); "
             "choose another path"
@@ -114,25 +106,14 @@ def keeper(
     def keep(passwordless: ListedFile) -> tuple[ListedFile, ListedFile]:
         from transforms.output.manifest import ListedFile
 
-        if _exists(path):
+        if exists(path):
             raise ConfigError(f"--legacy-hashes {path!r} appeared during the run; it is not replaced")
-        listed = _listed(passwordless)
+        listed = reset_list(passwordless)
         wanted = {str(entry["id"]) for _, entry in listed if entry.get("reason") == Reason.UNSUPPORTED_HASH}
         kept, digest = _write_store(path, files if wanted else [], wanted, options)
-        return _without(passwordless, listed, kept), ListedFile(path, len(kept), digest)
+        return without(passwordless, listed, kept), ListedFile(path, len(kept), digest)
 
     return keep
-
-
-def _listed(passwordless: ListedFile) -> list[tuple[bytes, dict]]:
-    """The reset list's lines, each with its JSON."""
-    if not passwordless.count:
-        return []
-    import orjson
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(passwordless.path) as handle:
-        return [(line, orjson.loads(line)) for line in handle if line.strip()]
 
 
 def _users(files: Sequence[SupabaseFile]) -> Iterator[Mapping[str, object]]:
@@ -186,25 +167,3 @@ def _write_store(
             digest.update(line)
             kept.add(user_id)
     return kept, digest.hexdigest()
-
-
-def _without(passwordless: ListedFile, listed: list[tuple[bytes, dict]], kept: set[str]) -> ListedFile:
-    """The reset list without the kept users (no file when none is left)."""
-    from transforms.output.manifest import ListedFile
-
-    rest = [line for line, entry in listed if str(entry.get("id")) not in kept]
-    if len(rest) == len(listed):
-        return passwordless
-    if not rest:
-        from apache_beam.io.filesystems import FileSystems
-
-        FileSystems.delete([passwordless.path])
-        return ListedFile(passwordless.path, 0, None)
-    from transforms.files.storage import open_private
-
-    digest = hashlib.sha256()
-    with open_private(passwordless.path, fsync=True) as out:
-        for line in rest:
-            out.write(line)
-            digest.update(line)
-    return ListedFile(passwordless.path, len(rest), digest.hexdigest())
