@@ -73,6 +73,13 @@ def users_lines(counts: Mapping[str, int]) -> list[tuple[str, int | str]]:
     return lines
 
 
+def link_outcomes(invalid: str, *own: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``(outcome, label)`` pairs of :func:`link_lines` every source counts: linked, the
+    source's ``own`` outcomes, not mapped by ``--idp-map``, and ``invalid`` (its words for an
+    entry without a usable id at the IdP)."""
+    return (("linked", "linked to IdP"), *own, ("unmapped", "no --idp-map, not linked"), ("invalid", invalid))
+
+
 def link_lines(
     counts: Mapping[str, int], prefix: str, outcomes: Sequence[tuple[str, str]]
 ) -> list[tuple[str, int | str]]:

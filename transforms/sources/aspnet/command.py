@@ -20,7 +20,7 @@ import csv
 from collections.abc import Mapping, Sequence
 
 from transforms.common import counters
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.sources import aspnet as asp
@@ -203,9 +203,8 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     lines.append(("locked-out users written (--include-blocked, --state)", counts.get(asp.LOCKED_WRITTEN, 0)))
     lines.append(("AspNetUserClaims rows used (names, metadata)", counts.get(asp.CLAIMS_USED, 0)))
     if any(name.startswith(asp.IDP_LINKS) for name in counts):
-        outcomes = (("linked", "linked to IdP"), ("unmapped", "no --idp-map, not linked"))
+        outcomes = link_outcomes("no usable ProviderKey, not linked")
         lines += [("AspNetUserLogins (users written)", ""), *link_lines(counts, asp.IDP_LINKS, outcomes)]
-        lines += link_lines(counts, asp.IDP_LINKS, (("invalid", "no usable ProviderKey, not linked"),))
     return lines
 
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from transforms.common import counters
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
 from transforms.sources.auth0 import items as a0
@@ -145,11 +145,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         lines += link_lines(
             counts,
             a0.IDENTITIES,
-            (
-                ("linked", "linked to IdP"),
-                ("unmapped", "no --idp-map, not linked"),
-                ("invalid", "no usable user_id, not linked"),
-            ),
+            link_outcomes("no usable user_id, not linked"),
         )
     return lines
 

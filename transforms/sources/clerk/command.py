@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import orjson
 
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.sources import clerk as ck
@@ -185,8 +185,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     links = {k: v for k, v in counts.items() if k.startswith(ck.IDP_LINKS)}
     if links:
         lines.append(("external_accounts entries (users mapped)", sum(links.values())))
-        outcomes = (("linked", "linked to IdP"), ("unmapped", "no --idp-map, not linked"))
-        lines += link_lines(counts, ck.IDP_LINKS, (*outcomes, ("invalid", "no provider_user_id, not linked")))
+        lines += link_lines(counts, ck.IDP_LINKS, link_outcomes("no provider_user_id, not linked"))
     return lines
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import orjson
 
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.sources import cognito
@@ -224,12 +224,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
     links = [value for name, value in counts.items() if name.startswith(cognito.IDP_LINKS)]
     if links:
         lines.append(("identities entries (users mapped)", sum(links)))
-        outcomes = (
-            ("linked", "linked to IdP"),
-            ("unmapped", "no --idp-map, not linked"),
-            ("invalid", "no usable userId, not linked"),
-        )
-        lines += link_lines(counts, cognito.IDP_LINKS, outcomes)
+        lines += link_lines(counts, cognito.IDP_LINKS, link_outcomes("no usable userId, not linked"))
     return lines
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.common.reasons import Reason
@@ -120,12 +120,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         lines += link_lines(
             counts,
             fb.IDP_LINKS,
-            (
-                ("linked", "linked to IdP"),
-                ("firebase", "Firebase's own sign-in"),
-                ("unmapped", "no --idp-map, not linked"),
-                ("invalid", "no usable rawId, not linked"),
-            ),
+            link_outcomes("no usable rawId, not linked", ("firebase", "Firebase's own sign-in")),
         )
     return lines
 

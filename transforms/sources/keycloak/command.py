@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from transforms.common import counters
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.files.storage import check_gcs_reachable
@@ -129,11 +129,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         lines += link_lines(
             counts,
             kc.IDP_LINKS,
-            (
-                ("linked", "linked to IdP"),
-                ("unmapped", "no --idp-map, not linked"),
-                ("invalid", "no usable userId, not linked"),
-            ),
+            link_outcomes("no usable userId, not linked"),
         )
     return lines
 

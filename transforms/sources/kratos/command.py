@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import orjson
 
 from transforms.common import counters
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.counters import by_suffix
 from transforms.common.errors import ConfigError
 from transforms.sources.declaration import (
@@ -207,11 +207,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         lines += link_lines(
             counts,
             IDP_LINKS,
-            (
-                ("linked", "linked to IdP"),
-                ("unmapped", "no --idp-map, not linked"),
-                ("invalid", "no subject"),
-            ),
+            link_outcomes("no subject"),
         )
     return lines
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from transforms.common.accounting import link_lines, users_lines
+from transforms.common.accounting import link_lines, link_outcomes, users_lines
 from transforms.common.counters import USERS_WITH_OTP, by_suffix, note
 from transforms.common.errors import ConfigError
 from transforms.sources import supabase as sb
@@ -188,12 +188,7 @@ def summary_lines(counts: Mapping[str, int]) -> list[SummaryLine]:
         lines.append(
             ("OAuth/SSO identities (users written)", sum(v for _, v in by_suffix(counts, sb.IDP_LINKS)))
         )
-        outcomes = (
-            ("linked", "linked to IdP"),
-            ("unmapped", "no --idp-map, not linked"),
-            ("invalid", "no usable provider_id, not linked"),
-        )
-        lines += link_lines(counts, sb.IDP_LINKS, outcomes)
+        lines += link_lines(counts, sb.IDP_LINKS, link_outcomes("no usable provider_id, not linked"))
     return lines
 
 
